@@ -1,0 +1,73 @@
+"""Exceptions and warnings of multistat.
+
+Every error a user can trigger is a :class:`MultistatError` subclass, so the command
+line can catch one class, print its message on one line and exit with status 2.
+``MultistatError`` inherits from ``ValueError``; :class:`ParameterTypeError` also from
+``TypeError`` (scipy/scikit-learn convention: wrong type -> TypeError, wrong value ->
+ValueError).
+"""
+
+from __future__ import annotations
+
+
+class MultistatError(ValueError):
+    """Base class of every error multistat raises on bad input or parameters."""
+
+
+class ParameterError(MultistatError):
+    """A parameter has a value outside its allowed set."""
+
+
+class ParameterTypeError(MultistatError, TypeError):
+    """A parameter has the wrong type."""
+
+
+class InputFileError(MultistatError):
+    """A score file cannot be read or parsed (names the file and line/column)."""
+
+
+class DataValidationError(MultistatError):
+    """Scores were read but violate the data model (duplicates, NaN, missing pairs...)."""
+
+
+class UnknownSystemError(MultistatError):
+    """A system named by the user is not in the study."""
+
+
+class TestNotApplicableError(MultistatError):
+    """A test cannot run on the data it was given (e.g. McNemar on non-binary scores)."""
+
+    __test__ = False  # not a pytest class
+
+
+class PowerError(MultistatError):
+    """Bad or infeasible power-analysis request."""
+
+
+class InfeasibleError(PowerError):
+    """No value in the feasible range reaches the requested target."""
+
+
+# ----------------------------------------------------------------------------- warnings
+class MultistatWarning(UserWarning):
+    """Base class of multistat's warnings (the test suite turns them into errors)."""
+
+
+class DroppedDataWarning(MultistatWarning):
+    """Rows or instances were removed (missing="drop"); the message says how many."""
+
+
+class SmallSampleWarning(MultistatWarning):
+    """Too few observations for the requested method to be reliable."""
+
+
+class ConstantInputWarning(MultistatWarning):
+    """All differences are identical (often all zero): the statistic is undefined."""
+
+
+class NormalityTestWarning(MultistatWarning):
+    """The normality test was switched (e.g. Shapiro-Wilk above 5000 points)."""
+
+
+class CompatibilityWarning(MultistatWarning):
+    """A peer tool's (statistically questionable) definition was requested on purpose."""

@@ -1,0 +1,128 @@
+"""The result object and the registry shared by every significance test.
+
+Contract for a registered test function::
+
+    func(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
+         **options) -> TestResult
+
+``x`` and ``y`` are paired arrays with the instances on the **last** axis; leading axes
+are batch axes (e.g. pairs), so one call tests many pairs at once and every field of the
+result is an array of the leading shape (a 0-d array/float for 1-d input).
+Hypotheses are about the difference ``a - b`` (``x - y``) of the test's statistic:
+``alternative="greater"`` means H1: theta(x - y) > null_value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from multistat.errors import ParameterError
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """Outcome of one paired test (fields may be arrays over batch axes).
+
+    Attributes
+    ----------
+    test : registry name of the test
+    statistic : the test statistic (t, W, number of positive signs, ...)
+    p_value : p-value for ``alternative``
+    estimate : point estimate of theta(a - b) in metric units (mean, median, HL...)
+    ci_low, ci_high : confidence interval for theta(a - b) at ``confidence_level``
+    n : number of pairs used (after removing zeros where the test does)
+    alternative, null_value : the hypothesis tested
+    statistic_kind : "mean", "median" or "corpus"
+    note : empty, or why a value is NaN / what was adjusted
+    extra : further named arrays (e.g. ``z`` for Wilcoxon) that go into the tidy table
+    """
+
+    __test__ = False  # not a pytest class
+
+    test: str
+    statistic: Any
+    p_value: Any
+    estimate: Any
+    ci_low: Any
+    ci_high: Any
+    confidence_level: float
+    n: Any
+    alternative: str
+    null_value: float
+    statistic_kind: str = "mean"
+    note: Any = ""
+    extra: dict = field(default_factory=dict)
+    _ci_fn: Callable[[float], tuple[Any, Any]] | None = field(default=None, repr=False,
+                                                              compare=False)
+
+    def confidence_interval(self, confidence_level: float | None = None):
+        """``(low, high)``; another level than the stored one is recomputed if possible."""
+        if confidence_level is None or confidence_level == self.confidence_level:
+            return self.ci_low, self.ci_high
+        if self._ci_fn is None:
+            raise ParameterError(
+                f"`confidence_level` {confidence_level!r}: this result only holds the "
+                f"{self.confidence_level!r} interval; rerun the test with that level"
+            )
+        return self._ci_fn(confidence_level)
+
+    def to_dict(self) -> dict:
+        """Flat mapping of the public fields (arrays kept as arrays)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if not f.name.startswith("_") and f.name != "extra"}
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """A registry entry: the function and what it assumes (manual Table 3)."""
+
+    __test__ = False
+
+    name: str
+    func: Callable[..., TestResult]
+    family: str  # "parametric" | "rank" | "resampling" | "binary"
+    statistic_kinds: tuple[str, ...]  # statistics it can test: ("mean",), ("median",), ...
+    assumes_symmetric: bool
+    assumes_normal: bool
+    binary_only: bool = False
+    resampling: bool = False
+    description: str = ""
+
+
+REGISTRY: dict[str, TestSpec] = {}
+
+
+def register(spec: TestSpec) -> TestSpec:
+    if spec.name in REGISTRY:
+        raise ParameterError(f"test {spec.name!r} is registered twice")
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_test(name: str) -> TestSpec:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ParameterError(
+            f"unknown test {name!r}; known tests: {', '.join(sorted(REGISTRY))}"
+        ) from None
+
+
+def as_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
+    """Validate paired input: same shape, at least one instance, float64."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ParameterError(
+            f"paired samples must have the same shape; got x {x.shape} and y {y.shape}"
+        )
+    if x.ndim == 0 or x.shape[-1] < 1:
+        raise ParameterError("paired samples need at least one instance on the last axis")
+    return x, y
