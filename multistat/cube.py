@@ -1,0 +1,233 @@
+"""The data model: a study is an :class:`xarray.DataTree` with one node per dataset.
+
+Each dataset node holds an :class:`xarray.Dataset` with
+
+* ``score`` — float64 on ``(system, metric, instance)``; NaN marks an instance removed
+  for that metric (``missing="drop"``), always for *all* systems so pairs stay paired;
+* coordinates ``higher_is_better`` (bool), ``kind`` (``"mean" | "binary" | "corpus"``)
+  and ``corpus_fn`` (name of a registered corpus-metric function, ``""`` otherwise) on
+  ``metric``;
+* for corpus metrics, ``stats`` — float64 on ``(system, metric, instance, stat)``: per
+  instance sufficient statistics whose *sums* the metric function turns into the corpus
+  score (zero-padded where a metric has fewer statistics; zero for non-corpus metrics).
+
+Datasets may have different instances and systems. Node names are the dataset names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from multistat.errors import DataValidationError, InputFileError, ParameterError
+
+SCORE = "score"
+STATS = "stats"
+DIMS = ("system", "metric", "instance")
+
+
+def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
+                 higher_is_better=None, kind=None, corpus_fn=None, stats=None
+                 ) -> xr.Dataset:
+    """Build one validated dataset node from arrays.
+
+    Parameters
+    ----------
+    name : dataset name
+    score : array ``(system, metric, instance)``
+    systems, metrics, instances : labels (converted to str)
+    higher_is_better : bool per metric (default all True)
+    kind : ``"mean" | "binary" | "corpus"`` per metric (default ``"mean"``)
+    corpus_fn : registered function name per metric (``""`` for non-corpus)
+    stats : optional array ``(system, metric, instance, stat)``
+    """
+    score = np.asarray(score, dtype=np.float64)
+    systems = [str(s) for s in systems]
+    metrics = [str(m) for m in metrics]
+    instances = [str(i) for i in instances]
+    shape = (len(systems), len(metrics), len(instances))
+    if score.shape != shape:
+        raise ParameterError(f"`score` must have shape {shape} (system, metric, instance); "
+                             f"got {score.shape}")
+    n_m = len(metrics)
+    hib = np.ones(n_m, bool) if higher_is_better is None else np.asarray(higher_is_better,
+                                                                         bool)
+    kind = np.array(["mean"] * n_m if kind is None else list(kind), dtype=object)
+    cfn = np.array([""] * n_m if corpus_fn is None else list(corpus_fn), dtype=object)
+    coords = {
+        "system": systems, "metric": metrics, "instance": instances,
+        "higher_is_better": ("metric", hib), "kind": ("metric", kind.astype(str)),
+        "corpus_fn": ("metric", cfn.astype(str)),
+    }
+    data_vars = {SCORE: (DIMS, score)}
+    if stats is not None:
+        stats = np.asarray(stats, dtype=np.float64)
+        if stats.shape[:3] != shape:
+            raise ParameterError(f"`stats` must have shape {shape} + (stat,); got "
+                                 f"{stats.shape}")
+        data_vars[STATS] = (DIMS + ("stat",), stats)
+        coords["stat"] = np.arange(stats.shape[3])
+    ds = xr.Dataset(data_vars, coords=coords, attrs={"dataset": str(name)})
+    validate_dataset(ds)
+    return ds
+
+
+def validate_dataset(ds: xr.Dataset) -> None:
+    """Check the invariants of a dataset node (raises DataValidationError)."""
+    name = ds.attrs.get("dataset", "?")
+    if ds.sizes["system"] < 2:
+        raise DataValidationError(f"dataset {name!r}: at least 2 systems are needed; got "
+                                  f"{ds.sizes['system']} ({', '.join(ds.system.values)})")
+    if ds.sizes["instance"] < 2:
+        raise DataValidationError(f"dataset {name!r}: at least 2 instances are needed; got "
+                                  f"{ds.sizes['instance']}")
+    for dim in DIMS:
+        labels = pd.Index(ds[dim].values)
+        if labels.has_duplicates:
+            dup = labels[labels.duplicated()].unique()[:3].tolist()
+            raise DataValidationError(f"dataset {name!r}: duplicated {dim} labels {dup}")
+    score = ds[SCORE].values if not _is_lazy(ds[SCORE]) else None
+    if score is not None:
+        nan = np.isnan(score)
+        # NaN must cover all systems of an instance (dropped pairs), never part of them
+        partial = nan.any(axis=0) & ~nan.all(axis=0)
+        if partial.any():
+            m, i = np.argwhere(partial)[0]
+            raise DataValidationError(
+                f"dataset {name!r}, metric {ds.metric.values[m]!r}: instance "
+                f"{ds.instance.values[i]!r} is missing for some systems only")
+        if np.isinf(score).any():
+            raise DataValidationError(f"dataset {name!r}: infinite scores in the cube")
+
+
+def _is_lazy(da: xr.DataArray) -> bool:
+    return da.chunks is not None
+
+
+def make_study(datasets: Mapping[str, xr.Dataset] | list[xr.Dataset]) -> xr.DataTree:
+    """A study (DataTree) from dataset nodes keyed by name."""
+    if not isinstance(datasets, Mapping):
+        datasets = {ds.attrs["dataset"]: ds for ds in datasets}
+    if not datasets:
+        raise DataValidationError("a study needs at least one dataset")
+    children = {}
+    for name, ds in datasets.items():
+        if "/" in str(name):
+            raise DataValidationError(f"dataset name {name!r} may not contain '/'")
+        ds = ds.assign_attrs(dataset=str(name))
+        children[str(name)] = ds
+    return xr.DataTree.from_dict({f"/{k}": v for k, v in children.items()})
+
+
+def datasets(study: xr.DataTree) -> dict[str, xr.Dataset]:
+    """``{name: Dataset}`` in study order."""
+    if isinstance(study, xr.Dataset):
+        return {study.attrs.get("dataset", "dataset"): study}
+    return {name: node.to_dataset() for name, node in study.children.items()}
+
+
+def from_frame(frame: pd.DataFrame) -> xr.DataTree:
+    """Study from a validated long frame (``multistat.read_scores`` output).
+
+    Metric metadata comes from ``frame.attrs["metrics"]`` (``higher_is_better``, ``kind``).
+    Within a dataset, instances missing for a metric (dropped) become NaN for all systems;
+    every system must have every remaining instance.
+    """
+    need = ["dataset", "system", "metric", "instance", "score"]
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"score frame lacks column(s) {missing}; has "
+                                  f"{list(frame.columns)}")
+    meta = frame.attrs.get("metrics", {})
+    out = {}
+    for name, part in frame.groupby("dataset", sort=False):
+        systems = pd.unique(part["system"])
+        metrics = pd.unique(part["metric"])
+        instances = pd.unique(part["instance"])
+        idx = pd.MultiIndex.from_product([systems, metrics, instances])
+        series = part.set_index(["system", "metric", "instance"])["score"]
+        if series.index.has_duplicates:
+            dup = series.index[series.index.duplicated()][0]
+            raise DataValidationError(f"dataset {name!r}: duplicated (system, metric, "
+                                      f"instance) {dup}")
+        cube = series.reindex(idx).to_numpy().reshape(len(systems), len(metrics),
+                                                      len(instances))
+        present = ~np.isnan(cube)
+        partial = present.any(axis=0) & ~present.all(axis=0)
+        if partial.any():
+            m, i = np.argwhere(partial)[0]
+            lacking = [str(s) for s, ok in zip(systems, present[:, m, i]) if not ok]
+            raise DataValidationError(
+                f"dataset {name!r}, metric {metrics[m]!r}: system(s) {lacking[:5]} lack "
+                f"instance {instances[i]!r} ({int(partial.sum())} incomplete instance(s) "
+                f"in all)")
+        hib = [bool(meta.get(m, {}).get("higher_is_better", True)) for m in metrics]
+        kind = [meta.get(m, {}).get("kind", "mean") for m in metrics]
+        out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
+                                      instances=instances, higher_is_better=hib, kind=kind)
+    return make_study(out)
+
+
+def to_frame(study: xr.DataTree) -> pd.DataFrame:
+    """Long frame ``dataset, system, metric, instance, score`` (NaN rows left out)."""
+    parts = []
+    for name, ds in datasets(study).items():
+        df = ds[SCORE].to_dataframe().reset_index()[["system", "metric", "instance", SCORE]]
+        df.insert(0, "dataset", name)
+        parts.append(df.dropna(subset=[SCORE]))
+    return pd.concat(parts, ignore_index=True)
+
+
+def metric_info(study: xr.DataTree) -> dict[str, dict]:
+    """``{metric: {"higher_is_better", "kind", "corpus_fn"}}`` over all datasets."""
+    info: dict[str, dict] = {}
+    for ds in datasets(study).values():
+        for m, h, k, c in zip(ds.metric.values, ds.higher_is_better.values, ds.kind.values,
+                              ds.corpus_fn.values):
+            info.setdefault(str(m), {"higher_is_better": bool(h), "kind": str(k),
+                                     "corpus_fn": str(c)})
+    return info
+
+
+def chunk(study: xr.DataTree, *, system: int | None = None, metric: int = 1
+          ) -> xr.DataTree:
+    """Dask-chunk every dataset over system/metric (instances stay whole)."""
+    chunks = {"metric": metric, "instance": -1}
+    if system is not None:
+        chunks["system"] = system
+    return make_study({n: ds.chunk(chunks) for n, ds in datasets(study).items()})
+
+
+def save(study: xr.DataTree, path) -> Path:
+    """Write the study to NetCDF-4 (one group per dataset); round-trip exact."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    enc = {}
+    tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
+                       for n, ds in datasets(study).items()})
+    tree.to_netcdf(path, engine="h5netcdf", encoding=enc or None)
+    return path
+
+
+def open_study(path) -> xr.DataTree:
+    """Reopen a study written by :func:`save` (loaded into memory)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFileError(f"{path}: no such study file")
+    try:
+        tree = xr.open_datatree(path, engine="h5netcdf")
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"{path}: not a multistat study (NetCDF) file: {exc}") from None
+    out = {}
+    for name, node in tree.children.items():
+        ds = node.to_dataset().load()
+        ds = ds.assign_coords(higher_is_better=ds.higher_is_better.astype(bool))
+        for c in ("kind", "corpus_fn"):
+            ds = ds.assign_coords({c: ds[c].astype(str)})
+        out[name] = ds
+    tree.close()
+    return make_study(out)
