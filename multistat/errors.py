@@ -71,3 +71,10 @@ class NormalityTestWarning(MultistatWarning):
 
 class CompatibilityWarning(MultistatWarning):
     """A peer tool's (statistically questionable) definition was requested on purpose."""
+
+
+# ----------------------------------------------------------------------------- power
+class PowerParameterError(PowerError, ParameterError):
+    """A power-analysis parameter is outside its allowed range (alpha, power,
+    probabilities, agreement, an accuracy difference larger than the discordant share,
+    or not exactly one quantity left ``None`` to solve for)."""
