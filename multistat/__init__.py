@@ -1,0 +1,48 @@
+"""multistat: which NLP systems really beat which, by how much, and was the test set big
+enough to tell — for a whole evaluation study at once.
+
+Public API (explicit; no star imports). Heavier modules load on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "read_scores": ("multistat.io", "read_scores"),
+    "write_parquet": ("multistat.io", "write_parquet"),
+    "read_parquet": ("multistat.io", "read_parquet"),
+    "load": ("multistat.cube", "load"),
+    "open_study": ("multistat.cube", "open_study"),
+    "save_study": ("multistat.cube", "save"),
+    "from_frame": ("multistat.cube", "from_frame"),
+    "evaluation_units": ("multistat.units", "evaluation_units"),
+    "analyze": ("multistat.analysis", "analyze"),
+    "compare": ("multistat.compare", "compare"),
+    "adjust": ("multistat.correct", "adjust"),
+    "effect_sizes": ("multistat.effect", "effect_sizes"),
+    "load_translations": ("multistat.adapters", "load_translations"),
+    "load_labels": ("multistat.adapters", "load_labels"),
+    "power": ("multistat.power", None),
+    "report": ("multistat.report", None),
+    "significance": ("multistat.significance", None),
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'multistat' has no attribute {name!r}") from None
+    mod = import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -231,3 +231,51 @@ def open_study(path) -> xr.DataTree:
         out[name] = ds
     tree.close()
     return make_study(out)
+
+
+def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:
+    """Index pairs ``(a, b)`` of the comparisons to run.
+
+    ``"all"``: every unordered pair once, ``a`` before ``b`` in system order;
+    ``"baseline:<name>"``: every other system ``a`` against the baseline ``b``
+    (estimates are then *system - baseline*); or an explicit list of ``(a, b)`` names.
+    """
+    from multistat.errors import UnknownSystemError
+
+    systems = [str(s) for s in systems]
+    where = {s: i for i, s in enumerate(systems)}
+
+    def index(name):
+        try:
+            return where[str(name)]
+        except KeyError:
+            raise UnknownSystemError(f"unknown system {name!r}; the study has "
+                                     f"{', '.join(systems)}") from None
+
+    if isinstance(pairs, str):
+        if pairs == "all":
+            n = len(systems)
+            return [(i, j) for i in range(n) for j in range(i + 1, n)]
+        if pairs.startswith("baseline:"):
+            b = index(pairs.split(":", 1)[1])
+            return [(i, b) for i in range(len(systems)) if i != b]
+        raise ParameterError(f"`pairs` must be 'all', 'baseline:<system>' or a list of "
+                             f"(a, b) system pairs; got {pairs!r}")
+    out = [(index(a), index(b)) for a, b in pairs]
+    for a, b in out:
+        if a == b:
+            raise ParameterError(f"`pairs`: system {systems[a]!r} compared with itself")
+    return out
+
+
+def load(path, **read_options) -> xr.DataTree:
+    """The study of a score file (:func:`multistat.read_scores` options) or a saved cube.
+
+    A ``.nc`` path is reopened with :func:`open_study`; anything else is read with
+    :func:`multistat.io.read_scores` and turned into a study with :func:`from_frame`.
+    """
+    if Path(str(path)).suffix == ".nc" and not read_options:
+        return open_study(path)
+    from multistat.io import read_scores
+
+    return from_frame(read_scores(path, **read_options))

@@ -1,0 +1,178 @@
+"""Data analysis and test recommendation (NLPStatTest manual section 3.1, appendix C).
+
+For every dataset x metric x pair of systems, on the (evaluation-unit) differences
+``d = a - b``: descriptive statistics of a, b and d; the sample skewness of d; a
+normality test of d; the test statistic (mean or median) and three lists of tests —
+recommended, non-preferred and inappropriate — following the manual's Table 2.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from multistat import cube
+from multistat._validation import check_probability
+from multistat.errors import ConstantInputWarning
+
+SHAPIRO_MAX = 5000
+SKEW_THRESHOLD = 0.5
+
+_REASONS = {
+    # (symmetric, normal) -> {test: (list, reason)}
+    (True, True): {
+        "t": ("recommended", "differences look symmetric and normal: the t test is exact "
+                             "and most powerful"),
+        "wilcoxon": ("non_preferred", "valid under symmetry but less powerful than t on "
+                                      "normal data"),
+        "sign": ("non_preferred", "valid without assumptions but uses only the signs: "
+                                  "low power"),
+        "permutation": ("non_preferred", "valid, but computationally expensive and no "
+                                         "more powerful than t here"),
+        "bootstrap": ("non_preferred", "valid, but computationally expensive and no more "
+                                       "powerful than t here"),
+    },
+    (True, False): {
+        "wilcoxon": ("recommended", "differences are roughly symmetric but not normal: "
+                                    "Wilcoxon keeps power without normality"),
+        "sign": ("non_preferred", "valid without assumptions but uses only the signs: "
+                                  "low power"),
+        "permutation": ("non_preferred", "valid (mean), but computationally expensive"),
+        "bootstrap": ("non_preferred", "valid (mean), but computationally expensive"),
+        "t": ("inappropriate", "normality rejected (t is OK for large samples by the CLT)"),
+    },
+    (False, None): {
+        "sign": ("recommended", "differences are skewed: test the median; the sign test "
+                                "needs neither symmetry nor normality"),
+        "permutation": ("non_preferred", "valid with the median statistic, but "
+                                         "computationally expensive"),
+        "bootstrap": ("non_preferred", "valid with the median statistic, but "
+                                       "computationally expensive"),
+        "t": ("inappropriate", "skewed differences: the mean is not a good centre and t "
+                               "assumes normality"),
+        "wilcoxon": ("inappropriate", "assumes a symmetric distribution of differences, "
+                                      "which the skewness rejects"),
+    },
+}
+
+
+def recommend(skewness: float, normal: bool, *, binary: bool = False) -> dict:
+    """Test statistic and the three lists of Table 2 for one comparison.
+
+    ``|skewness| < 0.5`` counts as symmetric (mean); otherwise median (appendix C.2).
+    NaN skewness (constant differences) is treated as symmetric. A binary metric adds
+    McNemar's test as recommended.
+    """
+    symmetric = not (abs(skewness) >= SKEW_THRESHOLD)  # NaN -> symmetric
+    key = (True, bool(normal)) if symmetric else (False, None)
+    table = _REASONS[key]
+    out = {"test_statistic": "mean" if symmetric else "median"}
+    for group in ("recommended", "non_preferred", "inappropriate"):
+        names = [t for t, (g, _) in table.items() if g == group]
+        out[group] = ",".join(names)
+    reasons = [f"{t}: {r}" for t, (_, r) in table.items()]
+    if binary:
+        out["recommended"] = ",".join(["mcnemar"] + out["recommended"].split(","))
+        reasons.insert(0, "mcnemar: binary (0/1) scores: McNemar's test on discordant "
+                          "pairs is exact")
+    out["reasons"] = " | ".join(reasons)
+    return out
+
+
+def _describe(prefix: str, x: np.ndarray) -> dict:
+    q1, med, q3 = np.percentile(x, [25, 50, 75], axis=-1)
+    return {f"mean_{prefix}": x.mean(-1), f"median_{prefix}": med,
+            f"std_{prefix}": x.std(-1, ddof=1) if x.shape[-1] > 1 else np.nan,
+            f"min_{prefix}": x.min(-1), f"q1_{prefix}": q1, f"q3_{prefix}": q3,
+            f"max_{prefix}": x.max(-1)}
+
+
+def _normality(d: np.ndarray) -> tuple[str, np.ndarray]:
+    """Shapiro-Wilk up to 5000 differences, D'Agostino-Pearson K^2 above."""
+    n = d.shape[-1]
+    if n < 3:
+        return "none (n < 3)", np.full(d.shape[0], np.nan)
+    test = "shapiro-wilk" if n <= SHAPIRO_MAX else "dagostino-pearson"
+    p = np.full(d.shape[0], np.nan)
+    ok = np.ptp(d, axis=-1) > 0
+    if ok.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fn = stats.shapiro if test == "shapiro-wilk" else stats.normaltest
+            p[ok] = fn(d[ok], axis=-1).pvalue
+    return test, p
+
+
+def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=None
+            ) -> pd.DataFrame:
+    """Descriptives, skewness, normality and recommended tests for every comparison.
+
+    Parameters
+    ----------
+    study : a study (``multistat.load`` / ``multistat.evaluation_units``)
+    alpha : significance level of the normality test (its own, not the study's)
+    pairs : ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
+    metrics, datasets : restrict to these names (default: all)
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dataset x metric x pair with ``dataset, metric, system_a, system_b,
+        n`` (units with a score), ``mean_a .. max_a``, ``mean_b .. max_b``,
+        ``mean_diff .. max_diff`` (mean, median, std, min, q1, q3, max), ``skewness``
+        (of a - b, ``scipy.stats.skew`` with ``bias=True`` as NLPStatTest), ``normality_test``
+        (``shapiro-wilk`` for n <= 5000, else ``dagostino-pearson`` — the Shapiro-Wilk
+        p-value is not reliable above 5000 points), ``normality_p``, ``normal``
+        (p > alpha), ``test_statistic`` (mean if |skewness| < 0.5 else median),
+        ``recommended``, ``non_preferred``, ``inappropriate`` (comma-separated test names
+        following the manual's Table 2) and ``reasons`` (one reason per test).
+
+    Notes
+    -----
+    Table 2 of the NLPStatTest manual: symmetric & normal -> t; symmetric & not normal ->
+    Wilcoxon (t inappropriate except for large samples); skewed -> sign test with the
+    median (t and Wilcoxon inappropriate). Permutation and bootstrap are non-preferred in
+    every row. Constant differences (skewness undefined) warn and count as symmetric.
+    """
+    alpha = check_probability("alpha", alpha)
+    rows = []
+    for name, ds in cube.datasets(study).items():
+        if datasets is not None and name not in datasets:
+            continue
+        score = np.asarray(ds[cube.SCORE].values)
+        idx = cube.pair_indices(ds.system.values, pairs)
+        ia = np.array([a for a, _ in idx])
+        ib = np.array([b for _, b in idx])
+        for m, metric in enumerate(ds.metric.values):
+            if metrics is not None and metric not in metrics:
+                continue
+            keep = ~np.isnan(score[0, m])
+            A, B = score[ia, m][:, keep], score[ib, m][:, keep]
+            D = A - B
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                skew = stats.skew(D, axis=-1, bias=True)
+            const = np.ptp(D, axis=-1) == 0
+            if const.any():
+                warnings.warn(
+                    f"dataset {name!r}, metric {metric!r}: {int(const.sum())} pair(s) have "
+                    "constant differences; skewness and normality are undefined (NaN)",
+                    ConstantInputWarning, stacklevel=2)
+                skew = np.where(const, np.nan, skew)
+            test, normal_p = _normality(D)
+            cols = {**_describe("a", A), **_describe("b", B), **_describe("diff", D)}
+            binary = str(ds.kind.values[m]) == "binary"
+            for p, (a, b) in enumerate(idx):
+                rec = recommend(skew[p], bool(normal_p[p] > alpha), binary=binary)
+                rows.append({
+                    "dataset": name, "metric": str(metric),
+                    "system_a": str(ds.system.values[a]), "system_b": str(ds.system.values[b]),
+                    "n": int(keep.sum()), **{k: float(v[p]) for k, v in cols.items()},
+                    "skewness": float(skew[p]), "normality_test": test,
+                    "normality_p": float(normal_p[p]), "normality_alpha": alpha,
+                    "normal": bool(normal_p[p] > alpha), **rec,
+                })
+    return pd.DataFrame(rows)

@@ -1,0 +1,193 @@
+"""The ``multistat`` command line: one subcommand per pipeline stage.
+
+Every subcommand reads and writes explicit paths, so DVC stages can call them. Bad input
+prints one line ``multistat: error: ...`` on stderr and exits with status 2 (no
+traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import click
+import typer
+
+from multistat.errors import MultistatError
+
+app = typer.Typer(
+    name="multistat", no_args_is_help=True, add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Paired significance tests, effect sizes and power for whole NLP evaluation "
+         "studies (many systems x metrics x test sets).")
+
+# ----------------------------------------------------------------------------- options
+FormatOpt = Annotated[Optional[str], typer.Option(
+    "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
+                     "the extension and content")]
+SystemCol = Annotated[Optional[str], typer.Option(help="column holding the system name")]
+MetricCol = Annotated[Optional[str], typer.Option(help="column holding the metric name")]
+InstanceCol = Annotated[Optional[str], typer.Option(help="column holding the instance id")]
+ScoreCol = Annotated[Optional[str], typer.Option(help="column holding the score")]
+DatasetCol = Annotated[Optional[str], typer.Option(help="column holding the dataset name")]
+MetricOpt = Annotated[Optional[str], typer.Option(
+    "--metric", help="metric name when the file has no metric column")]
+DatasetOpt = Annotated[Optional[str], typer.Option(
+    "--dataset", help="dataset name when the file has no dataset column (default: stem)")]
+LowerOpt = Annotated[Optional[list[str]], typer.Option(
+    "--lower-is-better", help="a metric where lower is better (repeatable)")]
+MissingOpt = Annotated[str, typer.Option(
+    "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
+                      "for that metric across all systems, and report how many")]
+SepOpt = Annotated[Optional[str], typer.Option(
+    "--sep", help="field separator for text tables (regex allowed, e.g. '\\s+')")]
+SystemsOpt = Annotated[Optional[str], typer.Option(
+    "--systems", help="names of the two systems of a pairs file, comma-separated "
+                      "(default A,B)")]
+
+
+def _read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
+                 metric, dataset, lower_is_better, missing, sep, systems):
+    kw = dict(format=format, system_col=system_col, metric_col=metric_col,
+              instance_col=instance_col, score_col=score_col, dataset_col=dataset_col,
+              metric=metric, dataset=dataset, lower_is_better=tuple(lower_is_better or ()),
+              missing=missing, sep=sep)
+    if systems:
+        kw["systems"] = tuple(s.strip() for s in systems.split(","))
+    return kw
+
+
+def _open(path: Path):
+    """A saved study (.nc) or any score file ``multistat load`` reads with defaults."""
+    from multistat import cube
+
+    return cube.load(path)
+
+
+def _echo_summary(study, dropped=()):
+    from multistat import cube
+
+    for name, ds in cube.datasets(study).items():
+        metrics = ", ".join(f"{m}{'' if h else ' (lower is better)'} [{k}]" for m, h, k in
+                            zip(ds.metric.values, ds.higher_is_better.values, ds.kind.values))
+        typer.echo(f"dataset {name}: {ds.sizes['system']} systems x {ds.sizes['metric']} "
+                   f"metrics x {ds.sizes['instance']} instances; metrics: {metrics}")
+    typer.echo(f"dropped: {len(dropped)} item(s)" + "".join(f"\n  - {d}" for d in dropped))
+
+
+@app.command()
+def load(
+    path: Annotated[Path, typer.Argument(help="score file (CSV, TSV, whitespace, JSONL, "
+                                              "Parquet, NLPStatTest two-column)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
+    Path("study.nc"),
+    format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
+    instance_col: InstanceCol = None, score_col: ScoreCol = None,
+    dataset_col: DatasetCol = None, metric: MetricOpt = None, dataset: DatasetOpt = None,
+    lower_is_better: LowerOpt = None, missing: MissingOpt = "raise", sep: SepOpt = None,
+    systems: SystemsOpt = None,
+):
+    """Validate a score file, write the study cube (NetCDF) and print a summary."""
+    import warnings
+
+    from multistat import cube
+    from multistat.errors import DroppedDataWarning
+    from multistat.io import read_scores
+
+    kw = _read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
+                      metric, dataset, lower_is_better, missing, sep, systems)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
+        frame = read_scores(path, **kw)
+    study = cube.from_frame(frame)
+    cube.save(study, out)
+    _echo_summary(study, frame.attrs.get("dropped", []))
+    typer.echo(f"wrote {out}")
+
+
+@app.command()
+def units(
+    study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
+    size: Annotated[int, typer.Option("--size", "-m", help="instances per unit")] = 1,
+    statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
+    seed: Annotated[Optional[int], typer.Option(
+        help="shuffle instances with this seed first (default: no shuffle)")] = None,
+    remainder: Annotated[str, typer.Option(
+        help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
+             "full units")] = "spread",
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("units.nc"),
+):
+    """Group instances into evaluation units (mean or median of m instances)."""
+    from multistat import cube
+    from multistat.units import evaluation_units
+
+    result = evaluation_units(_open(study), size=size, statistic=statistic, seed=seed,
+                              remainder=remainder)
+    cube.save(result, out)
+    _echo_summary(result)
+    typer.echo(f"wrote {out}")
+
+
+@app.command()
+def analyze(
+    study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
+    alpha: Annotated[float, typer.Option(help="level of the normality test")] = 0.05,
+    pairs: Annotated[str, typer.Option(help="all | baseline:<system>")] = "all",
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("analysis.parquet"),
+):
+    """Descriptives, skewness, normality and recommended tests (NLPStatTest Table 2)."""
+    from multistat.analysis import analyze as run
+    from multistat.io import write_parquet
+
+    table = run(_open(study), alpha=alpha, pairs=pairs)
+    write_parquet(table, out, metadata={"stage": "analyze", "alpha": alpha, "pairs": pairs,
+                                        "input": str(study)})
+    cols = ["dataset", "metric", "system_a", "system_b", "n", "skewness", "normality_p",
+            "test_statistic", "recommended"]
+    with_pd_options(lambda: typer.echo(table[cols].to_string(index=False, max_rows=40)))
+    typer.echo(f"wrote {out}")
+
+
+def with_pd_options(fn):
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 40,
+                           "display.float_format", "{:.4g}".format):
+        fn()
+
+
+@app.command("demo-data")
+def demo_data(
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder to write into")] =
+    Path("data"),
+    seed: Annotated[int, typer.Option(help="generator seed")] = 20261122,
+):
+    """Generate the embedded demo study (10 systems x 3 metrics x 2 test sets) and
+    two-column NLPStatTest-format samples, with known true differences."""
+    from multistat.demo import write_demo
+
+    for p in write_demo(out, seed):
+        typer.echo(f"wrote {p}")
+
+
+def main(argv=None) -> int:
+    """Console entry point: errors -> one line on stderr, exit status 2."""
+    try:
+        app(args=argv, standalone_mode=False, prog_name="multistat")
+    except MultistatError as exc:
+        typer.echo(f"multistat: error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.UsageError as exc:
+        typer.echo(f"multistat: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        typer.echo("multistat: aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,174 @@
+"""Evaluation units: groups of adjacent instances summarised by their mean or median.
+
+NLPStatTest (manual section 3.1 and appendix C.1) averages sentence-level scores over
+*evaluation units* before testing. The default partition is NLPStatTest's: the instances
+(after an optional seeded shuffle, identical for every system so pairs stay paired) are
+split with :func:`numpy.array_split` into ``k = n // size`` consecutive units, so units
+hold ``size`` or ``size + 1`` instances. ``remainder="drop"`` instead keeps the
+``k`` full units of exactly ``size`` instances and leaves out the last ``n - k * size``.
+
+Corpus metrics (``kind == "corpus"``) have their sufficient statistics *summed* within a
+unit (the unit is a small corpus); their informative ``score`` becomes the unit mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from multistat import cube
+from multistat._validation import check_choice, check_int, check_seed
+from multistat.errors import DataValidationError
+from multistat.resampling import block_rng
+
+
+def partition(n: int, size: int, remainder: str = "spread") -> list[np.ndarray]:
+    """Index arrays of the units of ``n`` instances (see module docstring)."""
+    k = n // size
+    if k < 1:
+        raise DataValidationError(f"evaluation unit size {size} is larger than the number "
+                                  f"of instances ({n})")
+    if remainder == "spread":
+        return np.array_split(np.arange(n), k)
+    return [np.arange(i * size, (i + 1) * size) for i in range(k)]
+
+
+def _unit_reduce(values: np.ndarray, groups: list[np.ndarray], statistic: str) -> np.ndarray:
+    """Reduce the last axis of ``values`` over ``groups`` (vectorized per group length)."""
+    out = np.empty(values.shape[:-1] + (len(groups),), dtype=np.float64)
+    lengths = np.array([len(g) for g in groups])
+    for length in np.unique(lengths):
+        which = np.flatnonzero(lengths == length)
+        idx = np.stack([groups[w] for w in which])  # (units, length)
+        block = values[..., idx]  # (..., units, length)
+        out[..., which] = block.mean(-1) if statistic == "mean" else np.median(block, -1)
+    return out
+
+
+def _order(name: str, n: int, seed) -> np.ndarray:
+    return np.arange(n) if seed is None else block_rng(seed, name, "units", 0).permutation(n)
+
+
+def _metric_groups(valid_m: np.ndarray, groups_all, size, remainder):
+    keep = np.flatnonzero(valid_m)
+    if len(keep) == len(valid_m):
+        return groups_all
+    return [keep[g] for g in partition(len(keep), size, remainder)]
+
+
+def _unit_values(score: np.ndarray, kinds, size: int, statistic: str, remainder: str
+                 ) -> np.ndarray:
+    """Units of an already ordered ``(system, metric, instance)`` block."""
+    groups_all = partition(score.shape[-1], size, remainder)
+    out = np.full(score.shape[:2] + (len(groups_all),), np.nan)
+    valid = ~np.isnan(score[0])  # (metric, instance); NaN covers all systems
+    for m in range(score.shape[1]):
+        groups = _metric_groups(valid[m], groups_all, size, remainder)
+        stat = "mean" if kinds[m] == "corpus" else statistic
+        out[:, m, : len(groups)] = _unit_reduce(score[:, m, :], groups, stat)
+    return out
+
+
+def _unit_stats(stats: np.ndarray, valid, kinds, size, remainder) -> np.ndarray:
+    """Sum corpus statistics ``(system, metric, instance, stat)`` within units."""
+    groups_all = partition(stats.shape[2], size, remainder)
+    out = np.zeros(stats.shape[:2] + (len(groups_all), stats.shape[3]))
+    for m in range(stats.shape[1]):
+        if kinds[m] != "corpus":
+            continue
+        groups = _metric_groups(valid[m], groups_all, size, remainder)
+        s = np.moveaxis(stats[:, m], -1, 1)  # (system, stat, instance)
+        summed = _unit_reduce(s, groups, "mean") * np.array([len(g) for g in groups])
+        out[:, m, : len(groups)] = np.moveaxis(summed, 1, -1)
+    return out
+
+
+def _units_of_dataset(ds: xr.Dataset, size: int, statistic: str, seed, remainder: str
+                      ) -> xr.Dataset:
+    name = ds.attrs.get("dataset", "")
+    n = ds.sizes["instance"]
+    order = _order(name, n, seed)
+    kinds = ds.kind.values
+    score = ds[cube.SCORE].values[..., order]
+    units = _unit_values(score, kinds, size, statistic, remainder)
+    stats = None
+    if cube.STATS in ds:
+        stats = _unit_stats(ds[cube.STATS].values[:, :, order], ~np.isnan(score[0]), kinds,
+                            size, remainder)
+    groups_all = partition(n, size, remainder)
+    labels = [f"unit-{i:05d}" for i in range(len(groups_all))]
+    out = cube.make_dataset(
+        name, units, systems=ds.system.values, metrics=ds.metric.values, instances=labels,
+        higher_is_better=ds.higher_is_better.values, kind=kinds,
+        corpus_fn=ds.corpus_fn.values, stats=stats)
+    sizes = np.array([len(g) for g in groups_all])
+    return out.assign_coords(unit_n=("instance", sizes)).assign_attrs(
+        unit_size=size, unit_statistic=statistic, unit_seed=-1 if seed is None else seed,
+        unit_remainder=remainder, instances_before_units=n)
+
+
+def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", seed=None,
+                     remainder: str = "spread") -> xr.DataTree:
+    """Group instances into evaluation units of ``size`` (a study of the same shape).
+
+    Parameters
+    ----------
+    study : the study (:func:`multistat.load`)
+    size : instances per unit ``m`` (``1`` returns the study unchanged)
+    statistic : ``"mean"`` or ``"median"`` of the instances in a unit
+    seed : None (no shuffle, NLPStatTest's default) or a non-negative int: shuffle the
+        instances with this seed first, identically for every system and metric
+    remainder : ``"spread"`` (``numpy.array_split`` into ``n // size`` units of ``size``
+        or ``size + 1``, NLPStatTest-compatible) or ``"drop"`` (only full units)
+
+    Returns
+    -------
+    xarray.DataTree
+        Same systems and metrics; the ``instance`` dimension now indexes units
+        (labels ``unit-00000``...; coordinate ``unit_n`` = instances per unit). Dask-backed
+        input gives dask-backed output (the work stays lazy until computed).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.array_split(np.arange(7), 7 // 3)   # units of a 7-instance set with size 3
+    [array([0, 1, 2, 3]), array([4, 5, 6])]
+    """
+    size = check_int("size", size, minimum=1)
+    check_choice("statistic", statistic, ("mean", "median"))
+    check_choice("remainder", remainder, ("spread", "drop"))
+    if seed is not None:
+        seed = check_seed(seed)
+    if size == 1 and seed is None:
+        return study
+    out = {}
+    for name, ds in cube.datasets(study).items():
+        if ds[cube.SCORE].chunks is not None:
+            out[name] = _lazy_units(ds, size, statistic, seed, remainder)
+        else:
+            out[name] = _units_of_dataset(ds, size, statistic, seed, remainder)
+    return cube.make_study(out)
+
+
+def _lazy_units(ds, size, statistic, seed, remainder):
+    """Dask path: units computed block by block over the (system, metric) chunks."""
+    import dask.array as da
+
+    if cube.STATS in ds:
+        return _units_of_dataset(ds.load(), size, statistic, seed, remainder)
+    name = ds.attrs.get("dataset", "")
+    n = ds.sizes["instance"]
+    order = _order(name, n, seed)
+    kinds = ds.kind.values
+    k = len(partition(n, size, remainder))
+    score = ds[cube.SCORE].data  # dask (system, metric, instance), instance in one chunk
+
+    def block(x, block_info=None):
+        m0, m1 = block_info[0]["array-location"][1]
+        return _unit_values(x[..., order], kinds[m0:m1], size, statistic, remainder)
+
+    lazy = da.map_blocks(block, score, chunks=score.chunks[:2] + ((k,),), dtype=np.float64)
+    template = _units_of_dataset(ds.isel(system=[0, 1]).load(), size, statistic, seed,
+                                 remainder)
+    out = template.drop_vars(cube.SCORE).assign_coords(system=ds.system.values)
+    return out.assign({cube.SCORE: (cube.DIMS, lazy)})
