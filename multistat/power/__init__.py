@@ -1,0 +1,42 @@
+"""Power analysis: prospective (analytic) solvers, minimum detectable effects,
+retrospective power curves and simulation power with Type-M/Type-S errors.
+
+Analytic solvers leave exactly one keyword ``None`` and return it as a float; a solved
+sample size may be fractional -- round it up with ``math.ceil``.
+"""
+
+from multistat.power.analytic import (
+    GLUE_AGREEMENT_MODEL,
+    SQUAD_AGREEMENT_MODEL,
+    ExactErrors,
+    LinearAgreementModel,
+    mcnemar,
+    mcnemar_discordant,
+    mcnemar_exact_errors,
+    mde_accuracy,
+    mde_paired_t,
+    paired_t,
+    sign_test,
+    two_proportions,
+)
+from multistat.power.scenarios import (
+    BLEU_B_ZERO,
+    BLEU_P_ZERO,
+    BLEU_TABLE3,
+    LIKERT_PRESETS,
+    LikertVariance,
+    simulate_bleu,
+    simulate_likert,
+    simulate_mcnemar,
+    simulate_preference,
+)
+from multistat.power.simulation import SimulationResult, registry_test, simulate_power
+
+__all__ = [
+    "GLUE_AGREEMENT_MODEL", "SQUAD_AGREEMENT_MODEL", "ExactErrors", "LinearAgreementModel",
+    "mcnemar", "mcnemar_discordant", "mcnemar_exact_errors", "mde_accuracy", "mde_paired_t",
+    "paired_t", "sign_test", "two_proportions",
+    "BLEU_B_ZERO", "BLEU_P_ZERO", "BLEU_TABLE3", "LIKERT_PRESETS", "LikertVariance",
+    "simulate_bleu", "simulate_likert", "simulate_mcnemar", "simulate_preference",
+    "SimulationResult", "registry_test", "simulate_power",
+]

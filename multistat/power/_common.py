@@ -1,0 +1,145 @@
+"""Shared helpers of the power package: parameter checks and a bracketing root finder.
+
+Every check raises :class:`~multistat.errors.PowerParameterError` (a ``PowerError`` and a
+``ParameterError``, hence a ``ValueError``) or :class:`~multistat.errors.ParameterTypeError`,
+with a message naming the parameter, the allowed range and the value given.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+
+from scipy import optimize
+
+from multistat._typing import ALTERNATIVES
+from multistat.errors import InfeasibleError, ParameterTypeError, PowerParameterError
+
+
+def real(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(f"`{name}` must be a real number; got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise PowerParameterError(f"`{name}` must be finite; got {value!r}")
+    return value
+
+
+def open_unit(name: str, value) -> float:
+    """A number strictly inside (0, 1) (alpha, power)."""
+    value = real(name, value)
+    if not 0.0 < value < 1.0:
+        raise PowerParameterError(f"`{name}` must be in (0, 1); got {value!r}")
+    return value
+
+
+def closed_unit(name: str, value) -> float:
+    """A probability in [0, 1] (p1, p2, agreement, baseline accuracy...)."""
+    value = real(name, value)
+    if not 0.0 <= value <= 1.0:
+        raise PowerParameterError(f"`{name}` must be a probability in [0, 1]; got {value!r}")
+    return value
+
+
+def positive(name: str, value, *, minimum: float = 0.0) -> float:
+    value = real(name, value)
+    if not value > minimum:
+        raise PowerParameterError(f"`{name}` must be > {minimum:g}; got {value!r}")
+    return value
+
+
+def integer(name: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(f"`{name}` must be an integer; got {value!r}")
+    if isinstance(value, numbers.Integral) or float(value).is_integer():
+        value = int(value)
+    else:
+        raise ParameterTypeError(f"`{name}` must be an integer; got {value!r}")
+    if value < minimum:
+        raise PowerParameterError(f"`{name}` must be an integer >= {minimum}; got {value!r}")
+    return value
+
+
+def alternative(value) -> str:
+    if not isinstance(value, str) or value not in ALTERNATIVES:
+        raise PowerParameterError(
+            f"`alternative` must be one of {', '.join(map(repr, ALTERNATIVES))}; got {value!r}"
+        )
+    return value
+
+
+def choice(name: str, value, allowed) -> str:
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise PowerParameterError(
+            f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r}"
+        )
+    return value
+
+
+def one_unknown(**params) -> str:
+    """Name of the single parameter that is ``None``; error otherwise."""
+    missing = [k for k, v in params.items() if v is None]
+    if len(missing) != 1:
+        names = ", ".join(f"`{k}`" for k in params)
+        got = ", ".join(f"`{k}`" for k in missing) if missing else "none"
+        raise PowerParameterError(
+            f"exactly one of {names} must be None (the quantity to solve for); "
+            f"got {len(missing)} left None: {got}"
+        )
+    return missing[0]
+
+
+def solve(func: Callable[[float], float], lo: float, hi: float, *, what: str,
+          target_name: str, target: float, range_text: str | None = None,
+          hi_max: float | None = None) -> float:
+    """Root of ``func(x) = target`` in ``[lo, hi]`` (func monotone or at least bracketing).
+
+    With ``hi_max``, ``hi`` is a first guess doubled (and ``lo`` moved up) until the root
+    is bracketed or ``hi_max`` is reached (keeps noncentral distributions in range).
+    Raises :class:`InfeasibleError` naming the range when the target is not bracketed.
+    """
+    f_lo = func(lo) - target
+    f_hi = func(hi) - target
+    if hi_max is not None:
+        while f_lo * f_hi > 0 and hi < hi_max:
+            lo, f_lo = hi, f_hi
+            hi = min(hi * 2, hi_max)
+            f_hi = func(hi) - target
+    rng = range_text or f"[{lo:.6g}, {hi:.6g}]"
+    if f_lo == 0:
+        return float(lo)
+    if f_hi == 0:
+        return float(hi)
+    if f_lo * f_hi > 0 or not (math.isfinite(f_lo) and math.isfinite(f_hi)):
+        reached = (func(lo), func(hi))
+        raise InfeasibleError(
+            f"no {what} within the feasible range {rng} reaches {target_name} = {target:g} "
+            f"({target_name} runs from {reached[0]:.4g} to {reached[1]:.4g} over that range)"
+        )
+    return float(optimize.brentq(lambda x: func(x) - target, lo, hi, xtol=1e-13,
+                                 rtol=4 * 2.220446049250313e-16, maxiter=500))
+
+
+def smallest_integer(func: Callable[[int], float], target: float, lo: int, hi: int, *,
+                     what: str = "sample size") -> int:
+    """Smallest integer ``m`` in ``[lo, hi]`` with ``func(m) >= target`` by bisection.
+
+    Exact power of a discrete test is a saw-tooth in ``n``; bisection returns an ``m``
+    with ``func(m) >= target > func(m - 1)`` (the first crossing when power is monotone).
+    """
+    if func(hi) < target:
+        raise InfeasibleError(
+            f"no {what} within the feasible range [{lo}, {hi}] reaches power = {target:g} "
+            f"(power at {hi} is {func(hi):.4g})"
+        )
+    if func(lo) >= target:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if func(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
