@@ -30,6 +30,7 @@ from multistat.power.scenarios import (
     simulate_mcnemar,
     simulate_preference,
 )
+from multistat.power.retrospective import default_sample_sizes, power_curve
 from multistat.power.simulation import SimulationResult, registry_test, simulate_power
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "BLEU_B_ZERO", "BLEU_P_ZERO", "BLEU_TABLE3", "LIKERT_PRESETS", "LikertVariance",
     "simulate_bleu", "simulate_likert", "simulate_mcnemar", "simulate_preference",
     "SimulationResult", "registry_test", "simulate_power",
+    "default_sample_sizes", "power_curve",
 ]
