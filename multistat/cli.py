@@ -171,6 +171,111 @@ def demo_data(
         typer.echo(f"wrote {p}")
 
 
+def _split(text: Optional[str]):
+    return None if not text else [t.strip() for t in text.split(",") if t.strip()]
+
+
+@app.command("compare")
+def compare_cmd(
+    study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="results Parquet")] =
+    Path("results.parquet"),
+    systems_out: Annotated[Optional[Path], typer.Option(
+        help="also write per-system scores with bootstrap intervals (Parquet)")] = None,
+    tests: Annotated[str, typer.Option(
+        help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar")] =
+    "t,wilcoxon,sign,bootstrap,permutation",
+    statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
+    "mean",
+    pairs: Annotated[str, typer.Option(help="all | baseline:<system>")] = "all",
+    metrics: Annotated[Optional[str], typer.Option(help="comma-separated metrics")] = None,
+    datasets: Annotated[Optional[str], typer.Option(help="comma-separated datasets")] = None,
+    alternative: Annotated[str, typer.Option(help="two-sided | less | greater (a - b)")] =
+    "two-sided",
+    null_value: Annotated[float, typer.Option(help="margin delta of H0")] = 0.0,
+    alpha: Annotated[float, typer.Option(help="significance level")] = 0.05,
+    n_resamples: Annotated[int, typer.Option(help="bootstrap/permutation resamples")] =
+    10_000,
+    seed: Annotated[int, typer.Option(help="random seed (0 is a seed)")] = 0,
+    correction: Annotated[str, typer.Option(
+        help="statsmodels multipletests method, or none")] = "holm",
+    family: Annotated[Optional[str], typer.Option(
+        help="columns defining correction families (comma-separated) or 'all'; default "
+             "dataset,metric,test")] = None,
+    scheduler: Annotated[str, typer.Option(
+        help="threads | processes | synchronous | tcp://host:port (dask.distributed)")] =
+    "threads",
+    ci_method: Annotated[str, typer.Option(help="bca | percentile | studentized")] = "bca",
+    bootstrap_pvalue: Annotated[str, typer.Option(
+        help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
+    power: Annotated[Optional[float], typer.Option(
+        "--power", help="add a power column: power of the paired t test to detect this "
+                        "difference (metric units)")] = None,
+    observed_power: Annotated[bool, typer.Option(
+        help="add a power column at the observed difference (retrospective)")] = False,
+    progress: Annotated[bool, typer.Option(help="progress bar")] = True,
+):
+    """Paired tests for every pair x metric x dataset; writes the tidy results table."""
+    from multistat.compare import compare
+    from multistat.io import write_parquet
+
+    fam = family if family in (None, "all") else _split(family)
+    table, systems = compare(
+        _open(study), tests=_split(tests), statistic=statistic, pairs=pairs,
+        metrics=_split(metrics), datasets=_split(datasets), alternative=alternative,
+        null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
+        correction=None if correction == "none" else correction, family=fam,
+        scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
+        power=power if power is not None else observed_power, progress=progress,
+        return_systems=True)
+    meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
+    write_parquet(table, out, metadata=meta)
+    if systems_out is not None:
+        write_parquet(systems, systems_out, metadata=meta)
+    shown = table[table["reject"]]
+    typer.echo(f"{len(table)} comparisons ({table['test'].nunique()} tests); "
+               f"{int(table['reject'].sum())} significant after {meta['correction']} at "
+               f"alpha={alpha}")
+    cols = ["dataset", "metric", "system_a", "system_b", "test", "estimate", "ci_low",
+            "ci_high", "p_adjusted"]
+    if len(shown):
+        with_pd_options(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
+    typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
+
+
+@app.command("report")
+def report_cmd(
+    results: Annotated[Path, typer.Argument(help="results Parquet from `multistat compare`")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder for the report")] =
+    Path("reports"),
+    analysis: Annotated[Optional[Path], typer.Option(help="analysis Parquet")] = None,
+    power: Annotated[Optional[Path], typer.Option(help="power table (Parquet)")] = None,
+    study: Annotated[Optional[Path], typer.Option(help="study (.nc) for histograms")] = None,
+    systems: Annotated[Optional[Path], typer.Option(
+        help="per-system scores Parquet (`compare --systems-out`)")] = None,
+):
+    """Heatmaps, leaderboards, tables and a self-contained HTML report."""
+    from multistat.report import write_report
+
+    kwargs = {"analysis": analysis, "power": power, "study": study}
+    if systems is not None:
+        kwargs["systems"] = systems
+    path = write_report(results, out, **kwargs)
+    typer.echo(f"wrote {path}")
+
+
+def _mount_subapps():
+    try:
+        from multistat._cli_power import power_app
+    except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional
+        return
+    app.add_typer(power_app, name="power", help="Prospective, retrospective and "
+                  "simulation power analysis (Card et al. 2020 scenarios).")
+
+
+_mount_subapps()
+
+
 def main(argv=None) -> int:
     """Console entry point: errors -> one line on stderr, exit status 2."""
     try:

@@ -191,7 +191,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                    desc="multistat compare", unit="step")
     parts, systems_parts = [], []
     for name, ds in all_ds.items():
-        ds = ds.load()
+        ds = _canonical(ds.load())
         try:
             idx = cube.pair_indices(ds.system.values, pairs)
         except UnknownSystemError as exc:
@@ -276,6 +276,13 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                  metrics=metrics, datasets=datasets))
         return table, systems
     return table
+
+
+def _canonical(ds):
+    """Instances sorted by label, so resampling results do not depend on the order of
+    the input rows (plans are tied to instance positions)."""
+    order = np.argsort(ds.instance.values.astype(str), kind="stable")
+    return ds.isel(instance=order)
 
 
 def _join_notes(a, b):
@@ -397,7 +404,7 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
     for name, ds in cube.datasets(study).items():
         if datasets is not None and name not in datasets:
             continue
-        ds = ds.load()
+        ds = _canonical(ds.load())
         score = np.asarray(ds[cube.SCORE].values)
         sysnames = ds.system.values.astype(str)
         for kind, ms, valid in _groups(ds):

@@ -1,0 +1,111 @@
+"""The resampling engine: plans, kernels, block independence, p-value counting."""
+
+import numpy as np
+import pytest
+
+from multistat import resampling as eng
+from multistat.errors import ParameterError, ParameterTypeError
+
+
+def test_block_plans_depend_only_on_seed_dataset_kind_block():
+    a = eng.plan_block("bootstrap", 50, 2500, 0, "d", 1)
+    b = eng.plan_block("bootstrap", 50, 2500, 0, "d", 1)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, eng.plan_block("bootstrap", 50, 2500, 1, "d", 1))
+    assert not np.array_equal(a, eng.plan_block("bootstrap", 50, 2500, 0, "e", 1))
+    assert not np.array_equal(a, eng.plan_block("bootstrap", 50, 2500, 0, "d", 0))
+    # the whole plan is the concatenation of its blocks, whatever the grouping
+    whole = np.concatenate(list(eng.plan_blocks("bootstrap", 50, 2500, 0, "d")))
+    assert whole.shape == (2500, 50)
+    assert np.array_equal(whole[1000:2000], a)
+
+
+def test_seed_zero_is_a_seed_and_none_is_refused():
+    z = eng.plan_block("permutation", 20, 100, 0, "d", 0)
+    assert np.array_equal(z, eng.plan_block("permutation", 20, 100, 0, "d", 0))
+    with pytest.raises(ParameterTypeError, match="`seed` must be a non-negative integer"):
+        eng.block_rng(None, "d", "bootstrap", 0)
+    with pytest.raises(ParameterError, match="`seed` must be a non-negative integer; got -1"):
+        eng.block_rng(-1, "d", "bootstrap", 0)
+
+
+def test_bootstrap_counts_are_multinomial():
+    rng = np.random.default_rng(1)
+    c = eng.bootstrap_counts(rng, 4000, 10)
+    assert np.all(c.sum(1) == 10) and c.min() >= 0
+    # each count ~ Binomial(10, 1/10): mean 1, variance 0.9 (4000 x 10 draws)
+    assert abs(c.mean() - 1) < 0.02
+    assert abs(c.var() - 0.9) < 0.05
+
+
+def test_sign_flips_are_fair_and_exact_enumeration_is_complete():
+    s = eng.sign_flips(np.random.default_rng(2), 20000, 5)
+    assert set(np.unique(s)) == {-1.0, 1.0}
+    assert abs(s.mean()) < 0.01
+    e = eng.exact_sign_flips(4)
+    assert e.shape == (16, 4) and len({tuple(r) for r in e}) == 16
+    assert np.all(e[0] == 1)
+
+
+def test_linear_kernel_equals_explicit_resampled_means():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(3, 4, 30))
+    plan = eng.bootstrap_counts(rng, 50, 30)
+    got = eng.linear_kernel(plan, x / 30)  # (50, 3, 4)
+    idx = [np.repeat(np.arange(30), plan[b].astype(int)) for b in range(50)]
+    want = np.stack([x[..., i].mean(-1) for i in idx])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [9, 10])
+def test_weighted_median_equals_numpy_median_of_the_resample(n):
+    rng = np.random.default_rng(n)
+    d = rng.normal(size=(4, n))
+    d[0, :3] = d[0, 3]  # ties
+    plan = eng.bootstrap_counts(rng, 200, n)
+    got = eng.median_bootstrap_kernel(plan, d)
+    idx = [np.repeat(np.arange(n), plan[b].astype(int)) for b in range(200)]
+    want = np.stack([np.median(d[:, i], -1) for i in idx])
+    np.testing.assert_array_equal(got, want)
+
+
+def test_corpus_sums_kernel_equals_explicit_sums():
+    rng = np.random.default_rng(4)
+    stats = rng.integers(0, 9, size=(3, 25, 6)).astype(float)
+    plan = eng.bootstrap_counts(rng, 40, 25)
+    got = eng.corpus_sums_kernel(plan, stats)
+    want = np.einsum("bn,snk->bsk", plan, stats)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 7])
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous", "processes"])
+def test_resample_is_bit_identical_for_any_grouping_and_scheduler(n_chunks, scheduler):
+    x = np.random.default_rng(5).normal(size=(4, 2, 300)) / 300
+    ref = eng.resample("bootstrap", eng.linear_kernel, x, n=300, n_resamples=7000, seed=0,
+                       dataset="d", scheduler="synchronous", n_chunks=1)
+    got = eng.resample("bootstrap", eng.linear_kernel, x, n=300, n_resamples=7000, seed=0,
+                       dataset="d", scheduler=scheduler, n_chunks=n_chunks)
+    assert got.shape == (7000, 4, 2)
+    assert np.array_equal(got, ref)
+
+
+def test_pvalues_from_null_counting_and_ties():
+    null = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 3.0])[:, None]
+    obs = np.array([2.0])
+    # greater: #{null >= 2} = 2 -> (2 + 1) / 7 ; less: #{null <= 2} = 5 -> 6 / 7
+    assert eng.pvalues_from_null(null, obs, "greater")[0] == pytest.approx(3 / 7)
+    assert eng.pvalues_from_null(null, obs, "less")[0] == pytest.approx(6 / 7)
+    assert eng.pvalues_from_null(null, obs, "two-sided")[0] == pytest.approx(6 / 7)
+    # exact enumeration: no +1
+    assert eng.pvalues_from_null(null, obs, "greater", exact=True)[0] == pytest.approx(2 / 6)
+    # a tie within rounding counts as extreme
+    assert eng.pvalues_from_null(null, obs + 1e-15, "greater")[0] == pytest.approx(3 / 7)
+    # never zero
+    assert eng.pvalues_from_null(null, np.array([100.0]), "greater")[0] == pytest.approx(1 / 7)
+
+
+def test_block_bounds_validation():
+    assert eng.block_bounds(2500) == [(0, 1000), (1000, 2000), (2000, 2500)]
+    with pytest.raises(ParameterError, match="`n_resamples` must be an integer >= 1; got 0"):
+        eng.block_bounds(0)
