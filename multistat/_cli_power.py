@@ -1,0 +1,372 @@
+"""``multistat power``: prospective solvers, minimum detectable effects, retrospective power
+curves and the simulation scenarios of Card et al. (2020).
+
+Mounted by :mod:`multistat.cli` as ``multistat power``. Every subcommand prints a readable
+table, or with ``--json`` one JSON object holding every number. Leave exactly one of the
+solver's quantities out and it is solved for; a solved ``n`` is also given rounded up
+(``n_ceil``), the test-set size to use.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+power_app = typer.Typer(
+    add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+    help="Power analysis: how big must my test set be? Analytic solvers (leave one "
+         "quantity out to solve for it), minimum detectable effects, retrospective power "
+         "curves and Card et al. (2020) simulation scenarios with Type-M/Type-S errors.")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object with every "
+                                                      "number instead of a table")]
+AlphaOpt = Annotated[float, typer.Option("--alpha", help="significance level")]
+AltOpt = Annotated[str, typer.Option("--alternative",
+                                     help="two-sided | greater | less (on a - b)")]
+PowerOpt = Annotated[Optional[float], typer.Option(
+    "--power", help="target power (leave out to compute the power)")]
+NOpt = Annotated[Optional[float], typer.Option("--n", help="sample size (leave out to solve)")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="random seed (0 is a seed)")]
+
+
+def _clean(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):
+        return _clean(v.item())
+    return v
+
+
+def _emit(title: str, values: dict, as_json: bool, solved: str | None = None) -> None:
+    values = {k: _clean(v) for k, v in values.items()}
+    if solved is not None:
+        values = {"solved": solved, **values}
+        if solved == "n" and values.get("n") is not None:
+            values["n_ceil"] = int(math.ceil(values["n"] - 1e-9))
+    if as_json:
+        typer.echo(json.dumps(values, sort_keys=False))
+        return
+    typer.echo(title)
+    width = max(len(k) for k in values)
+    for k, v in values.items():
+        if k == "solved":
+            continue
+        text = f"{v:.6g}" if isinstance(v, float) else str(v)
+        mark = "   <- solved" if k == solved else ""
+        typer.echo(f"  {k:<{width}}  {text}{mark}")
+
+
+def _solve_report(func, title, as_json, **kw):
+    unknown = [k for k, v in kw.items() if v is None]
+    value = func(**kw)
+    solved = unknown[0] if len(unknown) == 1 else None
+    out = dict(kw)
+    if solved is not None:
+        out[solved] = value
+    _emit(title, out, as_json, solved=solved)
+
+
+# ============================================================================ analytic
+@power_app.command("paired-t")
+def paired_t_cmd(
+    n: NOpt = None,
+    effect_size: Annotated[Optional[float], typer.Option(
+        "--effect-size", help="standardized effect d = delta / sd")] = None,
+    delta: Annotated[Optional[float], typer.Option(
+        "--delta", help="mean difference (with --sd instead of --effect-size)")] = None,
+    sd: Annotated[Optional[float], typer.Option(
+        "--sd", help="standard deviation of the differences")] = None,
+    power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
+    as_json: JsonOpt = False,
+) -> None:
+    """Paired t test (exact noncentral t): solve n, effect size or power."""
+    from multistat.errors import PowerParameterError
+    from multistat.power import paired_t
+
+    if delta is not None or sd is not None:
+        if delta is None or sd is None or effect_size is not None:
+            raise PowerParameterError("give --delta and --sd together, instead of "
+                                      "--effect-size")
+        if sd <= 0:
+            raise PowerParameterError(f"`--sd` must be > 0; got {sd!r}")
+        effect_size = delta / sd
+    _solve_report(paired_t, "paired t test", as_json, n=n, effect_size=effect_size,
+                  power=power, alpha=alpha, alternative=alternative)
+
+
+@power_app.command("two-proportions")
+def two_proportions_cmd(
+    n: Annotated[Optional[float], typer.Option("--n", help="items per group")] = None,
+    p1: Annotated[Optional[float], typer.Option("--p1", help="baseline proportion")] = None,
+    p2: Annotated[Optional[float], typer.Option("--p2", help="new proportion")] = None,
+    power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
+    method: Annotated[str, typer.Option(
+        "--method", help="pooled (R power.prop.test) | arcsine (Cohen's h)")] = "pooled",
+    as_json: JsonOpt = False,
+) -> None:
+    """Two independent proportions (unpaired accuracies; R power.prop.test)."""
+    from multistat.power import two_proportions
+
+    _solve_report(two_proportions, "two proportions", as_json, n=n, p1=p1, p2=p2,
+                  power=power, alpha=alpha, alternative=alternative, method=method)
+
+
+@power_app.command("mcnemar")
+def mcnemar_cmd(
+    n: NOpt = None,
+    delta: Annotated[Optional[float], typer.Option(
+        "--delta", help="accuracy difference acc(a) - acc(b)")] = None,
+    agreement: Annotated[Optional[float], typer.Option(
+        "--agreement", help="share of items where both are right or both wrong")] = None,
+    power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
+    method: Annotated[str, typer.Option("--method", help="normal (Connett) | exact")] =
+        "normal",
+    as_json: JsonOpt = False,
+) -> None:
+    """McNemar's test for two classifiers on one test set."""
+    from multistat.power import mcnemar
+
+    _solve_report(mcnemar, f"McNemar ({method})", as_json, n=n, delta=delta,
+                  agreement=agreement, power=power, alpha=alpha, method=method,
+                  alternative=alternative)
+
+
+@power_app.command("sign")
+def sign_cmd(
+    n: NOpt = None,
+    p: Annotated[Optional[float], typer.Option(
+        "--p", help="P(a better than b | not tied)")] = None,
+    power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
+    as_json: JsonOpt = False,
+) -> None:
+    """Exact sign (binomial) test, e.g. head-to-head preferences."""
+    from multistat.power import sign_test
+
+    _solve_report(sign_test, "sign test (exact binomial)", as_json,
+                  n=None if n is None else int(n), p=p, power=power, alpha=alpha,
+                  alternative=alternative)
+
+
+@power_app.command("mde")
+def mde_cmd(
+    n: Annotated[float, typer.Option("--n", help="test-set size")],
+    baseline: Annotated[Optional[float], typer.Option(
+        "--baseline", help="baseline (SOTA) accuracy")] = None,
+    agreement: Annotated[Optional[float], typer.Option(
+        "--agreement", help="fixed expected agreement P_a")] = None,
+    agreement_model: Annotated[Optional[str], typer.Option(
+        "--agreement-model", help="glue | squad (Card et al. Tables 5/6) or "
+                                  "'c0,c_baseline,c_delta' for P_a = c0 + c_b b + c_d delta")]
+        = None,
+    power: Annotated[float, typer.Option("--power", help="target power")] = 0.8,
+    alpha: AlphaOpt = 0.05,
+    method: Annotated[str, typer.Option("--method", help="normal | exact")] = "normal",
+    sd: Annotated[Optional[float], typer.Option(
+        "--sd", help="paired t instead of McNemar: sd of the differences (MDE in metric "
+                     "units)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
+    from multistat.errors import PowerParameterError
+    from multistat.power import (GLUE_AGREEMENT_MODEL, SQUAD_AGREEMENT_MODEL,
+                                 LinearAgreementModel, mde_accuracy, mde_paired_t)
+
+    if sd is not None:
+        value = mde_paired_t(n=n, sd=sd, power=power, alpha=alpha)
+        _emit("minimum detectable mean difference (paired t)",
+              {"n": n, "sd": sd, "power": power, "alpha": alpha, "mde": value,
+               "mde_standardized": value / sd}, as_json)
+        return
+    model = None
+    if agreement_model is not None:
+        named = {"glue": GLUE_AGREEMENT_MODEL, "squad": SQUAD_AGREEMENT_MODEL}
+        if agreement_model.lower() in named:
+            model = named[agreement_model.lower()]
+        else:
+            try:
+                model = LinearAgreementModel(*[float(t) for t in agreement_model.split(",")])
+            except (TypeError, ValueError):
+                raise PowerParameterError(
+                    f"`--agreement-model` must be glue, squad or three comma-separated "
+                    f"numbers; got {agreement_model!r}") from None
+    value = mde_accuracy(n=n, baseline=baseline, agreement=agreement, agreement_model=model,
+                         power=power, alpha=alpha, method=method)
+    used = agreement if model is None else float(model(baseline, value))
+    _emit("minimum detectable accuracy improvement (McNemar)",
+          {"n": n, "baseline": baseline, "agreement": used,
+           "agreement_model": agreement_model, "power": power, "alpha": alpha,
+           "method": method, "mde": value}, as_json)
+
+
+# ======================================================================== curves
+@power_app.command("curve")
+def curve_cmd(
+    scores: Annotated[Optional[Path], typer.Argument(
+        help="score file or saved study (as `multistat load` reads); omit with "
+             "--method normal --sd --sample-sizes")] = None,
+    a: Annotated[Optional[str], typer.Option("--a", help="system a")] = None,
+    b: Annotated[Optional[str], typer.Option("--b", help="system b")] = None,
+    metric: Annotated[Optional[str], typer.Option("--metric", help="metric (default: "
+                                                                    "the only one)")] = None,
+    dataset: Annotated[Optional[str], typer.Option("--dataset", help="dataset (default: "
+                                                                     "the first)")] = None,
+    delta: Annotated[float, typer.Option("--delta", help="hypothesised true difference "
+                                                         "a - b (metric units)")] = ...,
+    method: Annotated[str, typer.Option("--method", help="bootstrap (shifted to delta) | "
+                                                         "normal")] = "bootstrap",
+    test: Annotated[str, typer.Option("--test", help="registered test name")] = "t",
+    sample_sizes: Annotated[Optional[str], typer.Option(
+        "--sample-sizes", help="comma-separated grid (default: n_points evenly spaced)")]
+        = None,
+    n_points: Annotated[int, typer.Option("--n-points", help="grid points")] = 5,
+    sd: Annotated[Optional[float], typer.Option("--sd", help="sd for --method normal")]
+        = None,
+    n_simulations: Annotated[int, typer.Option("--n-simulations")] = 1000,
+    alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided", seed: SeedOpt = 0,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", help="also write the curve table (.parquet or .csv)")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Retrospective power curve (NLPStatTest Algorithms 3/4) for a registered test."""
+    from multistat.errors import PowerParameterError
+    from multistat.power import power_curve
+
+    x = y = None
+    if scores is not None:
+        from multistat import cube
+
+        study = cube.load(scores)
+        dss = cube.datasets(study)
+        name = dataset if dataset is not None else next(iter(dss))
+        if name not in dss:
+            raise PowerParameterError(f"dataset {name!r} not in {list(dss)}")
+        ds = dss[name]
+        metrics = [str(m) for m in ds.metric.values]
+        m = metric if metric is not None else metrics[0]
+        if m not in metrics:
+            raise PowerParameterError(f"metric {m!r} not in {metrics}")
+        systems = [str(s) for s in ds.system.values]
+        for flag, sysname in (("--a", a), ("--b", b)):
+            if sysname is None or sysname not in systems:
+                raise PowerParameterError(f"`{flag}` must name a system of {systems}; "
+                                          f"got {sysname!r}")
+        x = ds.score.sel(system=a, metric=m).values
+        y = ds.score.sel(system=b, metric=m).values
+    sizes = None
+    if sample_sizes:
+        try:
+            sizes = [int(t) for t in sample_sizes.split(",")]
+        except ValueError:
+            raise PowerParameterError(f"`--sample-sizes` must be comma-separated integers; "
+                                      f"got {sample_sizes!r}") from None
+    frame = power_curve(x, y, delta=delta, method=method, test=test, sample_sizes=sizes,
+                        n_points=n_points, n_simulations=n_simulations, alpha=alpha,
+                        alternative=alternative, seed=seed, sd=sd)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if out.suffix == ".csv":
+            frame.to_csv(out, index=False)
+        else:
+            frame.to_parquet(out, index=False)
+    if as_json:
+        typer.echo(json.dumps({"test": test, "method": method, "delta": delta,
+                               "alpha": alpha, "alternative": alternative, "seed": seed,
+                               "n_simulations": n_simulations,
+                               "curve": [{k: _clean(v) for k, v in r.items()}
+                                         for r in frame[["n", "power", "power_se"]]
+                                         .to_dict("records")]}))
+        return
+    typer.echo(f"power curve: test={test}, method={method}, delta={delta:g}, "
+               f"alpha={alpha:g}, {n_simulations} simulations per size")
+    typer.echo(f"  {'n':>8}  {'power':>7}  {'MC s.e.':>7}")
+    for r in frame.itertuples():
+        typer.echo(f"  {r.n:>8d}  {r.power:>7.3f}  {r.power_se:>7.3f}")
+
+
+# ===================================================================== simulations
+def _emit_sim(title, result, as_json):
+    d = result.to_dict()
+    _emit(title, d, as_json)
+
+
+@power_app.command("mcnemar-sim")
+def mcnemar_sim_cmd(
+    n: Annotated[int, typer.Option("--n", help="test-set size")],
+    delta: Annotated[float, typer.Option("--delta", help="accuracy difference")],
+    agreement: Annotated[float, typer.Option("--agreement", help="agreement P_a")],
+    n_simulations: Annotated[int, typer.Option("--n-simulations")] = 10_000,
+    alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Card et al. section 3 / appendix C: McNemar power, Type-M, Type-S by simulation."""
+    from multistat.power import mcnemar_exact_errors, simulate_mcnemar
+
+    r = simulate_mcnemar(n=n, delta=delta, agreement=agreement, n_simulations=n_simulations,
+                         alpha=alpha, seed=seed)
+    d = r.to_dict()
+    ex = mcnemar_exact_errors(n=n, delta=delta, agreement=agreement, alpha=alpha)
+    d.update({"exact_power": ex.power, "exact_type_m": ex.type_m, "exact_type_s": ex.type_s})
+    _emit("McNemar simulation (exact test)", d, as_json)
+
+
+@power_app.command("bleu-sim")
+def bleu_sim_cmd(
+    n: Annotated[int, typer.Option("--n", help="test sentences")] = 2000,
+    delta: Annotated[float, typer.Option("--delta", help="BLEU difference")] = 1.0,
+    p_zero: Annotated[float, typer.Option("--p-zero", help="share of zero swap effects")]
+        = 0.13,
+    b_zero: Annotated[float, typer.Option("--b-zero", help="Laplace scale x N")] = 25.8,
+    n_simulations: Annotated[int, typer.Option("--n-simulations")] = 500,
+    n_permutations: Annotated[int, typer.Option("--n-permutations")] = 1000,
+    alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Card et al. section 4: corpus BLEU, Delta-Laplace process, randomization test."""
+    from multistat.power import simulate_bleu
+
+    r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
+                      n_simulations=n_simulations, n_permutations=n_permutations,
+                      alpha=alpha, seed=seed)
+    _emit_sim("BLEU simulation (Delta-Laplace, randomization test)", r, as_json)
+
+
+@power_app.command("likert-sim")
+def likert_sim_cmd(
+    n_items: Annotated[int, typer.Option("--n-items")] = 100,
+    n_workers: Annotated[int, typer.Option("--n-workers")] = 3,
+    effect: Annotated[float, typer.Option(
+        "--effect", help="system coefficient (systems coded -1/+1; means differ by 2x)")]
+        = 0.1,
+    preset: Annotated[str, typer.Option("--preset", help="high | low variance "
+                                                         "(Card et al. Table 16)")] = "high",
+    method: Annotated[str, typer.Option("--method", help="anova (fast, vectorized) | "
+                                                         "mixedlm (statsmodels, slow)")]
+        = "anova",
+    n_simulations: Annotated[Optional[int], typer.Option(
+        "--n-simulations", help="default 2000 (anova) / 10 (mixedlm)")] = None,
+    alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Card et al. section 5: Likert ratings, crossed worker/item effects, mixed model."""
+    from multistat.power import simulate_likert
+
+    r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect, preset=preset,
+                        method=method, n_simulations=n_simulations, alpha=alpha, seed=seed)
+    _emit_sim("Likert simulation (mixed model)", r, as_json)
+
+
+@power_app.command("preference-sim")
+def preference_sim_cmd(
+    n: Annotated[int, typer.Option("--n", help="number of judgements")],
+    p_a: Annotated[float, typer.Option("--p-a", help="P(prefer a)")],
+    p_tie: Annotated[float, typer.Option("--p-tie", help="P(no preference)")] = 0.0,
+    n_simulations: Annotated[int, typer.Option("--n-simulations")] = 10_000,
+    alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Head-to-head preferences tested with the exact binomial test."""
+    from multistat.power import simulate_preference
+
+    r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
+                            alpha=alpha, seed=seed)
+    _emit_sim("preference simulation (binomial test)", r, as_json)
