@@ -1,0 +1,67 @@
+"""``multistat report``: the HTML report, figures and tables from a compare table.
+
+Registered in :mod:`multistat.cli` with ``app.add_typer(report_app, name="report")`` (or
+``app.command("report")(report_command)``). Errors are :class:`~multistat.errors.MultistatError`
+and become one line on stderr with exit status 2 in :func:`multistat.cli.main`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                         no_args_is_help=True,
+                         help="Write the HTML report (figures embedded), PNG figures and "
+                              "Markdown/LaTeX tables from a compare table.")
+
+
+def report_command(
+    results: Annotated[Path, typer.Argument(help="compare table (Parquet from "
+                                                 "`multistat compare`)")],
+    out: Annotated[Path, typer.Option("--out", help="output directory: report.html, "
+                                                     "figures/, tables/")],
+    analysis: Annotated[Path | None, typer.Option(
+        "--analysis", help="data-analysis table (Parquet from `multistat analyze`)")] = None,
+    power: Annotated[list[Path] | None, typer.Option(
+        "--power", help="power table(s) with columns n, power (repeatable)")] = None,
+    study: Annotated[Path | None, typer.Option(
+        "--study", help="the study the results came from (.nc from `multistat load`/"
+                        "`units`): score intervals and histograms of A, B and A - B")] = None,
+    test: Annotated[str | None, typer.Option(
+        "--test", help="test shown in leaderboards, heatmaps and pairwise tables "
+                       "(default: the first test of the run)")] = None,
+    effect: Annotated[str, typer.Option(
+        "--effect", help="effect size in the tables: auto, cohens_d, hedges_g, wilcoxon_r, "
+                         "hodges_lehmann")] = "auto",
+    annotate: Annotated[str, typer.Option(
+        "--annotate", help="value in the heatmap cells: estimate, cohens_d, hedges_g, "
+                           "wilcoxon_r, hodges_lehmann, or none")] = "estimate",
+    histograms: Annotated[str, typer.Option(
+        "--histograms", help="top2: histograms of the two best systems per dataset x "
+                             "metric (needs --study); none: no histograms")] = "top2",
+    title: Annotated[str, typer.Option("--title", help="report title")] =
+        "multistat significance report",
+    dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures")] = 110,
+) -> None:
+    """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
+    from multistat._validation import check_choice, check_int
+    from multistat.report import write_report
+
+    check_choice("--histograms", histograms, ("top2", "none"))
+    check_choice("--annotate", annotate, ("estimate", "cohens_d", "hedges_g", "wilcoxon_r",
+                                          "hodges_lehmann", "none"))
+    dpi = check_int("--dpi", dpi, minimum=20)
+    start = time.perf_counter()
+    path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
+                        study=study, test=test, effect=effect,
+                        annotate=None if annotate == "none" else annotate,
+                        histogram_pairs=None if histograms == "none" else "top2",
+                        title=title, dpi=dpi)
+    typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
+
+
+report_app.callback(invoke_without_command=True)(report_command)

@@ -1,0 +1,487 @@
+"""The self-contained HTML report and the files beside it.
+
+:func:`write_report` writes ``out_dir/report.html`` (one file, PNG figures embedded as
+base64 ``data:`` URIs, no scripts, no external resources), the same figures as PNG files
+under ``out_dir/figures/`` and the tables as Markdown, LaTeX (booktabs) and CSV under
+``out_dir/tables/``. Every user-supplied string (dataset, metric, system and test names,
+titles) goes through :func:`html.escape`; nothing from the data is ever markup.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
+from multistat.report import plots as _plots
+from multistat.report import tables as _tables
+
+__all__ = ["write_report"]
+
+_ANALYSIS_COLS = ("dataset", "metric", "system_a", "system_b", "n", "skewness",
+                  "normality_test", "normality_p", "test_statistic", "recommended",
+                  "non_preferred", "inappropriate")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+margin:0;color:#1a1a1a;background:#fff;line-height:1.45}
+main{max-width:1500px;margin:0 auto;padding:1rem 2rem 4rem}
+h1{font-size:1.7rem;margin:.6rem 0 .2rem}h2{font-size:1.35rem;margin-top:2.2rem;
+border-bottom:2px solid #0072B2;padding-bottom:.2rem}h3{font-size:1.1rem;margin:1.4rem 0 .4rem}
+h4{font-size:1rem;margin:1rem 0 .3rem}
+p.meta{color:#555;margin-top:0}
+nav{background:#f4f7fa;border:1px solid #d8e0e8;padding:.6rem 1rem;border-radius:4px}
+nav ol{margin:.2rem 0;columns:3 18rem}
+table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.86rem}
+th,td{border-bottom:1px solid #ddd;padding:.22rem .6rem;text-align:left;vertical-align:top}
+th{background:#eef2f6;position:sticky;top:0}
+tbody tr:nth-child(even){background:#fafafa}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.sig{color:#0060a0;font-weight:600}
+figure{margin:.6rem 0 1.2rem}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#555;font-size:.85rem}
+details{margin:.4rem 0 .8rem}summary{cursor:pointer;color:#0060a0;font-weight:600}
+.grid{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
+.note{background:#fff8e6;border-left:4px solid #E69F00;padding:.4rem .8rem}
+section.family{border-top:1px solid #ccc;margin-top:2rem}
+"""
+
+
+def _e(text) -> str:
+    """Escape one user-supplied string for HTML text or a quoted attribute."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _slug(*parts) -> str:
+    raw = "__".join(str(p) for p in parts)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-")[:60] or "x"
+    if safe != raw:
+        safe += "-" + hashlib.sha1(raw.encode()).hexdigest()[:6]
+    return safe
+
+
+def _table(frame: pd.DataFrame, *, cls: str = "", attrs: Mapping[str, str] | None = None,
+           numeric: Iterable[str] = ()) -> str:
+    numeric = set(numeric)
+    extra = "".join(f' {k}="{_e(v)}"' for k, v in (attrs or {}).items())
+    head = "".join(f"<th scope=\"col\">{_e(c)}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.itertuples(index=False):
+        cells = []
+        for c, v in zip(frame.columns, row):
+            v = "" if v is None or (isinstance(v, float) and np.isnan(v)) else v
+            klass = ' class="num"' if c in numeric else ""
+            cells.append(f"<td{klass}>{_e(v)}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<table class="{_e(cls)}"{extra}><thead><tr>{head}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def _img(png: bytes, alt: str, caption: str = "") -> str:
+    data = base64.b64encode(png).decode("ascii")
+    cap = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
+    return (f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">{cap}'
+            "</figure>")
+
+
+def _read_frame(obj, name: str) -> pd.DataFrame | None:
+    if obj is None or isinstance(obj, pd.DataFrame):
+        return obj
+    if isinstance(obj, (str, Path)):
+        path = Path(obj)
+        if not path.exists():
+            raise InputFileError(f"`{name}`: {path}: no such file")
+        try:
+            from multistat.io import read_parquet
+        except ImportError:  # pragma: no cover - io lands with the foundation issue
+            read_parquet = pd.read_parquet
+        try:
+            return read_parquet(path)
+        except (OSError, ValueError) as exc:
+            raise InputFileError(f"`{name}`: {path}: not a Parquet table: {exc}") from None
+    raise ParameterTypeError(f"`{name}` must be a pandas DataFrame or a path to a Parquet "
+                             f"file; got {type(obj).__name__}")
+
+
+def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
+    if power is None:
+        return []
+    if isinstance(power, (pd.DataFrame, str, Path)):
+        items = [("power", power)]
+    elif isinstance(power, Mapping):
+        items = list(power.items())
+    elif isinstance(power, (list, tuple)):
+        items = [(Path(p).stem if isinstance(p, (str, Path)) else f"power {i + 1}", p)
+                 for i, p in enumerate(power)]
+    else:
+        raise ParameterTypeError(f"`power` must be a DataFrame, a path, or a list/dict of "
+                                 f"them; got {type(power).__name__}")
+    return [(str(k), _read_frame(v, "power")) for k, v in items]
+
+
+def _open_study(study):
+    if study is None or not isinstance(study, (str, Path)):
+        return study
+    from multistat import cube
+
+    return cube.open_study(study)
+
+
+def write_report(results, out_dir, *, analysis=None, power=None, study=None, scores=None,
+                 test: str | None = None, effect: str = "auto",
+                 annotate: str | None = "estimate", histogram_pairs="top2",
+                 title: str = "multistat significance report", dpi: int = 110,
+                 max_power_figures: int = 24) -> Path:
+    """Write the HTML report, its figures and its tables; return the HTML path.
+
+    Parameters
+    ----------
+    results : the compare table (DataFrame or Parquet path; :func:`multistat.compare`)
+    out_dir : directory for ``report.html``, ``figures/`` and ``tables/`` (created)
+    analysis : optional data-analysis table (:func:`multistat.analyze`; DataFrame or path)
+        with columns ``dataset, metric, system_a, system_b, n, skewness, normality_test,
+        normality_p, test_statistic, recommended, non_preferred, inappropriate``
+    power : optional power table(s): a DataFrame/path, or a list or ``{title: table}`` of
+        them, each with at least ``n`` and ``power`` (see
+        :func:`multistat.report.plots.power_curve`)
+    study : optional study (or saved ``.nc`` path) the results came from: per-system scores
+        with intervals for the leaderboards and the histograms of A, B and A − B
+    scores : optional per-system score table (see
+        :func:`multistat.report.tables.system_scores`)
+    test : which test the leaderboards, heatmaps and pairwise tables show (default: the
+        first test of the run per dataset × metric); the checklist lists every test
+    effect : effect-size column of the tables (``"auto"``, ``"cohens_d"``, ...)
+    annotate : value written in heatmap cells (``"estimate"``, an effect column or None)
+    histogram_pairs : ``"top2"`` (the two best systems of each dataset × metric), None, or
+        a list of ``(dataset, metric, system_a, system_b)``; needs ``study``
+    title : report title
+    dpi : resolution of the PNG figures
+    max_power_figures : cap on the number of power-curve figures
+
+    Returns
+    -------
+    Path of ``out_dir/report.html``.
+    """
+    res = _tables.check_results(_read_frame(results, "results"))
+    analysis = _read_frame(analysis, "analysis")
+    if analysis is not None:
+        missing = [c for c in ("dataset", "metric", "system_a", "system_b")
+                   if c not in analysis]
+        if missing:
+            raise DataValidationError(f"`analysis` lacks column(s) {missing}; has "
+                                      f"{list(analysis.columns)}")
+    powers = _power_tables(power)
+    study = _open_study(study)
+    if study is None and histogram_pairs not in (None, "top2"):
+        raise ParameterError("`histogram_pairs` needs `study` (the scores of A and B)")
+    if histogram_pairs is not None and histogram_pairs != "top2" and \
+            not isinstance(histogram_pairs, (list, tuple)):
+        raise ParameterError(f"`histogram_pairs` must be 'top2', None or a list of "
+                             f"(dataset, metric, system_a, system_b); got "
+                             f"{histogram_pairs!r}")
+    out = Path(out_dir)
+    figdir, tabdir = out / "figures", out / "tables"
+    figdir.mkdir(parents=True, exist_ok=True)
+    tabdir.mkdir(parents=True, exist_ok=True)
+
+    chosen = _tables.primary_tests(res, test)
+    if not chosen:
+        raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
+    lb_all = _tables.leaderboard(res, study=study, scores=scores, test=test)
+    pw_all = _tables.pairwise_table(res, test=test, effect=effect)
+    ck_all = _tables.checklist(res, effect=effect)
+    lb_all.to_csv(tabdir / "leaderboard.csv", index=False)
+    pw_all.to_csv(tabdir / "pairwise.csv", index=False)
+    ck_all.to_csv(tabdir / "checklist.csv", index=False)
+
+    meta = _tables._meta(res)
+    parts: list[str] = []
+    toc: list[tuple[str, str]] = [("summary", "Study summary"), ("overview", "Overview")]
+    if analysis is not None:
+        toc.append(("analysis", "Data analysis and recommendations"))
+
+    # ------------------------------------------------------------------ summary
+    parts.append('<section id="summary"><h2>Study summary</h2>')
+    parts.append(_table(_summary(res, study, meta), cls="summary"))
+    parts.append("</section>")
+
+    # ------------------------------------------------------------------ overview
+    parts.append('<section id="overview"><h2>Overview</h2>'
+                 "<p>One line per dataset × metric: the test shown below, how many pairs "
+                 "differ significantly after the multiple-comparison correction, and the "
+                 "leader.</p>")
+    parts.append(_table(_overview(res, lb_all, chosen), cls="overview",
+                        numeric=("systems", "pairs", "significant pairs")))
+    parts.append("</section>")
+
+    # ------------------------------------------------------------------ analysis
+    if analysis is not None:
+        parts.append('<section id="analysis"><h2>Data analysis and recommendations</h2>'
+                     "<p>Skewness and normality of the paired differences A − B decide "
+                     "between mean- and median-based tests (NLPStatTest manual, Table 2). "
+                     "Per-pair details are in each dataset × metric section.</p>")
+        parts.append(_table(_analysis_summary(analysis, chosen), cls="analysis-summary"))
+        parts.append("</section>")
+
+    # ------------------------------------------------------------------ families
+    fam_html = []
+    for (ds, metric), t in chosen.items():
+        slug = _slug(ds, metric)
+        anchor = "dm-" + slug
+        toc.append((anchor, f"{ds} · {metric}"))
+        lb = lb_all[(lb_all["dataset"] == ds) & (lb_all["metric"] == metric)]
+        pw = pw_all[(pw_all["dataset"] == ds) & (pw_all["metric"] == metric)]
+        ck = ck_all[(ck_all["dataset"] == ds) & (ck_all["metric"] == metric)]
+        lbd = _tables.leaderboard_display(lb)
+        pwd = _tables.pairwise_display(pw)
+        cap = f"{ds} / {metric}"
+        _write_table(tabdir, "leaderboard", slug, lbd, f"Leaderboard: {cap} ({t} test).")
+        _write_table(tabdir, "pairwise", slug, pwd, f"Pairwise comparisons: {cap} ({t} "
+                                                    f"test).")
+        ckd = ck.drop(columns=["dataset", "metric"])
+        _write_table(tabdir, "checklist", slug, ckd, f"Reporting checklist: {cap}.")
+
+        h = [f'<section class="family" id="{_e(anchor)}"><h2>{_e(ds)} · {_e(metric)}</h2>']
+        h.append(f"<h3>Leaderboard</h3><p>Ranked by score; “Beats” counts the systems "
+                 f"it is significantly better than ({_e(t)} test after correction).</p>")
+        png = _plots.save_png(_plots.leaderboard_plot(lb),
+                              figdir / f"leaderboard_{slug}.png", dpi=dpi)
+        h.append('<div class="grid">')
+        h.append(_table(lbd, cls="leaderboard",
+                        attrs={"data-dataset": ds, "data-metric": metric}))
+        h.append(_img(png, f"leaderboard of {ds} {metric}",
+                      "Scores with confidence intervals, best at the top."))
+        h.append("</div>")
+        h.append("<h3>Who beats whom</h3>")
+        fig = _plots.heatmap(res, ds, metric, test=t, annotate=annotate,
+                             order=list(lb["system"]))
+        png = _plots.save_png(fig, figdir / f"heatmap_{slug}.png", dpi=dpi)
+        h.append(_img(png, f"pairwise heatmap of {ds} {metric}",
+                      "Row system A vs column system B; blue: A significantly better, "
+                      "orange: A significantly worse, grey: not significant (after "
+                      "correction)."))
+        h.append(f"<h3>Pairwise results</h3><details><summary>{len(pwd)} comparisons "
+                 f"({_e(t)} test)</summary>")
+        h.append(_table(pwd, cls="pairwise", attrs={"data-dataset": ds,
+                                                    "data-metric": metric}))
+        h.append("</details>")
+        h.append(f"<h3>Reporting checklist</h3><details><summary>{len(ckd)} rows (every "
+                 "test): test, α, n, estimate and effect size with CI, p before and after "
+                 "correction, power</summary>")
+        h.append(_table(ckd, cls="checklist"))
+        h.append("</details>")
+        if analysis is not None:
+            an = analysis[(analysis["dataset"].astype(str) == ds)
+                          & (analysis["metric"].astype(str) == metric)]
+            if len(an):
+                cols = [c for c in _ANALYSIS_COLS if c in an and c not in
+                        ("dataset", "metric")]
+                shown = an[cols].copy()
+                for c in ("skewness", "normality_p"):
+                    if c in shown:
+                        shown[c] = [_tables._fmt(v) for v in shown[c]]
+                h.append(f"<h3>Data analysis</h3><details><summary>{len(an)} pairs: "
+                         f"skewness, normality, recommended tests</summary>")
+                h.append(_table(shown, cls="analysis"))
+                h.append("</details>")
+        hp = _hist_pairs(histogram_pairs, study, ds, metric, lb)
+        for a, b in hp:
+            png = _plots.save_png(_plots.histograms(study, ds, metric, a, b),
+                                  figdir / f"hist_{_slug(ds, metric, a, b)}.png", dpi=dpi)
+            h.append(f"<h3>Distributions: {_e(a)} vs {_e(b)}</h3>")
+            h.append(_img(png, f"histograms of {a}, {b} and their difference",
+                          "Scores of A, of B and the paired differences A − B."))
+        h.append("</section>")
+        fam_html.append("".join(h))
+
+    # ------------------------------------------------------------------ power
+    power_html = _power_section(res, powers, figdir, dpi, max_power_figures)
+    if power_html:
+        toc.append(("power", "Power"))
+
+    nav = "".join(f'<li><a href="#{_e(a)}">{_e(label)}</a></li>' for a, label in toc)
+    version = meta.get("multistat_version", meta.get("version", ""))
+    doc = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{_e(title)}</title><style>{_CSS}</style></head><body><main>",
+           f"<h1>{_e(title)}</h1>",
+           (f'<p class="meta">Generated by multistat {_e(version)} · '
+           f'{len(chosen)} dataset × metric combination(s) · tables also in '
+           f'<code>tables/</code>, figures in <code>figures/</code></p>'),
+           f"<nav><strong>Contents</strong><ol>{nav}</ol></nav>",
+           *parts, *fam_html, power_html, "</main></body></html>"]
+    path = out / "report.html"
+    path.write_text("\n".join(doc), encoding="utf-8")
+    return path
+
+
+def _write_table(tabdir: Path, kind: str, slug: str, frame: pd.DataFrame, caption: str):
+    (tabdir / f"{kind}_{slug}.md").write_text(_tables.to_markdown(frame), encoding="utf-8")
+    (tabdir / f"{kind}_{slug}.tex").write_text(
+        _tables.to_latex(frame, caption=caption, label=f"tab:{kind}-{slug}"),
+        encoding="utf-8")
+
+
+def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
+    rows = [("datasets", ", ".join(pd.unique(res["dataset"]))),
+            ("metrics", str(res["metric"].nunique())),
+            ("systems", str(len(pd.unique(pd.concat([res["system_a"], res["system_b"]]))))),
+            ("comparisons (rows)", str(len(res))),
+            ("tests", ", ".join(pd.unique(res["test"])))]
+    if study is not None:
+        from multistat import cube
+
+        for name, ds in cube.datasets(study).items():
+            rows.append((f"dataset {name}", (f"{ds.sizes['system']} systems × "
+                                            f"{ds.sizes['metric']} metrics × "
+                                            f"{ds.sizes['instance']} instances")))
+    n = pd.to_numeric(res.get("n", pd.Series(dtype=float)), errors="coerce").dropna()
+    if len(n):
+        rows.append(("n per comparison", f"{int(n.min())}–{int(n.max())}"
+                     if n.min() != n.max() else str(int(n.min()))))
+    for key in ("alternative", "correction", "family", "confidence_level"):
+        if key in res:
+            vals = pd.unique(res[key].dropna().astype(str))
+            rows.append((key.replace("_", " "), ", ".join(vals) if len(vals) else "none"))
+        elif key in meta:
+            rows.append((key.replace("_", " "), str(meta[key])))
+    rows.append(("α", ", ".join(pd.unique(res["alpha"].astype(str)))))
+    for key in ("n_resamples", "seed", "statistic", "ci_method", "bootstrap_pvalue",
+                "multistat_version", "input_sha256"):
+        if key in meta:
+            rows.append((key.replace("_", " "), str(meta[key])))
+        elif key in res:
+            vals = pd.unique(res[key].dropna().astype(str))
+            if len(vals):
+                rows.append((key.replace("_", " "), ", ".join(vals)))
+    return pd.DataFrame(rows, columns=["item", "value"])
+
+
+def _overview(res, lb_all, chosen) -> pd.DataFrame:
+    rows = []
+    for (ds, metric), t in chosen.items():
+        part = res[(res["dataset"] == ds) & (res["metric"] == metric) & (res["test"] == t)]
+        lb = lb_all[(lb_all["dataset"] == ds) & (lb_all["metric"] == metric)]
+        top = lb.iloc[0]
+        k = len(lb)
+        beats_all = int(top["wins"]) == int(top["compared"]) and int(top["compared"]) > 0
+        row = {"dataset": ds, "metric": metric,
+               "direction": "higher is better" if bool(top["higher_is_better"])
+               else "lower is better",
+               "test": t, "systems": k, "pairs": len(part),
+               "significant pairs": int(part["significant"].sum()),
+               "leader": f"{top['system']} ({_tables._fmt(top['score'], 4)})",
+               "leader significantly best": "yes" if beats_all else
+               f"no (beats {int(top['wins'])} of {int(top['compared'])})"}
+        if "power" in part and pd.to_numeric(part["power"], errors="coerce").notna().any():
+            pw = pd.to_numeric(part["power"], errors="coerce").dropna()
+            row["median power"] = _tables._fmt(pw.median())
+            row["pairs with power < 0.8"] = f"{int((pw < 0.8).sum())} of {len(pw)}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _analysis_summary(an: pd.DataFrame, chosen) -> pd.DataFrame:
+    rows = []
+    an = an.assign(dataset=an["dataset"].astype(str), metric=an["metric"].astype(str))
+    for (ds, metric), g in an.groupby(["dataset", "metric"], sort=False):
+        row = {"dataset": ds, "metric": metric, "pairs": len(g)}
+        if "n" in g:
+            row["n"] = str(int(pd.to_numeric(g["n"], errors="coerce").median()))
+        if "skewness" in g:
+            s = pd.to_numeric(g["skewness"], errors="coerce")
+            row["skewness (min … max)"] = f"{_tables._fmt(s.min())} … {_tables._fmt(s.max())}"
+        if "normality_p" in g:
+            p = pd.to_numeric(g["normality_p"], errors="coerce")
+            test = ", ".join(pd.unique(g.get("normality_test", pd.Series(["?"])).astype(str)))
+            row["normality rejected (p < 0.05)"] = f"{int((p < 0.05).sum())} of " \
+                                                   f"{int(p.notna().sum())} ({test})"
+        if "test_statistic" in g:
+            vc = g["test_statistic"].astype(str).value_counts()
+            row["statistic"] = ", ".join(f"{k}: {v}" for k, v in vc.items())
+        if "recommended" in g:
+            rec = g["recommended"].astype(str).value_counts()
+            row["recommended (most pairs)"] = f"{rec.index[0]} ({rec.iloc[0]} of {len(g)})"
+            shown = chosen.get((ds, metric))
+            if shown is not None:
+                ok = g["recommended"].astype(str).str.split(",").map(
+                    lambda xs, s=shown: s in [x.strip() for x in xs]).sum()
+                row["shown test recommended for"] = f"{int(ok)} of {len(g)} pairs ({shown})"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _hist_pairs(spec, study, ds, metric, lb) -> list[tuple[str, str]]:
+    if spec is None or study is None:
+        return []
+    from multistat import cube
+
+    dsets = cube.datasets(study)
+    if ds not in dsets or metric not in dsets[ds]["metric"].values:
+        return []
+    if spec == "top2":
+        return [tuple(lb["system"].iloc[:2])] if len(lb) >= 2 else []
+    out = []
+    for item in spec:
+        if len(item) != 4:
+            raise ParameterError(f"`histogram_pairs` items must be (dataset, metric, "
+                                 f"system_a, system_b); got {item!r}")
+        if str(item[0]) == ds and str(item[1]) == metric:
+            out.append((str(item[2]), str(item[3])))
+    return out
+
+
+_FACETS = ("dataset", "metric", "system_a", "system_b", "test", "scenario", "method", "kind")
+
+
+def _power_section(res, powers, figdir, dpi, cap) -> str:
+    has_col = "power" in res and pd.to_numeric(res["power"], errors="coerce").notna().any()
+    if not powers and not has_col:
+        return ""
+    h = ['<section id="power"><h2>Power</h2>']
+    if has_col:
+        p = pd.to_numeric(res["power"], errors="coerce")
+        h.append(f"<p>Power of the tested comparisons (compare table): median "
+                 f"{_e(_tables._fmt(p.median()))}; {int((p < 0.8).sum())} of "
+                 f"{int(p.notna().sum())} comparisons have power below 0.8 — a "
+                 f"non-significant result there says little.</p>")
+    n_fig = 0
+    for title, tab in powers:
+        if tab is None or tab.empty:
+            continue
+        h.append(f"<h3>{_e(title)}</h3>")
+        if "n" not in tab or "power" not in tab:
+            h.append(f'<p class="note">This table has no <code>n</code>/<code>power</code> '
+                     f"columns to plot; columns: {_e(', '.join(map(str, tab.columns)))}</p>")
+        else:
+            facets = [c for c in _FACETS if c in tab and tab[c].nunique() > 1]
+            groups = list(tab.groupby(facets, sort=False)) if facets else [((), tab)]
+            for key, g in groups:
+                if n_fig >= cap:
+                    h.append(f'<p class="note">Only the first {cap} power figures are '
+                             f"drawn; all rows are in the table below.</p>")
+                    break
+                key = key if isinstance(key, tuple) else (key,)
+                label = " · ".join(f"{f} {v}" for f, v in zip(facets, key)) or title
+                fig = _plots.power_curve(g, title=label)
+                png = _plots.save_png(fig, figdir / f"power_{_slug(title, label)}.png",
+                                      dpi=dpi)
+                h.append(_img(png, f"power curve {label}",
+                              "Power against sample size; dashed line: 80 % power."))
+                n_fig += 1
+        shown = tab.copy()
+        for c in shown.columns:
+            if pd.api.types.is_float_dtype(shown[c]):
+                shown[c] = [_tables._fmt(v, 4) for v in shown[c]]
+        h.append(f"<details><summary>{len(tab)} rows</summary>")
+        h.append(_table(shown, cls="power"))
+        h.append("</details>")
+    h.append("</section>")
+    return "".join(h)

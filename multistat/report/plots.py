@@ -1,0 +1,382 @@
+"""Figures of the report: pairwise heatmaps, leaderboards, histograms, power curves.
+
+matplotlib and seaborn are imported here (and only in :mod:`multistat.report`). Figures are
+built with the object-oriented API (:class:`matplotlib.figure.Figure`, no pyplot state), so
+drawing is thread-safe and needs no display. Colours come from the Okabe-Ito /
+seaborn ``"colorblind"`` palette, distinguishable under the common colour-vision
+deficiencies; significance is also spelled out in the legend, never by colour alone.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from multistat.errors import DataValidationError, ParameterError, UnknownSystemError
+from multistat.report import tables as _tables
+
+# Okabe & Ito (2008) colour-blind-safe colours
+BETTER = "#0072B2"  # blue: row system significantly better
+WORSE = "#E69F00"  # orange: row system significantly worse
+NS = "#E8E8E8"  # light grey: not significant
+MISSING = "#FFFFFF"
+
+__all__ = ["heatmap", "histograms", "leaderboard_plot", "power_curve", "save_png"]
+
+
+def _t(text) -> str:
+    """Plain text for matplotlib: ``$`` would switch to mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _short(text, width: int = 40) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _labels(names) -> list[str]:
+    out, seen = [], {}
+    for n in names:
+        s = _short(n)
+        seen[s] = seen.get(s, 0) + 1
+        out.append(_t(s if seen[s] == 1 else f"{s} ({seen[s]})"))
+    return out
+
+
+def _scale(values: np.ndarray, standardized: bool) -> tuple[float, int]:
+    """Factor (power of ten) and decimals so the largest |value| prints in 2–3 digits."""
+    finite = np.abs(values[np.isfinite(values)])
+    big = float(finite.max()) if finite.size else 0.0
+    if standardized or big == 0:
+        return 1.0, 2
+    if big < 1:
+        k = math.ceil(-math.log10(big))
+        if big * 10 ** k >= 10 - 1e-12:
+            k -= 1
+        return 10.0 ** k, 1
+    return 1.0, (1 if big < 10 else 0)
+
+
+def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | None = None,
+            annotate: str | None = "estimate", study=None, scores=None,
+            order=None) -> Figure:
+    """Pairwise heatmap of one dataset × metric: who significantly beats whom.
+
+    Parameters
+    ----------
+    results : compare table
+    dataset, metric : which comparison family to draw
+    test : which test's corrected decisions to show (default: the primary test, see
+        :func:`multistat.report.tables.primary_tests`)
+    annotate : column written in each cell for row − column: ``"estimate"`` (difference in
+        metric units, rescaled by a power of ten the title states), an effect-size column
+        (``"cohens_d"``, ``"hedges_g"``, ``"wilcoxon_r"``, ``"hodges_lehmann"``) or
+        ``None`` for no numbers
+    study, scores : sources of the per-system scores that order the axes (see
+        :func:`multistat.report.tables.system_scores`)
+    order : explicit system order (best first) instead
+
+    Returns
+    -------
+    matplotlib Figure. Rows and columns are the systems, best first (``higher_is_better``
+    decides); a cell is blue when the row system is significantly better than the column
+    system after the multiple-comparison correction, orange when significantly worse,
+    grey when not significant, white when the pair was not compared.
+
+    Notes
+    -----
+    Font sizes and cell sizes shrink with the number of systems k (annotation
+    ``clip(10.5 − 0.18 k, 5.5, 9)`` pt) so 25 systems stay legible.
+    """
+    df = _tables.check_results(results)
+    sub = df[(df["dataset"] == str(dataset)) & (df["metric"] == str(metric))]
+    if sub.empty:
+        raise ParameterError(f"no results for dataset {dataset!r} and metric {metric!r}")
+    test = test or _tables.primary_tests(sub)[(str(dataset), str(metric))]
+    if order is None:
+        lb = _tables.leaderboard(sub, study=study, scores=scores, test=test)
+        order = list(lb["system"])
+    value = annotate or "estimate"
+    eff, dec, _ = _tables.pairwise_matrix(sub, str(dataset), str(metric), test=test,
+                                          value=value, order=order)
+    part = sub[sub["test"] == test]
+    k = len(order)
+    standardized = value in ("cohens_d", "hedges_g", "wilcoxon_r")
+    factor, decimals = _scale(eff.to_numpy(dtype=float), standardized)
+
+    code = np.full((k, k), 3.0)  # 0 worse, 1 n.s., 2 better, 3 missing
+    d = dec.to_numpy(dtype=float)
+    code[d == -1] = 0
+    code[d == 0] = 1
+    code[d == 1] = 2
+    cmap = ListedColormap([WORSE, NS, BETTER, MISSING])
+
+    cell = 0.62 if k <= 8 else (0.5 if k <= 14 else 0.42)
+    fs_annot = float(np.clip(10.5 - 0.18 * k, 5.5, 9))
+    fs_label = float(np.clip(11 - 0.16 * k, 6.5, 10))
+    longest = max(len(_short(s)) for s in order)
+    # fixed layout (a layout engine would draw the k² annotations twice): label widths
+    # are estimated at 0.6 em per character, x labels are rotated by 60 degrees
+    label_w = longest * fs_label * 0.6 / 72 + 0.15
+    label_h = longest * fs_label * 0.5 / 72 * 0.87 + 0.25
+    top, legend = 1.05, 0.45
+    side = k * cell
+    width = max(label_w + side + 0.35, 7.0)
+    height = legend + label_h + side + top
+    fig = Figure(figsize=(width, height))
+    left = label_w + max(0.0, (width - label_w - side - 0.35) / 2)
+    ax = fig.add_axes((left / width, (legend + label_h) / height, side / width,
+                       side / height))
+    ax.imshow(code, cmap=cmap, vmin=-0.5, vmax=3.5, aspect="equal", interpolation="nearest")
+    ax.set_xticks(np.arange(k), _labels(order), rotation=60, ha="right",
+                  rotation_mode="anchor", fontsize=fs_label)
+    ax.set_yticks(np.arange(k), _labels(order), fontsize=fs_label)
+    ax.set_xticks(np.arange(k + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(k + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="white", linewidth=1.2)
+    ax.tick_params(which="minor", length=0)
+    ax.tick_params(which="major", length=2)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    if annotate:
+        vals = eff.to_numpy(dtype=float) * factor
+        for i in range(k):
+            for j in range(k):
+                if i == j or not np.isfinite(vals[i, j]):
+                    continue
+                colour = "white" if code[i, j] == 2 else "#1a1a1a"
+                txt = f"{vals[i, j]:+.{decimals}f}"
+                if float(txt) == 0:
+                    txt = f"{0:.{decimals}f}"
+                ax.text(j, i, txt, ha="center", va="center", fontsize=fs_annot,
+                        color=colour, in_layout=False)
+    for i in range(k):
+        ax.text(i, i, "—", ha="center", va="center", fontsize=fs_annot, color="#999999",
+                in_layout=False)
+
+    alpha = _one(part["alpha"], "α")
+    corr = _one(part["correction"], "") if "correction" in part else \
+        str(_tables._meta(results).get("correction", "")) or "no"
+    corr = "no" if corr in ("", "None", "none", "nan") else corr
+    hib = bool(part["higher_is_better"].iloc[0])
+    what = _tables.effect_label(value)
+    if value == "estimate":
+        what = "A − B" if factor == 1 else f"(A − B) × {factor:g}"
+    else:
+        what = f"{what} of A − B"
+    fig.suptitle(_t(f"{_short(dataset, 60)} · {_short(metric, 60)}"), fontsize=12,
+                 fontweight="bold", y=1 - 0.12 / height, va="top")
+    ax.set_title(_t(f"{test} test, α = {alpha}, {corr} correction · "
+                    f"{'higher' if hib else 'lower'} is better\n"
+                    f"cell = {what} for row system A vs column system B; "
+                    f"systems ordered best first"), fontsize=9, pad=8)
+    handles = [Patch(facecolor=BETTER, label="row significantly better"),
+               Patch(facecolor=WORSE, label="row significantly worse"),
+               Patch(facecolor=NS, label="not significant")]
+    if np.any((code == 3) & ~np.eye(k, dtype=bool)):
+        handles.append(Patch(facecolor=MISSING, edgecolor="#999999", label="not compared"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False,
+               fontsize=8, bbox_to_anchor=(0.5, 0.02 / height))
+    return fig
+
+
+def _one(col: pd.Series, name: str) -> str:
+    vals = pd.unique(col.dropna().astype(str))
+    if len(vals) == 0:
+        return "?"
+    return vals[0] if len(vals) == 1 else "varies"
+
+
+def leaderboard_plot(lb: pd.DataFrame) -> Figure:
+    """Dot-and-whisker leaderboard of one dataset × metric (best at the top).
+
+    ``lb`` is one dataset × metric of :func:`multistat.report.tables.leaderboard`; the
+    whiskers are the score intervals (absent when no interval is known) and the right
+    margin says how many systems each one significantly beats.
+    """
+    if lb.empty:
+        raise DataValidationError("`lb` (leaderboard) is empty")
+    if lb[["dataset", "metric"]].drop_duplicates().shape[0] != 1:
+        raise ParameterError("`lb` must hold one dataset × metric; filter the leaderboard")
+    k = len(lb)
+    fs = float(np.clip(11 - 0.16 * k, 6.5, 10))
+    left_w = max(len(_short(s)) + len(str(r)) + 2 for r, s in zip(lb["rank"], lb["system"])) \
+        * fs * 0.6 / 72 + 0.15
+    right_w = 8 * fs * 0.6 / 72 + 0.2
+    width, height = left_w + 5.0 + right_w, 0.26 * k + 1.2
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((left_w / width, 0.6 / height, 5.0 / width, (height - 1.0) / height))
+    y = np.arange(k)[::-1]
+    colour = sns.color_palette("colorblind")[0]
+    score = lb["score"].to_numpy(dtype=float)
+    if np.isfinite(score).any():
+        lo, hi = lb["ci_low"].to_numpy(dtype=float), lb["ci_high"].to_numpy(dtype=float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(score[ok], y[ok], xerr=[score[ok] - lo[ok], hi[ok] - score[ok]], fmt="o",
+                    color=colour, ecolor=colour, elinewidth=1.2, capsize=2, markersize=4)
+        ax.plot(score[~ok], y[~ok], "o", color=colour, markersize=4)
+        ax.set_xlabel(_t(f"{_short(lb['metric'].iloc[0], 50)} "
+                         f"({'higher' if lb['higher_is_better'].iloc[0] else 'lower'} is "
+                         f"better; bars: {100 * lb['confidence_level'].iloc[0]:g}% CI)"),
+                      fontsize=9)
+    else:
+        ax.barh(y, lb["wins"], color=colour)
+        ax.set_xlabel("systems significantly beaten (no scores available)", fontsize=9)
+    ax.set_yticks(y, [_t(f"{r}. {_short(s)}") for r, s in zip(lb["rank"], lb["system"])],
+                  fontsize=fs)
+    ax.set_ylim(-0.7, k - 0.3)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    sec = ax.secondary_yaxis("right")
+    sec.set_yticks(y, [f"beats {w}" for w in lb["wins"]], fontsize=fs)
+    sec.tick_params(length=0)
+    ax.set_title(_t(f"{_short(lb['dataset'].iloc[0], 60)} · {_short(lb['metric'].iloc[0], 60)}"
+                    f" — leaderboard ({lb['test'].iloc[0]} test after correction)"),
+                 fontsize=10)
+    return fig
+
+
+def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *,
+               bins="auto") -> Figure:
+    """Histograms of the scores of A, of B and of the paired differences A − B.
+
+    The data-analysis view of NLPStatTest: the shape of A − B (skewness, outliers, ties)
+    decides between mean- and median-based tests. The difference panel marks 0, the mean
+    and the median. Scores are read from ``multistat.cube.datasets(study)[dataset]``;
+    instances that are NaN (dropped) are left out pairwise.
+    """
+    from multistat import cube as _cube
+
+    ds_all = _cube.datasets(study)
+    if dataset not in ds_all:
+        raise ParameterError(f"`dataset` {dataset!r} is not in the study; datasets: "
+                             f"{list(ds_all)}")
+    ds = ds_all[dataset]
+    if metric not in ds["metric"].values:
+        raise ParameterError(f"`metric` {metric!r} is not in dataset {dataset!r}; metrics: "
+                             f"{list(map(str, ds['metric'].values))}")
+    for name, s in (("system_a", system_a), ("system_b", system_b)):
+        if s not in ds["system"].values:
+            raise UnknownSystemError(f"`{name}` {s!r} is not a system of dataset "
+                                     f"{dataset!r}")
+    a = np.asarray(ds["score"].sel(system=system_a, metric=metric).values, dtype=float)
+    b = np.asarray(ds["score"].sel(system=system_b, metric=metric).values, dtype=float)
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    diff = a - b
+    pal = sns.color_palette("colorblind")
+    fig = Figure(figsize=(11, 3.4))
+    axes = fig.subplots(1, 3)
+    lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
+    for ax, x, name, c in ((axes[0], a, system_a, pal[0]), (axes[1], b, system_b, pal[1])):
+        sns.histplot(x=x, ax=ax, bins=bins, color=c, binrange=(lo, hi) if hi > lo else None)
+        ax.set_title(_t(f"{'A' if x is a else 'B'} = {_short(name, 34)} "
+                        f"(mean {np.mean(x):.3g})"), fontsize=9)
+        ax.set_xlabel(_t(_short(metric, 40)), fontsize=8)
+        ax.axvline(float(np.mean(x)), color="black", linewidth=1, label="mean")
+    sns.histplot(x=diff, ax=axes[2], bins=bins, color=pal[2])
+    axes[2].axvline(0, color="#555555", linestyle=":", linewidth=1, label="0")
+    axes[2].axvline(float(np.mean(diff)), color="black", linewidth=1.2, label="mean")
+    axes[2].axvline(float(np.median(diff)), color=pal[3], linestyle="--", linewidth=1.2,
+                    label="median")
+    axes[2].legend(fontsize=7, frameon=False)
+    sd = float(np.std(diff, ddof=1)) if diff.size > 1 else float("nan")
+    skew = float(pd.Series(diff).skew()) if diff.size > 2 else float("nan")
+    axes[2].set_title(f"A − B (n = {diff.size}, sd = {sd:.3g}, skewness = {skew:.2f})",
+                      fontsize=9)
+    axes[2].set_xlabel("difference", fontsize=8)
+    for ax in axes:
+        ax.tick_params(labelsize=7)
+        ax.set_ylabel("count", fontsize=8)
+    fig.suptitle(_t(f"{_short(dataset, 50)} · {_short(metric, 50)}"), fontsize=10)
+    fig.subplots_adjust(left=0.055, right=0.99, bottom=0.15, top=0.83, wspace=0.28)
+    return fig
+
+
+_HUES = ("delta", "true_effect", "effect_size", "effect", "difference", "agreement", "test")
+
+
+def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str | None = None,
+                target: float = 0.8, title: str = "", se: str | None = "power_se") -> Figure:
+    """Power against sample size, one line per value of ``hue``, with the target line.
+
+    Parameters
+    ----------
+    table : plain DataFrame with at least the columns ``x`` (sample size, default ``n``) and
+        ``y`` (power in [0, 1], default ``power``); optionally ``hue`` (default: the first of
+        ``delta, true_effect, effect_size, effect, difference, agreement, test`` that varies) and ``se``
+        (Monte Carlo standard error of the power, drawn as a ±1.96 se band).
+    target : the power drawn as a dashed horizontal line (80 % by convention)
+    title : figure title
+
+    Returns
+    -------
+    matplotlib Figure. The x axis is logarithmic when the sizes span more than 20×.
+    """
+    for c in (x, y):
+        if c not in table:
+            raise DataValidationError(f"power table lacks column {c!r}; has "
+                                      f"{list(table.columns)}")
+    if table.empty:
+        raise DataValidationError("power table is empty")
+    if hue is None:
+        hue = next((h for h in _HUES if h in table and table[h].nunique() > 1), None)
+    elif hue not in table:
+        raise ParameterError(f"`hue` {hue!r} is not a column of the power table; has "
+                             f"{list(table.columns)}")
+    fig = Figure(figsize=(6.4, 4.0))
+    ax = fig.add_subplot()
+    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=True))
+    pal = sns.color_palette("colorblind", max(len(groups), 1))
+    markers = "osD^vP*Xh<>p"
+    for i, (level, g) in enumerate(groups):
+        g = g.sort_values(x)
+        xs, ys = g[x].to_numpy(dtype=float), g[y].to_numpy(dtype=float)
+        label = None if level is None else _t(f"{hue} = {_fmt_level(level)}")
+        ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4, color=pal[i % len(pal)],
+                label=label, linewidth=1.4)
+        if se and se in g:
+            s = g[se].to_numpy(dtype=float)
+            ax.fill_between(xs, np.clip(ys - 1.96 * s, 0, 1), np.clip(ys + 1.96 * s, 0, 1),
+                            color=pal[i % len(pal)], alpha=0.18, linewidth=0)
+    ax.axhline(target, color="#444444", linestyle="--", linewidth=1,
+               label=f"{100 * target:g} % power")
+    xs_all = table[x].to_numpy(dtype=float)
+    xs_all = xs_all[np.isfinite(xs_all) & (xs_all > 0)]
+    if xs_all.size and xs_all.max() / xs_all.min() > 20:
+        ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sample size n" if x == "n" else _t(x))
+    ax.set_ylabel("power")
+    ax.grid(color="#e5e5e5", linewidth=0.6)
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    if title:
+        ax.set_title(_t(title), fontsize=10)
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def _fmt_level(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return f"{float(v):g}"
+    return str(v)
+
+
+def save_png(fig: Figure, path=None, *, dpi: int = 110) -> bytes:
+    """PNG bytes of ``fig`` (also written to ``path`` when given); metadata without dates."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    data = buf.getvalue()
+    if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
+    return data
+

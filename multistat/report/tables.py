@@ -1,0 +1,609 @@
+"""Report tables built from the compare table: leaderboards, pairwise tables, checklists.
+
+Everything here is plain pandas (no plotting). The input is the tidy table of
+:func:`multistat.compare` (one row per dataset × metric × pair × test, DESIGN.md); square
+matrices for drawing are made here and never stored.
+
+Who "wins" a comparison is decided by the metric's ``higher_is_better`` (a column of the
+compare table, or the study's metric metadata), never by the sign convention of the test:
+``estimate`` is always ``a − b``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
+
+#: Columns the report cannot work without.
+REQUIRED = ("dataset", "metric", "system_a", "system_b", "test", "estimate", "p_value")
+
+#: Effect-size columns of the compare table (each with ``_ci_low``/``_ci_high``).
+EFFECTS = ("cohens_d", "hedges_g", "wilcoxon_r", "hodges_lehmann")
+
+_EFFECT_LABEL = {
+    "estimate": "difference",
+    "cohens_d": "Cohen's d_z",
+    "hedges_g": "Hedges' g",
+    "wilcoxon_r": "Wilcoxon r",
+    "hodges_lehmann": "Hodges-Lehmann",
+}
+
+
+# ----------------------------------------------------------------------------- checks
+def check_results(results) -> pd.DataFrame:
+    """Validate a compare table and return a copy with the report's helper columns.
+
+    Added columns: ``significant`` (bool; ``reject`` if present, else ``p_adjusted < alpha``,
+    else ``p_value < alpha``; NaN p-values are never significant), ``higher_is_better``
+    (True when absent) and ``winner`` (``system_a``, ``system_b`` or ``""``: the
+    significantly better system in the sense of ``higher_is_better``).
+    """
+    if not isinstance(results, pd.DataFrame):
+        raise ParameterTypeError(f"`results` must be a pandas DataFrame (the compare table); "
+                                 f"got {type(results).__name__}")
+    missing = [c for c in REQUIRED if c not in results.columns]
+    if missing:
+        raise DataValidationError(f"`results` lacks compare-table column(s) {missing}; has "
+                                  f"{list(results.columns)}")
+    if len(results) == 0:
+        raise DataValidationError("`results` is empty: no comparisons to report")
+    df = results.copy()
+    df.attrs = dict(results.attrs)
+    for c in ("dataset", "metric", "system_a", "system_b", "test"):
+        df[c] = df[c].astype(str)
+    alpha = pd.to_numeric(df["alpha"], errors="coerce") if "alpha" in df else \
+        pd.Series(_meta(results).get("alpha", 0.05), index=df.index, dtype=float)
+    df["alpha"] = alpha.fillna(0.05).astype(float)
+    if "reject" in df:
+        sig = df["reject"].astype("boolean").fillna(False).astype(bool)
+    elif "p_adjusted" in df:
+        sig = (pd.to_numeric(df["p_adjusted"], errors="coerce") < df["alpha"]).fillna(False)
+    else:
+        sig = (pd.to_numeric(df["p_value"], errors="coerce") < df["alpha"]).fillna(False)
+    df["significant"] = sig.astype(bool)
+    if "higher_is_better" not in df:
+        df["higher_is_better"] = True
+    df["higher_is_better"] = df["higher_is_better"].astype("boolean").fillna(True).astype(bool)
+    est = pd.to_numeric(df["estimate"], errors="coerce")
+    a_better = np.where(df["higher_is_better"], est > 0, est < 0)
+    b_better = np.where(df["higher_is_better"], est < 0, est > 0)
+    df["winner"] = np.where(df["significant"] & a_better, df["system_a"],
+                            np.where(df["significant"] & b_better, df["system_b"], ""))
+    return df
+
+
+def _meta(results) -> dict:
+    meta = getattr(results, "attrs", {}).get("multistat", {})
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def primary_tests(results: pd.DataFrame, test: str | None = None) -> dict[tuple, str]:
+    """The test shown for each ``(dataset, metric)``.
+
+    ``test`` given: that test wherever it was run (a ParameterError if it was run nowhere).
+    Otherwise the first test of the run metadata's ``tests`` order (else of the table's
+    row order) present for that dataset × metric.
+    """
+    order = [str(t) for t in _meta(results).get("tests", [])] or []
+    order += [t for t in pd.unique(results["test"].astype(str)) if t not in order]
+    if test is not None and test not in set(results["test"].astype(str)):
+        raise ParameterError(f"`test` {test!r} is not in the results; tests run: "
+                             f"{', '.join(order)}")
+    out = {}
+    for key, part in results.groupby(["dataset", "metric"], sort=False):
+        present = set(part["test"].astype(str))
+        if test is not None:
+            if test in present:
+                out[key] = test
+            continue
+        out[key] = next(t for t in order if t in present)
+    return out
+
+
+# ----------------------------------------------------------------------------- scores
+def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
+                  confidence_level: float | None = None) -> pd.DataFrame:
+    """One score per ``dataset × metric × system``, with a confidence interval if possible.
+
+    Parameters
+    ----------
+    results : compare table
+    study : optional study (:mod:`multistat.cube`) the results were computed on
+    scores : optional per-system table with columns ``dataset, metric, system, score`` and
+        optionally ``ci_low, ci_high, confidence_level`` (e.g. compare's per-system
+        bootstrap table); used first when given.
+    confidence_level : level of the intervals computed here (default: the results'
+        ``confidence_level``, else 0.95)
+
+    Returns
+    -------
+    DataFrame with columns ``dataset, metric, system, score, ci_low, ci_high,
+    confidence_level, ci_method``.
+
+    Notes
+    -----
+    Sources, first that applies: ``scores``; the study (``statistic_kind`` mean: the mean
+    of the per-instance (or per-unit) scores with the Student-t interval
+    :math:`\\bar x \\pm t_{1-\\alpha/2, n-1}\\, s/\\sqrt{n}`; median: the sample median with
+    the distribution-free order-statistic interval :math:`[x_{(l)}, x_{(u)}]` from the
+    Binomial(n, 1/2) quantiles); the ``score_a``/``score_b`` columns of the compare table
+    (no interval). Without any of these the score is NaN and systems are ordered by their
+    mean signed difference against the others.
+    """
+    level = confidence_level
+    if level is None:
+        cl = pd.to_numeric(results.get("confidence_level", pd.Series(dtype=float)),
+                           errors="coerce").dropna()
+        level = float(cl.iloc[0]) if len(cl) else 0.95
+    cols = ["dataset", "metric", "system", "score", "ci_low", "ci_high", "confidence_level",
+            "ci_method"]
+    keys = _systems_per_group(results)
+    rows = []
+    given = None
+    if scores is not None:
+        need = [c for c in ("dataset", "metric", "system", "score") if c not in scores]
+        if need:
+            raise DataValidationError(f"`scores` lacks column(s) {need}; has "
+                                      f"{list(scores.columns)}")
+        given = scores.assign(dataset=scores["dataset"].astype(str),
+                              metric=scores["metric"].astype(str),
+                              system=scores["system"].astype(str)
+                              ).set_index(["dataset", "metric", "system"])
+        given = given[~given.index.duplicated()]
+    cube = _study_datasets(study)
+    from_cols = _scores_from_columns(results)
+    for (ds, metric), systems in keys.items():
+        kind = _statistic_kind(results, ds, metric)
+        for system in systems:
+            row = {"dataset": ds, "metric": metric, "system": system, "score": np.nan,
+                   "ci_low": np.nan, "ci_high": np.nan, "confidence_level": level,
+                   "ci_method": ""}
+            key = (ds, metric, system)
+            if given is not None and key in given.index:
+                g = given.loc[key]
+                row.update(score=float(g["score"]), ci_low=float(g.get("ci_low", np.nan)),
+                           ci_high=float(g.get("ci_high", np.nan)),
+                           confidence_level=float(g.get("confidence_level", level)),
+                           ci_method=str(g.get("ci_method", "bootstrap percentile"
+                                              if "n_resamples" in g else "given")))
+            elif cube is not None and ds in cube and system in cube[ds]["system"].values \
+                    and metric in cube[ds]["metric"].values and kind != "corpus":
+                x = np.asarray(cube[ds]["score"].sel(system=system, metric=metric).values,
+                               dtype=float)
+                x = x[~np.isnan(x)]
+                row.update(_score_interval(x, kind, level))
+            elif key in from_cols:
+                row.update(score=from_cols[key], ci_method="none")
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=cols)
+    return out
+
+
+def _systems_per_group(results) -> dict[tuple, list[str]]:
+    out: dict[tuple, list[str]] = {}
+    for key, part in results.groupby(["dataset", "metric"], sort=False):
+        out[key] = list(pd.unique(pd.concat([part["system_a"], part["system_b"]])
+                                  .astype(str)))
+    return out
+
+
+def _statistic_kind(results, ds, metric) -> str:
+    if "statistic_kind" not in results:
+        return "mean"
+    part = results.loc[(results["dataset"] == ds) & (results["metric"] == metric),
+                       "statistic_kind"].dropna().astype(str)
+    if (part == "corpus").any():
+        return "corpus"
+    return "median" if len(part) and (part == "median").all() else "mean"
+
+
+def _study_datasets(study):
+    if study is None:
+        return None
+    from multistat import cube as _cube
+    return _cube.datasets(study)
+
+
+def _scores_from_columns(results) -> dict[tuple, float]:
+    if "score_a" not in results or "score_b" not in results:
+        return {}
+    out = {}
+    for side in ("a", "b"):
+        sub = results[["dataset", "metric", f"system_{side}", f"score_{side}"]].dropna()
+        for d, m, s, v in sub.itertuples(index=False):
+            out.setdefault((d, m, s), float(v))
+    return out
+
+
+def _score_interval(x: np.ndarray, kind: str, level: float) -> dict:
+    n = x.size
+    if n == 0:
+        return {}
+    if kind == "median":
+        xs = np.sort(x)
+        est = float(np.median(xs))
+        # distribution-free interval for the median: [x_(l), x_(u)] with
+        # l = binom.ppf(a/2, n, 1/2) (0-based index), u = n - 1 - l; coverage >= level
+        a = 1.0 - level
+        lo_i = int(_st.binom.ppf(a / 2, n, 0.5)) - 1
+        if lo_i < 0:
+            return {"score": est, "ci_method": "median (n too small for an interval)"}
+        return {"score": est, "ci_low": float(xs[lo_i]), "ci_high": float(xs[n - 1 - lo_i]),
+                "ci_method": "order statistics"}
+    est = float(np.mean(x))
+    if n < 2:
+        return {"score": est, "ci_method": "mean (n < 2)"}
+    se = float(np.std(x, ddof=1)) / math.sqrt(n)
+    h = float(_st.t.ppf(0.5 + level / 2, n - 1)) * se
+    return {"score": est, "ci_low": est - h, "ci_high": est + h, "ci_method": "t"}
+
+
+# ----------------------------------------------------------------------------- leaderboard
+def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
+                test: str | None = None) -> pd.DataFrame:
+    """Leaderboard per dataset × metric.
+
+    Parameters
+    ----------
+    results : compare table
+    study, scores : where per-system scores and intervals come from (see
+        :func:`system_scores`)
+    test : the test whose corrected decisions count as wins (default: see
+        :func:`primary_tests`)
+
+    Returns
+    -------
+    DataFrame, best system first within each ``dataset, metric``, columns
+    ``dataset, metric, rank, system, score, ci_low, ci_high, confidence_level, ci_method,
+    wins`` (number of systems it significantly beats after correction), ``losses``
+    (number that significantly beat it), ``compared`` (number of comparisons it is in),
+    ``test``, ``higher_is_better``.
+
+    Notes
+    -----
+    Rank is by score (``higher_is_better`` decides the direction), ties share the smallest
+    rank. When no score is available, systems are ordered by wins − losses, then by the
+    mean signed difference against the others (rank then refers to that order).
+    """
+    df = check_results(results)
+    chosen = primary_tests(df, test)
+    sc = system_scores(df, study=study, scores=scores)
+    out = []
+    for (ds, metric), t in chosen.items():
+        part = df[(df["dataset"] == ds) & (df["metric"] == metric) & (df["test"] == t)]
+        hib = bool(part["higher_is_better"].iloc[0])
+        lb = sc[(sc["dataset"] == ds) & (sc["metric"] == metric)].copy()
+        lb["wins"] = [int((part["winner"] == s).sum()) for s in lb["system"]]
+        involved = {s: (part["system_a"] == s) | (part["system_b"] == s) for s in lb["system"]}
+        lb["losses"] = [int((involved[s] & (part["winner"] != "") & (part["winner"] != s))
+                            .sum()) for s in lb["system"]]
+        lb["compared"] = [int(involved[s].sum()) for s in lb["system"]]
+        lb["test"] = t
+        lb["higher_is_better"] = hib
+        lb["_signed"] = [_mean_signed(part, s, hib) for s in lb["system"]]
+        if lb["score"].notna().all():
+            key = lb["score"] if hib else -lb["score"]
+            lb = lb.assign(_key=key).sort_values(["_key", "wins"], ascending=[False, False],
+                                                 kind="mergesort")
+            lb["rank"] = lb["_key"].rank(ascending=False, method="min").astype(int)
+        else:
+            lb = lb.assign(_key=lb["wins"] - lb["losses"]).sort_values(
+                ["_key", "_signed"], ascending=[False, False], kind="mergesort")
+            lb["rank"] = np.arange(1, len(lb) + 1)
+        out.append(lb.drop(columns=["_key", "_signed"]))
+    cols = ["dataset", "metric", "rank", "system", "score", "ci_low", "ci_high",
+            "confidence_level", "ci_method", "wins", "losses", "compared", "test",
+            "higher_is_better"]
+    return pd.concat(out, ignore_index=True)[cols]
+
+
+def _mean_signed(part, system, hib) -> float:
+    """Mean of (system − other) over the comparisons it is in, oriented to "better"."""
+    est = pd.to_numeric(part["estimate"], errors="coerce")
+    vals = pd.concat([est[part["system_a"] == system], -est[part["system_b"] == system]])
+    if vals.notna().sum() == 0:
+        return -np.inf
+    return float(vals.mean()) * (1 if hib else -1)
+
+
+def system_order(results: pd.DataFrame, dataset: str, metric: str, *, study=None,
+                 scores=None, test=None) -> list[str]:
+    """Systems of one dataset × metric, best first (the leaderboard order)."""
+    lb = leaderboard(results[(results["dataset"].astype(str) == dataset)
+                             & (results["metric"].astype(str) == metric)],
+                     study=study, scores=scores, test=test)
+    return list(lb["system"])
+
+
+# ----------------------------------------------------------------------------- pairwise
+def pairwise_matrix(results: pd.DataFrame, dataset: str, metric: str, *, test: str,
+                    value: str = "estimate", order: Iterable[str] | None = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Square views for a heatmap: ``(effect, decision, p_adjusted)``.
+
+    ``effect.loc[r, c]`` is ``value`` for row − column (antisymmetric: the mirrored cell is
+    the negated value); ``decision.loc[r, c]`` is +1 when the row system is significantly
+    better (after correction, in the sense of ``higher_is_better``), −1 when significantly
+    worse, 0 when not significant, NaN when the pair was not compared (and on the
+    diagonal); ``p_adjusted`` (or ``p_value`` if uncorrected) is symmetric.
+    """
+    df = check_results(results)
+    part = df[(df["dataset"] == dataset) & (df["metric"] == metric) & (df["test"] == test)]
+    if part.empty:
+        raise ParameterError(f"no rows for dataset {dataset!r}, metric {metric!r}, test "
+                             f"{test!r} in `results`")
+    if value not in part:
+        raise ParameterError(f"`value` {value!r} is not a column of the results; use "
+                             f"'estimate' or one of {[e for e in EFFECTS if e in part]}")
+    systems = list(order) if order is not None else list(
+        pd.unique(pd.concat([part["system_a"], part["system_b"]])))
+    pos = {s: i for i, s in enumerate(systems)}
+    k = len(systems)
+    eff, dec, pad = (np.full((k, k), np.nan) for _ in range(3))
+    ia = part["system_a"].map(pos)
+    ib = part["system_b"].map(pos)
+    ok = (ia.notna() & ib.notna()).to_numpy()
+    ia = ia.to_numpy()[ok].astype(int)
+    ib = ib.to_numpy()[ok].astype(int)
+    v = pd.to_numeric(part[value], errors="coerce").to_numpy(dtype=float)[ok]
+    pcol = "p_adjusted" if "p_adjusted" in part else "p_value"
+    p = pd.to_numeric(part[pcol], errors="coerce").to_numpy(dtype=float)[ok]
+    w = part["winner"].to_numpy()[ok]
+    d = np.where(w == part["system_a"].to_numpy()[ok], 1.0,
+                 np.where(w == part["system_b"].to_numpy()[ok], -1.0, 0.0))
+    eff[ia, ib], eff[ib, ia] = v, -v
+    dec[ia, ib], dec[ib, ia] = d, -d
+    pad[ia, ib] = pad[ib, ia] = p
+    eff, dec, pad = (pd.DataFrame(m, index=systems, columns=systems) for m in (eff, dec, pad))
+    return eff, dec, pad
+
+
+def pairwise_table(results: pd.DataFrame, *, test: str | None = None,
+                   effect: str = "auto") -> pd.DataFrame:
+    """The pairwise results of the chosen test per dataset × metric, in reading order.
+
+    Returns
+    -------
+    DataFrame with columns ``dataset, metric, system_a, system_b, test, n, estimate,
+    ci_low, ci_high, effect, effect_value, effect_ci_low, effect_ci_high, p_value,
+    p_adjusted, significant, winner, power`` (missing inputs give NaN).
+    """
+    df = check_results(results)
+    chosen = primary_tests(df, test)
+    keep = pd.Series(False, index=df.index)
+    for (ds, metric), t in chosen.items():
+        keep |= (df["dataset"] == ds) & (df["metric"] == metric) & (df["test"] == t)
+    part = df[keep]
+    rows = []
+    for r in part.to_dict("records"):
+        name = choose_effect(r, effect)
+        rows.append({
+            "dataset": r["dataset"], "metric": r["metric"], "system_a": r["system_a"],
+            "system_b": r["system_b"], "test": r["test"], "n": r.get("n", np.nan),
+            "estimate": r["estimate"], "ci_low": r.get("ci_low", np.nan),
+            "ci_high": r.get("ci_high", np.nan), "effect": name,
+            "effect_value": r.get(name, np.nan) if name else np.nan,
+            "effect_ci_low": r.get(f"{name}_ci_low", np.nan) if name else np.nan,
+            "effect_ci_high": r.get(f"{name}_ci_high", np.nan) if name else np.nan,
+            "p_value": r["p_value"], "p_adjusted": r.get("p_adjusted", np.nan),
+            "significant": r["significant"], "winner": r["winner"],
+            "power": r.get("power", np.nan)})
+    return pd.DataFrame(rows)
+
+
+def choose_effect(row: Mapping, effect: str = "auto") -> str:
+    """Name of the effect-size column to report for one row ("" if none available).
+
+    ``"auto"``: Cohen's d_z for mean statistics, Hodges-Lehmann for median statistics
+    (then the other effect columns in order), the first one that is not NaN.
+    """
+    if effect != "auto":
+        if effect not in EFFECTS:
+            raise ParameterError(f"`effect` must be 'auto' or one of {list(EFFECTS)}; got "
+                                 f"{effect!r}")
+        return effect if effect in row else ""
+    prefs = list(EFFECTS)
+    if str(row.get("statistic_kind", "mean")) == "median":
+        prefs = ["hodges_lehmann", "wilcoxon_r", "cohens_d", "hedges_g"]
+    for e in prefs:
+        v = row.get(e, np.nan)
+        if v is not None and not (isinstance(v, float) and np.isnan(v)):
+            return e
+    return ""
+
+
+def checklist(results: pd.DataFrame, *, test: str | None = None, effect: str = "auto"
+              ) -> pd.DataFrame:
+    """A reporting checklist per comparison, as strings ready to paste.
+
+    The items the NLPStatTest paper (Zhu et al. 2020, §2.3 "Reporting Test Results") asks
+    for: the test, the significance level α, the sample size n, the estimate with its
+    confidence interval, the effect size with its interval, the statistical power, plus the
+    p-value before and after the multiple-comparison correction and the correction itself.
+
+    Returns
+    -------
+    DataFrame with string columns ``dataset, metric, comparison, test, alpha, n,
+    estimate_ci, effect_size_ci, p_value, p_adjusted, correction, significant, power,
+    resamples_seed``. Missing items say "not computed" rather than being left blank.
+    """
+    df = check_results(results)
+    meta = _meta(df)
+    chosen = primary_tests(df, test) if test is not None else None
+    rows = []
+    for r in df.to_dict("records"):
+        if chosen is not None and chosen.get((r["dataset"], r["metric"])) != r["test"]:
+            continue
+        name = choose_effect(r, effect)
+        level = r.get("confidence_level", np.nan)
+        pct = f"{100 * level:g}% CI" if _finite(level) else "CI"
+        alt = str(r.get("alternative", "two-sided"))
+        corr = r.get("correction", meta.get("correction"))
+        corr = "none" if corr is None or (isinstance(corr, float) and np.isnan(corr)) \
+            else str(corr)
+        fam = r.get("family", "")
+        fam = "" if fam is None or (isinstance(fam, float) and np.isnan(fam)) else str(fam)
+        nres = r.get("n_resamples", meta.get("n_resamples"))
+        seed = r.get("seed", meta.get("seed"))
+        rs = "not resampled" if not _finite(nres) or not _is_resampling(r["test"], nres) \
+            else f"B = {int(nres)}, seed {seed}"
+        rows.append({
+            "dataset": r["dataset"], "metric": r["metric"],
+            "comparison": f"{r['system_a']} − {r['system_b']}",
+            "test": f"{r['test']} ({alt})",
+            "alpha": _fmt(r["alpha"]),
+            "n": "not computed" if not _finite(r.get("n")) else str(int(r["n"])),
+            "estimate_ci": _with_ci(r.get("estimate"), r.get("ci_low"), r.get("ci_high"),
+                                    pct),
+            "effect_size_ci": "not computed" if not name else
+            f"{_EFFECT_LABEL[name]} " + _with_ci(r.get(name), r.get(f"{name}_ci_low"),
+                                                 r.get(f"{name}_ci_high"), pct),
+            "p_value": _fmt_p(r["p_value"]),
+            "p_adjusted": _fmt_p(r.get("p_adjusted")),
+            "correction": corr + (f" over {fam}" if fam else ""),
+            "significant": "yes" if r["significant"] else "no",
+            "power": _fmt(r["power"]) if _finite(r.get("power")) else "not computed",
+            "resamples_seed": rs})
+    return pd.DataFrame(rows)
+
+
+def _is_resampling(test, nres) -> bool:
+    try:
+        from multistat.significance._base import REGISTRY
+    except ImportError:  # pragma: no cover
+        REGISTRY = {}
+    spec = REGISTRY.get(str(test))
+    if spec is not None:
+        return bool(spec.resampling)
+    return str(test) in ("bootstrap", "permutation") and _finite(nres)
+
+
+def _finite(v) -> bool:
+    try:
+        return v is not None and bool(np.isfinite(float(v)))
+    except (TypeError, ValueError):
+        return False
+
+
+def _fmt(v, digits: int = 3) -> str:
+    """Number with ``digits`` significant digits, "–" for NaN/None."""
+    if not _finite(v):
+        return "–"
+    v = float(v)
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    if -4 <= mag < 6:
+        dec = max(digits - 1 - mag, 0)
+        return f"{v:.{dec}f}"
+    return f"{v:.{digits - 1}e}"
+
+
+def _fmt_p(p) -> str:
+    if not _finite(p):
+        return "–"
+    p = float(p)
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _with_ci(est, lo, hi, pct="CI") -> str:
+    if not _finite(est):
+        return "not computed"
+    s = _fmt(est)
+    if _finite(lo) and _finite(hi):
+        s += f" [{_fmt(lo)}, {_fmt(hi)}] ({pct})"
+    return s
+
+
+# ----------------------------------------------------------------------------- display
+def leaderboard_display(lb: pd.DataFrame) -> pd.DataFrame:
+    """String version of one leaderboard for papers: Rank, System, Score [CI], Beats."""
+    pct = lb["confidence_level"].dropna()
+    pct = f"{100 * float(pct.iloc[0]):g}% CI" if len(pct) else "CI"
+    arrow = "↑" if bool(lb["higher_is_better"].iloc[0]) else "↓"
+    return pd.DataFrame({
+        "Rank": lb["rank"].astype(int).astype(str),
+        "System": lb["system"].astype(str),
+        f"Score {arrow} [{pct}]": [
+            _fmt(s, 4) + (f" [{_fmt(lo, 4)}, {_fmt(hi, 4)}]" if _finite(lo) else "")
+            for s, lo, hi in zip(lb["score"], lb["ci_low"], lb["ci_high"])],
+        "Beats": [f"{w} of {c}" for w, c in zip(lb["wins"], lb["compared"])],
+    })
+
+
+def pairwise_display(pw: pd.DataFrame) -> pd.DataFrame:
+    """String version of a pairwise table (one dataset × metric)."""
+    eff = [f"{_EFFECT_LABEL.get(e, e)} " + _with_ci(v, lo, hi) if e else "–"
+           for e, v, lo, hi in zip(pw["effect"], pw["effect_value"], pw["effect_ci_low"],
+                                   pw["effect_ci_high"])]
+    return pd.DataFrame({
+        "A": pw["system_a"].astype(str), "B": pw["system_b"].astype(str),
+        "n": [str(int(v)) if _finite(v) else "–" for v in pw["n"]],
+        "A − B [CI]": [_with_ci(e, lo, hi) for e, lo, hi in
+                       zip(pw["estimate"], pw["ci_low"], pw["ci_high"])],
+        "Effect size [CI]": eff,
+        "p": [_fmt_p(p) for p in pw["p_value"]],
+        "p adj.": [_fmt_p(p) for p in pw["p_adjusted"]],
+        "Better": [w if w else "n.s." for w in pw["winner"]],
+        "Power": [_fmt(p) for p in pw["power"]],
+    })
+
+
+def to_markdown(frame: pd.DataFrame) -> str:
+    """GitHub-flavoured Markdown table of a (string) frame; ``|`` in cells is escaped."""
+    def cell(v) -> str:
+        s = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+        return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---:" if _numeric_col(frame[c]) else "---" for c in frame.columns) \
+        + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |"
+            for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def _numeric_col(col: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
+
+
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                  "−": "$-$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--"}
+
+
+def latex_escape(text) -> str:
+    """Escape LaTeX special characters of one cell (user strings are never markup)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None
+             ) -> str:
+    """A booktabs ``table`` of a (string) frame; every cell and header is escaped.
+
+    Needs ``\\usepackage{booktabs}`` in the document preamble.
+    """
+    align = "".join("r" if _numeric_col(frame[c]) else "l" for c in frame.columns)
+    lines = [r"\begin{table}[ht]", r"\centering", r"\small"]
+    if caption:
+        lines.append(r"\caption{" + latex_escape(caption) + "}")
+    if label:
+        lines.append(r"\label{" + latex_escape(label) + "}")
+    lines += [r"\begin{tabular}{" + align + "}", r"\toprule",
+              " & ".join(latex_escape(c) for c in frame.columns) + r" \\", r"\midrule"]
+    for row in frame.itertuples(index=False):
+        lines.append(" & ".join(latex_escape("" if (isinstance(v, float) and np.isnan(v))
+                                             else v) for v in row) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def effect_label(name: str) -> str:
+    """Human label of an effect column (``"estimate"`` → ``"difference"``)."""
+    return _EFFECT_LABEL.get(name, name)
