@@ -467,25 +467,45 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
     return scores
 
 
-def _ids(src: _Source, frame: pd.DataFrame, columns: Sequence[str], role: str) -> pd.Series:
-    """String identifiers from one column, or several joined by KEY_JOIN."""
+def _dedupe(codes: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Merge codes whose names coincide as text (e.g. 1 and "1" in a JSON column)."""
+    if len(set(names)) == len(names):
+        return codes, names
+    index: dict[str, int] = {}
+    lut = np.array([index.setdefault(nm, len(index)) for nm in names], dtype=np.int64)
+    return lut[codes], list(index)
+
+
+def _ids(src: _Source, frame: pd.DataFrame, columns: Sequence[str], role: str
+         ) -> tuple[np.ndarray, list[str]]:
+    """Identifiers of one column, or of several joined by KEY_JOIN, as (codes, names).
+
+    Codes index ``names``; identifiers are kept as text verbatim (``str`` of the cell).
+    """
     parts = []
     for col in columns:
-        values = frame[col]
-        missing = values.isna().to_numpy()
-        if missing.any():
-            row = int(np.flatnonzero(missing)[0])
+        codes, uniques = pd.factorize(frame[col], use_na_sentinel=True)
+        if codes.size and codes.min() < 0:
+            row = int(np.flatnonzero(codes < 0)[0])
             raise InputFileError(
                 f"{src.where(row, col)}: empty {role} (the {role} column {col!r} needs a "
                 f"value in every row){src.line_text(row)}"
             )
-        parts.append(values.astype(str).to_numpy(dtype=object))
+        parts.append((codes.astype(np.int64), [str(u) for u in uniques]))
     if len(parts) == 1:
-        return pd.Series(parts[0], dtype=object)
-    joined = parts[0]
-    for extra in parts[1:]:
-        joined = joined + KEY_JOIN + extra
-    return pd.Series(joined, dtype=object)
+        return _dedupe(*parts[0])
+    key = np.zeros(len(frame), dtype=np.int64)
+    for codes, names in parts:
+        key = key * len(names) + codes
+    codes, uniq = pd.factorize(key)
+    joined = []
+    for k in uniq:
+        pieces = []
+        for _, names in reversed(parts):
+            k, r = divmod(int(k), len(names))
+            pieces.append(names[r])
+        joined.append(KEY_JOIN.join(reversed(pieces)))
+    return _dedupe(codes.astype(np.int64), joined)
 
 
 def _column_list(name: str, value, default: str | None) -> tuple[list[str] | None, bool]:
@@ -516,39 +536,58 @@ def _need_columns(src: _Source, frame: pd.DataFrame, columns: Sequence[str], arg
 
 
 # ----------------------------------------------------------------------------- layouts
+_ROLES = ("dataset", "system", "metric", "instance")
+
+
+@dataclass
+class _Long:
+    """Unvalidated long data: integer codes per identifier role, the scores, and the
+    source file and row of every score (for messages)."""
+
+    codes: dict
+    names: dict
+    score: np.ndarray
+    src: np.ndarray
+    row: np.ndarray
+
+    def name(self, role: str, i: int) -> str:
+        return self.names[role][self.codes[role][i]]
+
+
 @dataclass
 class _Raw:
-    """Unvalidated long data with the source row of every score."""
+    """Collects chunks of long data from one or several files."""
 
-    dataset: list = field(default_factory=list)
-    system: list = field(default_factory=list)
-    metric: list = field(default_factory=list)
-    instance: list = field(default_factory=list)
-    score: list = field(default_factory=list)
-    src: list = field(default_factory=list)
-    row: list = field(default_factory=list)
+    chunks: list = field(default_factory=list)
 
-    def add(self, k: int, dataset, system, metric, instance, score, rows):
+    def add(self, k: int, score, rows, **ids):
+        """``ids[role]`` is one fixed name (str) or ``(codes, names)``."""
         n = len(score)
-        for name, value in (("dataset", dataset), ("system", system), ("metric", metric),
-                            ("instance", instance)):
-            arr = (np.full(n, value, dtype=object) if isinstance(value, str)
-                   else np.asarray(value, dtype=object))
-            getattr(self, name).append(arr)
-        self.score.append(np.asarray(score, dtype=np.float64))
-        self.src.append(np.full(n, k, dtype=np.int32))
-        self.row.append(np.asarray(rows, dtype=np.int64))
+        coded = {}
+        for role in _ROLES:
+            value = ids[role]
+            if isinstance(value, str):
+                value = (np.zeros(n, dtype=np.int64), [value])
+            coded[role] = value
+        self.chunks.append((coded, np.asarray(score, dtype=np.float64),
+                            np.full(n, k, dtype=np.int32), np.asarray(rows, dtype=np.int64)))
 
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({
-            "dataset": np.concatenate(self.dataset),
-            "system": np.concatenate(self.system),
-            "metric": np.concatenate(self.metric),
-            "instance": np.concatenate(self.instance),
-            "score": np.concatenate(self.score),
-            "_src": np.concatenate(self.src),
-            "_row": np.concatenate(self.row),
-        })
+    def long(self) -> _Long:
+        codes, names = {}, {}
+        for role in _ROLES:
+            index: dict[str, int] = {}
+            parts = []
+            for coded, *_ in self.chunks:
+                chunk_codes, chunk_names = coded[role]
+                lut = np.array([index.setdefault(nm, len(index)) for nm in chunk_names],
+                               dtype=np.int64)
+                parts.append(lut[chunk_codes])
+            codes[role] = np.concatenate(parts)
+            names[role] = list(index)
+        return _Long(codes, names,
+                     np.concatenate([c[1] for c in self.chunks]),
+                     np.concatenate([c[2] for c in self.chunks]),
+                     np.concatenate([c[3] for c in self.chunks]))
 
 
 def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, score_col,
@@ -570,7 +609,8 @@ def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, sc
     datasets = (_ids(src, frame, [dataset_value.name], "dataset")
                 if isinstance(dataset_value, _Col) else dataset_value)
     scores = _scores(src, frame[score_col], score_col)
-    raw.add(k, datasets, systems, metrics, instances, scores, np.arange(len(frame)))
+    raw.add(k, scores, np.arange(len(frame)), dataset=datasets, system=systems,
+            metric=metrics, instance=instances)
 
 
 @dataclass(frozen=True)
@@ -623,25 +663,23 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
         )
     _check_short_rows(src, frame, id_cols + system_cols)
     n = len(frame)
-    if isinstance(metric_value, _Col):
-        metrics = _ids(src, frame, [metric_value.name], "metric")
-    else:
-        metrics = pd.Series(np.full(n, metric_value, dtype=object))
-    if isinstance(dataset_value, _Col):
-        datasets = _ids(src, frame, [dataset_value.name], "dataset")
-    else:
-        datasets = pd.Series(np.full(n, dataset_value, dtype=object))
+    metrics = (_ids(src, frame, [metric_value.name], "metric")
+               if isinstance(metric_value, _Col) else metric_value)
+    datasets = (_ids(src, frame, [dataset_value.name], "dataset")
+                if isinstance(dataset_value, _Col) else dataset_value)
     if instance_value:
         instances = _ids(src, frame, instance_value, "instance")
     else:  # rows numbered from 0 within each (dataset, metric)
-        counter = pd.DataFrame({"d": datasets, "m": metrics}).groupby(
-            ["d", "m"], sort=False).cumcount()
-        instances = counter.astype(str)
+        group = pd.DataFrame({
+            "d": datasets[0] if isinstance(datasets, tuple) else np.zeros(n, np.int64),
+            "m": metrics[0] if isinstance(metrics, tuple) else np.zeros(n, np.int64)})
+        counter = group.groupby(["d", "m"], sort=False).cumcount().to_numpy(np.int64)
+        instances = (counter, [str(i) for i in range(int(counter.max()) + 1)])
     rows = np.arange(n)
     for col in system_cols:
         scores = _scores(src, frame[col], col)
-        raw.add(k, datasets.to_numpy(), np.full(n, str(col), dtype=object),
-                metrics.to_numpy(), instances.to_numpy(), scores, rows)
+        raw.add(k, scores, rows, dataset=datasets, system=str(col), metric=metrics,
+                instance=instances)
 
 
 def _pairs_layout(src, k, raw, *, systems, metric, dataset):
@@ -659,127 +697,139 @@ def _pairs_layout(src, k, raw, *, systems, metric, dataset):
         bad = src.first_bad_line(2)
         if bad is not None:
             raise _malformed(src, bad, 2)
-    a, b = systems
     rows = np.arange(n)
-    instances = rows.astype(str).astype(object)
-    for j, name in enumerate((a, b)):
+    instances = (rows.astype(np.int64), [str(i) for i in range(n)])
+    for j, name in enumerate(systems):
         scores = _scores(src, frame.iloc[:, j], name, label=f"column {j + 1} (system {name!r})")
-        raw.add(k, dataset, name, metric, instances, scores, rows)
+        raw.add(k, scores, rows, dataset=dataset, system=name, metric=metric,
+                instance=instances)
 
 
 # ----------------------------------------------------------------------------- validation
-def _validate(raw: pd.DataFrame, sources: list[_Source], *, missing: str,
+def _appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relabel integer codes 0, 1, ... in order of first appearance; also the old codes."""
+    new, uniq = pd.factorize(codes)
+    return new.astype(np.int64), np.asarray(uniq, dtype=np.int64)
+
+
+def _validate(raw: _Long, sources: list[_Source], *, missing: str,
               lower_is_better: tuple[str, ...]):
     """Checks of the data model; returns (sorted frame, metrics meta, dropped lines)."""
     label = sources[0].path if len(sources) == 1 else ", ".join(str(s.path) for s in sources)
+    codes, score = raw.codes, raw.score
+    ds_c, ds_u = _appearance(codes["dataset"])
+    met_c, met_u = _appearance(codes["metric"])
+    sys_g, inst_g = codes["system"], codes["instance"]
+    ds_names = [raw.names["dataset"][u] for u in ds_u]
+    met_names = [raw.names["metric"][u] for u in met_u]
+    sys_names, inst_names = raw.names["system"], raw.names["instance"]
 
-    metric_names = list(pd.unique(raw["metric"]))
-    unknown = [m for m in lower_is_better if m not in metric_names]
+    unknown = [m for m in lower_is_better if m not in met_names]
     if unknown:
         raise ParameterError(
             f"`lower_is_better` names unknown metric(s) {_names(unknown)}; the metrics are "
-            f"{_names(metric_names, 20)}"
+            f"{_names(met_names, 20)}"
         )
 
-    keys = ["dataset", "system", "metric", "instance"]
-    dup = raw.duplicated(keys, keep=False).to_numpy()
+    keys = pd.DataFrame({"d": ds_c, "s": sys_g, "m": met_c, "i": inst_g})
+    dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
-        n_extra = int(raw.duplicated(keys).sum())
-        first = raw.loc[dup].iloc[0]
-        same = raw.loc[dup & (raw["dataset"] == first["dataset"]).to_numpy()
-                       & (raw["system"] == first["system"]).to_numpy()
-                       & (raw["metric"] == first["metric"]).to_numpy()
-                       & (raw["instance"] == first["instance"]).to_numpy()]
+        n_extra = int(keys.duplicated().sum())
+        f = int(np.flatnonzero(dup)[0])
+        same = np.flatnonzero(dup & (ds_c == ds_c[f]) & (sys_g == sys_g[f])
+                              & (met_c == met_c[f]) & (inst_g == inst_g[f]))
         places = []
-        for s, r in zip(same["_src"].iloc[:3], same["_row"].iloc[:3]):
-            places.append(sources[s].place(int(r)) if len(sources) == 1
-                          else sources[s].where(int(r)))
-        values = same["score"].to_numpy()
+        for i in same[:3]:
+            src = sources[raw.src[i]]
+            places.append(src.place(int(raw.row[i])) if len(sources) == 1
+                          else src.where(int(raw.row[i])))
+        values = score[same]
         agree = ("identical scores" if np.allclose(values, values[0], equal_nan=True)
                  else f"scores {_names([repr(float(v)) for v in values[:3]])}")
         raise DataValidationError(
             f"{label}: {_plural(n_extra, 'duplicated row')} for the same (dataset, system, "
-            f"metric, instance); first: dataset {first['dataset']!r}, system "
-            f"{first['system']!r}, metric {first['metric']!r}, instance "
-            f"{first['instance']!r} at {' and '.join(places)} ({agree}); if another column "
-            f"tells the rows apart, add it to system_col or instance_col"
+            f"metric, instance); first: dataset {ds_names[ds_c[f]]!r}, system "
+            f"{sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
+            f"{inst_names[inst_g[f]]!r} at {' and '.join(places)} ({agree}); if another "
+            f"column tells the rows apart, add it to system_col or instance_col"
         )
 
-    score = raw["score"].to_numpy()
     isnan = np.isnan(score)
-    keep = np.ones(len(raw), dtype=bool)
+    keep = np.ones(len(score), dtype=bool)
     dropped: list[str] = []
-    dataset_names = list(pd.unique(raw["dataset"]))
-    for ds_name in dataset_names:
-        in_ds = (raw["dataset"] == ds_name).to_numpy()
-        systems = list(pd.unique(raw.loc[in_ds, "system"]))
+    lut = np.full(len(sys_names), -1, dtype=np.int64)
+    for d, ds_name in enumerate(ds_names):
+        ds_rows = np.flatnonzero(ds_c == d)
+        systems = pd.unique(sys_g[ds_rows])  # in order of first appearance
         if len(systems) < 2:
             raise DataValidationError(
                 f"{label}: dataset {ds_name!r} has {_plural(len(systems), 'system')} "
-                f"({_names(systems)}); a comparison needs at least 2 (check system_col or "
-                f"the format)"
+                f"({_names(sys_names[s] for s in systems)}); a comparison needs at least 2 "
+                f"(check system_col or the format)"
             )
-        ds_rows = np.flatnonzero(in_ds)
-        groups = raw.iloc[ds_rows].groupby("metric", sort=False).indices
-        for met, local in groups.items():
-            pos = ds_rows[local]
-            sys_code = pd.Categorical(raw["system"].to_numpy()[pos], categories=systems).codes
-            inst_code, inst_names = pd.factorize(raw["instance"].to_numpy()[pos])
-            n_sys, n_inst = len(systems), len(inst_names)
-            cell = sys_code.astype(np.int64) * n_inst + inst_code
+        lut[:] = -1
+        lut[systems] = np.arange(len(systems))
+        n_sys = len(systems)
+        for m in pd.unique(met_c[ds_rows]):
+            pos = ds_rows[met_c[ds_rows] == m]
+            inst_local, inst_uniq = pd.factorize(inst_g[pos])
+            n_inst = len(inst_uniq)
+            cell = lut[sys_g[pos]] * n_inst + inst_local
             present = np.bincount(cell, minlength=n_sys * n_inst).reshape(n_sys, n_inst) > 0
             nan_cell = np.zeros(n_sys * n_inst, dtype=bool)
             nan_cell[cell[isnan[pos]]] = True
             nan_cell = nan_cell.reshape(n_sys, n_inst)
-            where = f"dataset {ds_name!r}, metric {met!r}"
+
+            def inst_name(j, _u=inst_uniq):
+                return inst_names[_u[j]]
+
+            where = f"dataset {ds_name!r}, metric {met_names[m]!r}"
             if missing == "raise":
                 if nan_cell.any():
-                    first_pos = pos[np.flatnonzero(isnan[pos])[0]]
-                    src = sources[int(raw["_src"].iat[first_pos])]
-                    row = int(raw["_row"].iat[first_pos])
+                    first = pos[np.flatnonzero(isnan[pos])[0]]
+                    src = sources[raw.src[first]]
                     raise DataValidationError(
-                        f"{src.where(row)}: NaN score (system "
-                        f"{raw['system'].iat[first_pos]!r}, {where}, instance "
-                        f"{raw['instance'].iat[first_pos]!r}; "
-                        f"{_plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass missing='drop' to drop those instances for "
-                        f"every system"
+                        f"{src.where(int(raw.row[first]))}: NaN score (system "
+                        f"{sys_names[sys_g[first]]!r}, {where}, instance "
+                        f"{inst_names[inst_g[first]]!r}; "
+                        f"{_plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
+                        f"missing='drop' to drop those instances for every system"
                     )
                 absent = ~present
                 if absent.any():
-                    s = int(np.flatnonzero(absent.any(axis=1))[0])
+                    incomplete = np.flatnonzero(absent.any(axis=1))
+                    s = int(incomplete[0])
                     lacking = np.flatnonzero(absent[s])
-                    n_bad_sys = int(absent.any(axis=1).sum())
                     what = (f"has no scores at all (other systems have {n_inst} instances)"
                             if lacking.size == n_inst else
                             f"lacks {lacking.size} of {n_inst} instances (e.g. "
-                            f"{_names(inst_names[lacking][:3], 3)})")
+                            f"{_names([inst_name(j) for j in lacking[:3]], 3)})")
+                    more = ("" if incomplete.size == 1
+                            else f"; {incomplete.size} systems are incomplete")
                     raise DataValidationError(
-                        f"{label}: {where}: system {systems[s]!r} {what}"
-                        f"{'' if n_bad_sys == 1 else f'; {n_bad_sys} systems are incomplete'}"
-                        f"; pass missing='drop' to keep only the instances every system has"
+                        f"{label}: {where}: system {sys_names[systems[s]]!r} {what}{more}; "
+                        f"pass missing='drop' to keep only the instances every system has"
                     )
             else:
                 bad_inst = (~present | nan_cell).any(axis=0)
                 if bad_inst.any():
                     idx = np.flatnonzero(bad_inst)
-                    for i in idx:
+                    for j in idx:
                         reasons = []
-                        nan_sys = [systems[s] for s in np.flatnonzero(nan_cell[:, i])]
-                        abs_sys = [systems[s] for s in np.flatnonzero(~present[:, i])]
+                        nan_sys = [sys_names[systems[s]] for s in np.flatnonzero(nan_cell[:, j])]
+                        abs_sys = [sys_names[systems[s]] for s in np.flatnonzero(~present[:, j])]
                         if nan_sys:
                             reasons.append(f"NaN score for {_names(nan_sys)}")
                         if abs_sys:
                             reasons.append(f"no row for {_names(abs_sys)}")
-                        dropped.append(f"{where}, instance {inst_names[i]!r}: "
+                        dropped.append(f"{where}, instance {inst_name(j)!r}: "
                                        f"{'; '.join(reasons)}")
-                    keep[pos[bad_inst[inst_code]]] = False
-                    n_nan = int(nan_cell.sum())
-                    n_abs = int((~present).sum())
+                    keep[pos[bad_inst[inst_local]]] = False
                     warnings.warn(
                         f"{label}: {where}: dropped {idx.size} of {n_inst} instances for all "
-                        f"{n_sys} systems ({_plural(n_nan, 'NaN score')}, "
-                        f"{_plural(n_abs, 'absent row')}; e.g. instance(s) "
-                        f"{_names(inst_names[idx][:3], 3)}); the full list is in "
+                        f"{n_sys} systems ({_plural(int(nan_cell.sum()), 'NaN score')}, "
+                        f"{_plural(int((~present).sum()), 'absent row')}; e.g. instance(s) "
+                        f"{_names([inst_name(j) for j in idx[:3]], 3)}); the full list is in "
                         f"frame.attrs['dropped']", DroppedDataWarning, stacklevel=3
                     )
                     if n_inst - idx.size < 2:
@@ -791,25 +841,30 @@ def _validate(raw: pd.DataFrame, sources: list[_Source], *, missing: str,
             if n_inst < 2:
                 raise DataValidationError(
                     f"{label}: {where} has {_plural(n_inst, 'instance')} "
-                    f"({_names(inst_names)}); at least 2 are needed (check instance_col)"
+                    f"({_names([inst_name(j) for j in range(n_inst)])}); at least 2 are "
+                    f"needed (check instance_col)"
                 )
 
-    frame = raw.loc[keep]
-    # deterministic order: dataset, metric, system, instance, each by first appearance
-    ds_key = frame.groupby("dataset", sort=False).ngroup().to_numpy()
-    met_key = pd.factorize(frame["metric"])[0]
-    sys_key = frame.groupby(["dataset", "system"], sort=False).ngroup().to_numpy()
-    inst_key = frame.groupby(["dataset", "instance"], sort=False).ngroup().to_numpy()
-    order = np.lexsort((inst_key, sys_key, met_key, ds_key))
-    frame = frame.iloc[order]
-    out = pd.DataFrame({c: frame[c].to_numpy() for c in COLUMNS[:4]}).astype(str)
-    out["score"] = frame["score"].to_numpy(dtype=np.float64)
+    # deterministic order: dataset, metric, system, instance, each by first appearance in
+    # the file (keys taken before dropping, so dropped rows do not reorder the rest)
+    sys_key, _ = _appearance(ds_c * len(sys_names) + sys_g)
+    inst_key, _ = _appearance(ds_c * len(inst_names) + inst_g)
+    order = np.lexsort((inst_key, sys_key, met_c, ds_c))
+    order = order[keep[order]]
+    out = pd.DataFrame({
+        "dataset": np.asarray(ds_names, dtype=object)[ds_c[order]],
+        "system": np.asarray(sys_names, dtype=object)[sys_g[order]],
+        "metric": np.asarray(met_names, dtype=object)[met_c[order]],
+        "instance": np.asarray(inst_names, dtype=object)[inst_g[order]],
+    }).astype(str)
+    out["score"] = score[order]
+    kept_met = met_c[order]
     metrics = {}
-    for met in pd.unique(out["metric"]):
-        values = out["score"].to_numpy()[(out["metric"] == met).to_numpy()]
+    for m, met in enumerate(met_names):
+        values = out["score"].to_numpy()[kept_met == m]
         binary = bool(np.isin(values, (0.0, 1.0)).all())
-        metrics[str(met)] = {"higher_is_better": met not in lower_is_better,
-                             "kind": "binary" if binary else "mean"}
+        metrics[met] = {"higher_is_better": met not in lower_is_better,
+                        "kind": "binary" if binary else "mean"}
     return out, metrics, dropped
 
 
@@ -885,9 +940,9 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     Format detection (``format=None``):
 
     1. a mapping ``{metric: path}`` is ``"wide"``;
-    2. a text file (not ``.csv/.tsv/.json/.jsonl/.parquet`` by parsing rules, see below)
-       whose first non-blank line consists of numbers only is ``"pairs"`` (a header line
-       is never all numbers);
+    2. a delimited text file (any name but ``.json``, ``.jsonl``, ``.parquet``) whose
+       first non-blank line holds numbers only is ``"pairs"`` (a header line is never all
+       numbers);
     3. otherwise the table is ``"long"`` if it has the system and score columns
        (``system_col``/``score_col`` or ``"system"``/``"score"``), or if either option
        was given, and ``"wide"`` if not.
@@ -1029,7 +1084,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                          metric=item_metric, dataset=dataset,
                          default_dataset=default_dataset, systems=systems,
                          explicit=explicit)
-    frame, metrics, dropped = _validate(raw.frame(), sources, missing=missing,
+    frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
                                         lower_is_better=lower_is_better)
     frame.attrs["metrics"] = metrics
     frame.attrs["dropped"] = dropped

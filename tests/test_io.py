@@ -219,6 +219,31 @@ class TestLong:
         for name in ("run.jsonl", "run.json", "run.parquet"):
             pd.testing.assert_frame_equal(read_scores(tmp_path / name), ref)
 
+    def test_json_variants(self, tmp_path):
+        rows = [{"system": "A", "instance": 1, "score": 0.5},
+                {"system": "B", "instance": 1, "score": "0.25"},  # numbers as text are fine
+                {"system": "A", "instance": 2, "score": None},
+                {"system": "B", "instance": 2, "score": 1}]
+        # a .json file holding JSON lines is read as JSON lines; null is a missing value
+        path = write(tmp_path, "l.json", "\n".join(json.dumps(r) for r in rows) + "\n")
+        with pytest.raises(DataValidationError, match=r"l\.json, line 3: NaN score"):
+            read_scores(path)
+        rows[2]["score"] = "bad"
+        path = write(tmp_path, "a.json", json.dumps(rows))
+        with pytest.raises(InputFileError,
+                           match=r"a\.json, record 2, column 'score': non-numeric score 'bad'"):
+            read_scores(path)
+        with pytest.raises(InputFileError, match=r"r\.json: expected a JSON array of objects"):
+            read_scores(write(tmp_path, "r.json", "[[1, 2], [3, 4]]"))
+        with pytest.raises(InputFileError, match=r"s\.json: not valid JSON"):
+            read_scores(write(tmp_path, "s.json", "[{]"))
+
+    def test_composite_instance_col(self, tmp_path):
+        text = ("system,doc,seg,score\nA,d1,1,1\nA,d1,2,2\nA,d2,1,3\n"
+                "B,d1,1,4\nB,d1,2,5\nB,d2,1,6\n")
+        frame = read_scores(write(tmp_path, "c.csv", text), instance_col=["doc", "seg"])
+        assert list(frame["instance"]) == ["d1/1", "d1/2", "d2/1"] * 2
+
     def test_columns_metric_dataset(self, tmp_path):
         text = ("test_set,sys,seg,metric_name,value,extra\n"
                 "wmt,X,007,bleu,30,z\nwmt,Y,007,bleu,20,z\nwmt,X,8,bleu,10,z\n"
@@ -583,6 +608,7 @@ class TestDrop:
             frame = read_scores(path, missing="drop")
         check_frame(frame)
         assert len(record) == 1  # one warning per (dataset, metric) with drops
+        assert record[0].filename == __file__  # points at the caller of read_scores
         assert re.search(r"d\.csv: dataset 'd', metric 'm1': dropped 2 of 5 instances for all "
                          r"3 systems \(1 NaN score, 1 absent row; e\.g\. instance\(s\) '2', '3'\)",
                          str(record[0].message))
@@ -595,6 +621,14 @@ class TestDrop:
         ]
         # the remaining m1 scores are 0/1 but only after the drop: kind follows the data kept
         assert frame.attrs["metrics"]["m1"]["kind"] == "mean"
+
+    def test_drop_keeps_file_order(self, tmp_path):
+        # instance 1 is dropped for m1 only; m2 must still list 1 before 2 (file order)
+        text = ("system,metric,instance,score\nA,m1,1,1\nB,m1,1,\nA,m1,2,1\nB,m1,2,2\n"
+                "A,m1,3,1\nB,m1,3,2\nA,m2,1,1\nB,m2,1,2\nA,m2,2,1\nB,m2,2,2\n")
+        with pytest.warns(DroppedDataWarning, match=r"metric 'm1': dropped 1 of 3"):
+            frame = read_scores(write(tmp_path, "d.csv", text), missing="drop")
+        assert list(frame["instance"]) == ["2", "3", "2", "3", "1", "2", "1", "2"]
 
     def test_drop_to_too_few(self, tmp_path):
         path = write(tmp_path, "d.csv", "system,instance,score\nA,1,1\nB,1,\nA,2,1\nB,2,3\n")
