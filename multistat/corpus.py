@@ -42,6 +42,7 @@ the adapters record them in the dataset attributes (sacrebleu signature).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -123,6 +124,15 @@ _FAMILIES: dict[str, tuple[Callable[..., CorpusMetric], dict[str, Any]]] = {}
 _NAME_RE = re.compile(r"^\s*([A-Za-z_][\w\-+.]*)\s*(?:\((.*)\))?\s*$")
 
 
+def _quiet(fn):
+    """Wrap ``fn`` so 0/0 and x/0 inside ``np.where`` branches do not warn."""
+    @functools.wraps(fn)
+    def wrapped(summed):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return fn(np.asarray(summed, dtype=np.float64))
+    return wrapped
+
+
 def register_corpus_metric(name: str, fn: Callable[[np.ndarray], np.ndarray], n_stats: int,
                            *, higher_is_better: bool = True, stat_names=None,
                            description: str = "", overwrite: bool = False) -> CorpusMetric:
@@ -187,7 +197,7 @@ def register_corpus_metric(name: str, fn: Callable[[np.ndarray], np.ndarray], n_
         if len(stat_names) != n_stats:
             raise ParameterError(f"`stat_names` must have {n_stats} entries (n_stats); got "
                                  f"{len(stat_names)}")
-    metric = CorpusMetric(name, n_stats, fn, bool(higher_is_better), stat_names,
+    metric = CorpusMetric(name, n_stats, _quiet(fn), bool(higher_is_better), stat_names,
                           str(description))
     try:
         probe = metric(np.ones((2, 3, n_stats)))
@@ -236,7 +246,7 @@ def corpus_metric_name(family: str, **params) -> str:
     """Canonical registry name of a family member (options equal to defaults dropped).
 
     >>> corpus_metric_name("bleu", smooth_method="floor", max_ngram_order=4)
-    'bleu(smooth_method=floor)'
+    'bleu(smooth_method=floor,smooth_value=0.1)'
     >>> corpus_metric_name("chrf")
     'chrf'
     """
@@ -411,7 +421,7 @@ def _make_bleu(*, smooth_method="exp", smooth_value=None, max_ngram_order=4,
 
     names = ("hyp_len", "ref_len") + tuple(f"matches_{i}" for i in range(1, n + 1)) + \
         tuple(f"totals_{i}" for i in range(1, n + 1))
-    return CorpusMetric("bleu", 2 + 2 * n, fn, True, names,
+    return CorpusMetric("bleu", 2 + 2 * n, _quiet(fn), True, names,
                         "corpus BLEU (0-100) as sacrebleu's BLEU.corpus_score", params)
 
 
@@ -453,7 +463,7 @@ def _make_chrf(*, char_order=6, word_order=0, beta=2, eps_smoothing=False) -> Co
     names = tuple(f"{w}_{kind}{i}" for kind, orders in (("char", char_order),
                                                          ("word", word_order))
                   for i in range(1, orders + 1) for w in ("hyp", "ref", "match"))
-    return CorpusMetric("chrf", 3 * order, fn, True, names,
+    return CorpusMetric("chrf", 3 * order, _quiet(fn), True, names,
                         "chrF / chrF++ (0-100) as sacrebleu's CHRF.corpus_score", params)
 
 
@@ -465,7 +475,7 @@ def _ter_fn(summed):
 
 
 def _make_ter() -> CorpusMetric:
-    return CorpusMetric("ter", 2, _ter_fn, False, ("edits", "ref_len"),
+    return CorpusMetric("ter", 2, _quiet(_ter_fn), False, ("edits", "ref_len"),
                         "translation edit rate (0-100, lower is better) as sacrebleu's "
                         "TER.corpus_score")
 
@@ -512,7 +522,7 @@ def _make_macro(kind: str):
             return np.where(count > 0, value / np.where(count > 0, count, 1), 0.0)
 
         names = tuple(f"{w}_{c}" for c in range(k) for w in ("tp", "fp", "fn"))
-        return CorpusMetric(f"macro_{kind}", 3 * k, fn, True, names,
+        return CorpusMetric(f"macro_{kind}", 3 * k, _quiet(fn), True, names,
                             f"macro-averaged {kind} over classes (scikit-learn's "
                             f"average='macro')", {"n_classes": k})
 
@@ -526,13 +536,13 @@ def _register_builtins() -> None:
                                                 eps_smoothing=False))
     _register_family("ter", _make_ter, {})
     _register_family("accuracy", lambda: CorpusMetric(
-        "accuracy", 2, _accuracy_fn, True, ("correct", "total"),
+        "accuracy", 2, _quiet(_accuracy_fn), True, ("correct", "total"),
         "fraction of correct instances"), {})
     for kind, fn in _CLASS_FNS.items():
         _register_family(kind, lambda kind=kind, fn=fn: CorpusMetric(
-            kind, 3, fn, True, ("tp", "fp", "fn"), f"{kind} of one class"), {})
+            kind, 3, _quiet(fn), True, ("tp", "fp", "fn"), f"{kind} of one class"), {})
         _register_family(f"micro_{kind}", lambda kind=kind, fn=fn: CorpusMetric(
-            f"micro_{kind}", 3, fn, True, ("tp", "fp", "fn"),
+            f"micro_{kind}", 3, _quiet(fn), True, ("tp", "fp", "fn"),
             f"micro-averaged {kind} (tp, fp, fn pooled over classes)"), {})
         _register_family(f"macro_{kind}", _make_macro(kind), {"n_classes": 2})
 
