@@ -191,7 +191,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                    desc="multistat compare", unit="step")
     parts, systems_parts = [], []
     for name, ds in all_ds.items():
-        ds = _canonical(ds.load())
+        ds = _canonical(ds.compute())
         try:
             idx = cube.pair_indices(ds.system.values, pairs)
         except UnknownSystemError as exc:
@@ -404,7 +404,7 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
     for name, ds in cube.datasets(study).items():
         if datasets is not None and name not in datasets:
             continue
-        ds = _canonical(ds.load())
+        ds = _canonical(ds.compute())
         score = np.asarray(ds[cube.SCORE].values)
         sysnames = ds.system.values.astype(str)
         for kind, ms, valid in _groups(ds):

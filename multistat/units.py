@@ -155,7 +155,7 @@ def _lazy_units(ds, size, statistic, seed, remainder):
     import dask.array as da
 
     if cube.STATS in ds:
-        return _units_of_dataset(ds.load(), size, statistic, seed, remainder)
+        return _units_of_dataset(ds.compute(), size, statistic, seed, remainder)
     name = ds.attrs.get("dataset", "")
     n = ds.sizes["instance"]
     order = _order(name, n, seed)

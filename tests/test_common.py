@@ -1,0 +1,163 @@
+"""Invariants every registered test must satisfy (scikit-learn test_common style)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from multistat import cube
+from multistat.compare import compare
+from multistat.significance import REGISTRY
+
+ALL_TESTS = sorted(REGISTRY)
+
+
+def _data(test, shape=(3, 60), seed=0):
+    rng = np.random.default_rng(seed)
+    if REGISTRY[test].binary_only:
+        x = (rng.random(shape) < 0.7).astype(float)
+        y = (rng.random(shape) < 0.5).astype(float)
+    else:
+        x = np.round(rng.normal(0.3, 1, shape), 2)  # rounding: ties, like real scores
+        y = np.round(rng.normal(0.0, 1, shape), 2)
+    return x, y
+
+
+def _call(test, x, y, **kw):
+    spec = REGISTRY[test]
+    if spec.resampling:
+        kw.setdefault("n_resamples", 999)
+        kw.setdefault("seed", 0)
+    return spec.func(x, y, **kw)
+
+
+def test_registry_lists_the_documented_tests_with_assumptions():
+    assert {"t", "sign", "wilcoxon", "bootstrap", "permutation", "mcnemar"} <= set(REGISTRY)
+    assert REGISTRY["t"].assumes_normal and REGISTRY["t"].assumes_symmetric
+    assert REGISTRY["wilcoxon"].assumes_symmetric and not REGISTRY["wilcoxon"].assumes_normal
+    assert not REGISTRY["sign"].assumes_symmetric
+    assert REGISTRY["mcnemar"].binary_only
+    assert REGISTRY["bootstrap"].resampling and REGISTRY["permutation"].resampling
+
+
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_swapping_a_and_b_negates_estimate_and_keeps_two_sided_p(test):
+    x, y = _data(test)
+    ab = _call(test, x, y)
+    ba = _call(test, y, x)
+    np.testing.assert_allclose(np.asarray(ba.estimate), -np.asarray(ab.estimate),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ba.p_value, ab.p_value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_one_sided_p_values_swap_with_the_systems(test):
+    x, y = _data(test)
+    np.testing.assert_allclose(_call(test, x, y, alternative="greater").p_value,
+                               _call(test, y, x, alternative="less").p_value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("test", [t for t in ALL_TESTS if not REGISTRY[t].resampling])
+def test_instance_order_does_not_matter_closed_form(test):
+    x, y = _data(test)
+    perm = np.random.default_rng(1).permutation(x.shape[-1])
+    a, b = _call(test, x, y), _call(test, x[:, perm], y[:, perm])
+    for field in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
+        np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=1e-10,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_result_fields_have_the_batch_shape_and_p_in_unit_interval(test):
+    x, y = _data(test, shape=(2, 3, 40))
+    res = _call(test, x, y)
+    for field in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
+        assert np.shape(getattr(res, field)) == (2, 3), field
+    p = np.asarray(res.p_value)
+    assert np.all((p > 0) & (p <= 1))
+    assert res.test == test and res.alternative == "two-sided"
+    lo, hi = (np.asarray(v, dtype=float) for v in res.confidence_interval())
+    if test == "permutation":  # no interval from a permutation test, and it says so
+        assert np.all(np.isnan(lo)) and np.all(np.asarray(res.note) != "")
+    else:
+        assert np.all(lo <= hi)
+
+
+@pytest.mark.parametrize("test", ALL_TESTS)
+def test_seeded_runs_repeat_exactly(test):
+    x, y = _data(test)
+    a, b = _call(test, x, y), _call(test, x, y)
+    assert np.array_equal(a.p_value, b.p_value)
+    assert np.array_equal(a.ci_low, b.ci_low, equal_nan=True)
+
+
+# ------------------------------------------------------------------- study-level invariants
+def _study(seed=0, n=(120, 45)):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for d, nn in zip(("big", "small"), n):
+        base = rng.normal(size=nn)
+        score = np.stack([np.stack([np.round(base + q + rng.normal(0, 1, nn), 1),
+                                    (rng.random(nn) < 0.5 + q / 2).astype(float)])
+                          for q in (0.0, 0.1, 0.3, 0.3)])
+        out[d] = cube.make_dataset(d, score, systems=["s1", "s2", "s3", "s4"],
+                                   metrics=["bleu", "acc"],
+                                   instances=[f"i{i:03d}" for i in range(nn)],
+                                   kind=["mean", "binary"])
+    return cube.make_study(out)
+
+
+KW = dict(tests=("t", "wilcoxon", "sign", "bootstrap", "permutation"), n_resamples=2500,
+          seed=0, effect_sizes=False)
+
+
+def _key(table):
+    return table.drop(columns=["note"]).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return compare(_study(), scheduler="synchronous", n_chunks=1, **KW)
+
+
+@pytest.mark.parametrize("n_chunks", [1, 2, 7])
+def test_same_seed_bit_identical_for_any_chunking(reference, n_chunks):
+    got = compare(_study(), scheduler="threads", n_chunks=n_chunks, **KW)
+    pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
+
+
+def test_same_seed_bit_identical_with_processes(reference):
+    got = compare(_study(), scheduler="processes", n_chunks=2, **KW)
+    pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
+
+
+def test_same_seed_bit_identical_on_a_two_worker_local_cluster(reference):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as cluster:
+        with distributed.Client(cluster) as client:
+            got = compare(_study(), scheduler=client, **KW)
+            got_addr = compare(_study(), scheduler=cluster.scheduler_address, n_chunks=3,
+                               **KW)
+    pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
+    pd.testing.assert_frame_equal(_key(got_addr), _key(reference), check_exact=True)
+
+
+def test_dask_backed_study_equals_numpy_and_stays_lazy(reference):
+    import dask.array as da
+
+    lazy = cube.chunk(_study(), system=2, metric=1)
+    assert isinstance(cube.datasets(lazy)["big"]["score"].data, da.Array)
+    got = compare(lazy, scheduler="threads", **KW)
+    assert isinstance(cube.datasets(lazy)["big"]["score"].data, da.Array)
+    pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
+
+
+def test_instance_order_does_not_change_the_study_results(reference):
+    st = _study()
+    shuffled = {}
+    for name, ds in cube.datasets(st).items():
+        perm = np.random.default_rng(5).permutation(ds.sizes["instance"])
+        shuffled[name] = ds.isel(instance=perm)
+    got = compare(cube.make_study(shuffled), scheduler="synchronous", **KW)
+    pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=False,
+                                  rtol=1e-12, atol=1e-12)
