@@ -166,6 +166,7 @@ class _Source:
     header: bool = True  # text only
     skip_blank: bool = True  # text only
     first_line: str | None = None  # first non-blank line (text/jsonl)
+    first_lineno: int = 1  # its line number
     _cache: dict = field(default_factory=dict, repr=False)
 
     # -- locating rows -----------------------------------------------------------------
@@ -180,12 +181,14 @@ class _Source:
             last = want[-1]
             targets = set(want)
             row = -1
+            header = self.kind == "text" and self.header
             with _open_text(self.path) as fh:
                 for lineno, line in enumerate(fh, 1):
                     text = line.rstrip("\r\n")
-                    if self.kind == "text" and self.header and lineno == 1:
+                    if (self.skip_blank or header or self.kind == "jsonl") and not text.strip():
                         continue
-                    if (self.skip_blank or self.kind == "jsonl") and not text.strip():
+                    if header:  # the header is the first non-blank line (as for pandas)
+                        header = False
                         continue
                     row += 1
                     if row in targets:
@@ -264,9 +267,9 @@ def _resolve_source(path, *, sep) -> _Source:
         return src
     try:
         with _open_text(path) as fh:
-            for line in fh:
+            for lineno, line in enumerate(fh, 1):
                 if line.strip():
-                    src.first_line = line.rstrip("\r\n")
+                    src.first_line, src.first_lineno = line.rstrip("\r\n"), lineno
                     break
     except UnicodeDecodeError as exc:
         raise InputFileError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
@@ -285,7 +288,10 @@ def _sniff_sep(first_line: str, ext: str) -> str:
     """The extension's delimiter, unless the first line does not contain it; then a tab,
     a comma or whitespace, whichever the first line holds (in that order)."""
     sep = _EXT_SEP.get(ext, _WHITESPACE)
-    if sep == _WHITESPACE or sep in first_line:
+    if sep == _WHITESPACE:
+        if len(first_line.split()) > 1:
+            return sep
+    elif sep in first_line:
         return sep
     for candidate in ("\t", ","):
         if candidate in first_line:
@@ -340,7 +346,8 @@ def _read_text(src: _Source) -> pd.DataFrame:
         for name in header:
             if name in seen:
                 raise InputFileError(
-                    f"{src.path}, line 1: column {name!r} appears more than once in the header")
+                    f"{src.path}, line {src.first_lineno}: column {name!r} appears more than "
+                    f"once in the header")
             seen.add(name)
     return frame
 
@@ -388,7 +395,7 @@ def _read_json(src: _Source) -> pd.DataFrame:
             raise InputFileError(f"{src.path}: not valid JSON ({exc})") from None
         bad = True
     if bad and src.kind == "jsonl":
-        with _open_text(src.path) as fh:
+        with _open_text(src.path) as fh:  # decoding already succeeded in _resolve_source
             for lineno, line in enumerate(fh, 1):
                 if not line.strip():
                     continue

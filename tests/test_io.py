@@ -210,6 +210,22 @@ class TestLong:
         gz.write_bytes(gzip.compress(LONG_CSV.encode()))
         pd.testing.assert_frame_equal(read_scores(gz), ref)
 
+    def test_sniffing_and_leading_blank_lines(self, tmp_path):
+        ref = read_scores(write(tmp_path, "run.csv", LONG_CSV))
+        # comma-separated .txt and tab-separated .csv are recognised from the first line
+        for name, text in (("c.txt", LONG_CSV), ("t.csv", LONG_CSV.replace(",", "\t"))):
+            pd.testing.assert_frame_equal(
+                read_scores(write(tmp_path, name, text), dataset="run"), ref)
+        # the header is the first non-blank line; line numbers still count from the top
+        with pytest.raises(InputFileError, match=r"b\.csv, line 6, column 'score': "
+                                                 r"non-numeric score 'x'"):
+            read_scores(write(tmp_path, "b.csv", "\n\n" + LONG_CSV.replace("1.0", "x")))
+
+    def test_header_named_pairs_file_is_wide(self, tmp_path):
+        frame = read_scores(write(tmp_path, "h.txt", "sysA sysB\n1 2\n3 4\n"))
+        assert frame.attrs["source"]["format"] == "wide"
+        assert list(frame["system"].unique()) == ["sysA", "sysB"]
+
     def test_jsonl_json_parquet_from_dataframe(self, tmp_path):
         ref = read_scores(write(tmp_path, "run.csv", LONG_CSV))
         df = pd.read_csv(tmp_path / "run.csv")
