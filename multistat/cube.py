@@ -28,6 +28,7 @@ from multistat.errors import DataValidationError, InputFileError, ParameterError
 SCORE = "score"
 STATS = "stats"
 DIMS = ("system", "metric", "instance")
+KINDS = ("mean", "binary", "corpus")
 
 
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
@@ -58,6 +59,14 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                                                                          bool)
     kind = np.array(["mean"] * n_m if kind is None else list(kind), dtype=object)
     cfn = np.array([""] * n_m if corpus_fn is None else list(corpus_fn), dtype=object)
+    for label, values in (("higher_is_better", hib), ("kind", kind), ("corpus_fn", cfn)):
+        if values.shape != (n_m,):
+            raise ParameterError(f"`{label}` must have one value per metric ({n_m}); got "
+                                 f"{values.size}")
+    for m, k in zip(metrics, kind):
+        if k not in KINDS:
+            raise ParameterError(f"`kind` must be 'mean', 'binary' or 'corpus' per metric; "
+                                 f"got {k!r} for metric {m!r}")
     coords = {
         "system": systems, "metric": metrics, "instance": instances,
         "higher_is_better": ("metric", hib), "kind": ("metric", kind.astype(str)),
@@ -98,8 +107,8 @@ def validate_dataset(ds: xr.Dataset) -> None:
         if partial.any():
             m, i = np.argwhere(partial)[0]
             raise DataValidationError(
-                f"dataset {name!r}, metric {ds.metric.values[m]!r}: instance "
-                f"{ds.instance.values[i]!r} is missing for some systems only")
+                f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
+                f"{str(ds.instance.values[i])!r} is missing for some systems only")
         if np.isinf(score).any():
             raise DataValidationError(f"dataset {name!r}: infinite scores in the cube")
 
