@@ -38,15 +38,25 @@ _N_MAX = 1e9
 
 
 # =============================================================================== paired t
+def _nct_sf(x: float, df: float, nc: float) -> float:
+    """P(T' > x), robust where scipy's noncentral t returns NaN far in a tail."""
+    v = float(stats.nct.sf(x, df, nc))
+    if math.isnan(v):
+        v = float(stats.nct.cdf(-x, df, -nc))
+    if math.isnan(v):  # far tail: the mass is essentially all on one side of x
+        v = 1.0 if x < nc else 0.0
+    return v
+
+
 def _t_power(n: float, d: float, alpha: float, alternative: str) -> float:
     df = n - 1.0
     nc = d * math.sqrt(n)
     if alternative == "two-sided":
         crit = stats.t.isf(alpha / 2, df)
-        return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+        return _nct_sf(crit, df, nc) + _nct_sf(crit, df, -nc)
     if alternative == "greater":
-        return float(stats.nct.sf(stats.t.isf(alpha, df), df, nc))
-    return float(stats.nct.cdf(stats.t.ppf(alpha, df), df, nc))
+        return _nct_sf(stats.t.isf(alpha, df), df, nc)
+    return _nct_sf(stats.t.isf(alpha, df), df, -nc)
 
 
 def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="two-sided"):
