@@ -253,6 +253,7 @@ def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:
 
     systems = [str(s) for s in systems]
     where = {s: i for i, s in enumerate(systems)}
+    original = pairs
 
     def index(name):
         try:
@@ -270,6 +271,14 @@ def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:
             return [(i, b) for i in range(len(systems)) if i != b]
         raise ParameterError(f"`pairs` must be 'all', 'baseline:<system>' or a list of "
                              f"(a, b) system pairs; got {pairs!r}")
+    try:  # a list of two-name sequences (a bare string like "ab" is not a pair)
+        pairs = list(pairs)
+        ok = all(not isinstance(p, str) and len(p) == 2 for p in pairs)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ParameterError(f"`pairs` must be 'all', 'baseline:<system>' or a list of "
+                             f"(a, b) system pairs; got {original!r}")
     out = [(index(a), index(b)) for a, b in pairs]
     for a, b in out:
         if a == b:
