@@ -156,7 +156,7 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
     for name, part in frame.groupby("dataset", sort=False):
         systems = pd.unique(part["system"])
         metrics = pd.unique(part["metric"])
-        instances = pd.unique(part["instance"])
+        instances = _instance_order(part)
         idx = pd.MultiIndex.from_product([systems, metrics, instances])
         series = part.set_index(["system", "metric", "instance"])["score"]
         if series.index.has_duplicates:
@@ -179,6 +179,41 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
                                       instances=instances, higher_is_better=hib, kind=kind)
     return make_study(out)
+
+
+def _instance_order(part: pd.DataFrame) -> list:
+    """Instances of one dataset in file order, merged over metrics.
+
+    ``read_scores`` sorts by metric, so an instance dropped for the first metric only
+    would otherwise move behind the others and change which instances evaluation units
+    group together. Each metric's own order is kept; an instance missing from earlier
+    metrics is placed right after its predecessor in the metric that has it.
+    """
+    order: list = []
+    seen: dict = {}
+    for _, inst in part.groupby("metric", sort=False)["instance"]:
+        seq = pd.unique(inst)
+        if not order:
+            order = list(seq)
+            seen = {x: True for x in order}
+            continue
+        new = [x for x in seq if x not in seen]
+        if not new:
+            continue
+        after: dict = {}
+        prev = None
+        for x in seq:
+            if x in seen:
+                prev = x
+            else:
+                after.setdefault(prev, []).append(x)
+        merged = after.get(None, [])
+        for x in order:
+            merged.append(x)
+            merged.extend(after.get(x, []))
+        order = merged
+        seen.update((x, True) for x in new)
+    return order
 
 
 def to_frame(study: xr.DataTree) -> pd.DataFrame:
