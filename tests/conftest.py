@@ -1,0 +1,79 @@
+"""Shared fixtures of the test suite.
+
+Real data are read from ``../shared/data`` relative to the repository root (never copied
+into the repository); everything a test writes goes to pytest's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: ../shared/data relative to the repository root (README of that folder lists the files)
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+MQM_ZHEN = SHARED_DATA / "mqm-newstest2020" / "zhen.avg_seg_scores.tsv"
+REALSUMM = SHARED_DATA / "realsumm" / "scores.csv.gz"
+NLPSTATTEST = SHARED_DATA / "nlpstattest-samples"
+DATA_FILE = NLPSTATTEST / "data-file.txt"
+BAD_FILE = NLPSTATTEST / "BAD.txt"
+
+needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
+                                reason="../shared/data is not available")
+
+#: read_scores options of the MQM newstest2020 zh-en file (space-separated,
+#: columns ``system mqm_avg_score seg_id``; MQM penalties: lower is better)
+MQM_OPTIONS = dict(format="long", sep=r"\s+", score_col="mqm_avg_score",
+                   instance_col="seg_id", metric="mqm", lower_is_better=("mqm",))
+#: read_scores options of REALSumm: a system name is only unique within its summary type
+REALSUMM_OPTIONS = dict(system_col=["summary_type", "system"], instance_col="doc_id")
+
+
+def small_dataset(name="toy", *, n_systems=4, n_instances=23, seed=0, nan_metric=True):
+    """A seeded dataset node: ``n_systems`` x 3 metrics x ``n_instances``.
+
+    Metric ``m2`` has three instances dropped (NaN for every system) when ``nan_metric``;
+    ``m3`` is binary (0/1) and lower is better, so metadata round trips are exercised.
+    """
+    from multistat import cube
+
+    rng = np.random.default_rng(seed)
+    score = rng.normal(size=(n_systems, 3, n_instances)).round(3)
+    score[:, 2] = rng.integers(0, 2, size=(n_systems, n_instances))
+    if nan_metric:
+        score[:, 1, [2, 5, 7]] = np.nan
+    return cube.make_dataset(
+        name, score, systems=[f"sys{i}" for i in range(n_systems)],
+        metrics=["m1", "m2", "m3"], instances=[f"i{j:03d}" for j in range(n_instances)],
+        higher_is_better=[True, True, False], kind=["mean", "mean", "binary"])
+
+
+@pytest.fixture
+def toy_study():
+    """A two-dataset study with different systems and instances (seeded, in memory)."""
+    from multistat import cube
+
+    return cube.make_study([small_dataset("toy", n_systems=4, n_instances=23, seed=0),
+                            small_dataset("other", n_systems=3, n_instances=11, seed=1,
+                                          nan_metric=False)])
+
+
+@pytest.fixture(scope="session")
+def mqm_frame():
+    """The validated long frame of MQM newstest2020 zh-en (read once per session)."""
+    from multistat import read_scores
+
+    if not MQM_ZHEN.exists():
+        pytest.skip("../shared/data is not available")
+    return read_scores(MQM_ZHEN, **MQM_OPTIONS)
+
+
+@pytest.fixture(scope="session")
+def data_file_study():
+    """The study of NLPStatTest's data-file.txt (2001 paired sentence-BLEU scores)."""
+    from multistat import load
+
+    if not DATA_FILE.exists():
+        pytest.skip("../shared/data is not available")
+    return load(DATA_FILE)
