@@ -243,7 +243,13 @@ def chunk(study: xr.DataTree, *, system: int | None = None, metric: int = 1
     chunks = {"metric": metric, "instance": -1}
     if system is not None:
         chunks["system"] = system
-    return make_study({n: ds.chunk(chunks) for n, ds in datasets(study).items()})
+    out = {}
+    for n, ds in datasets(study).items():
+        # only the data variables: metadata coordinates (kind, higher_is_better, ...)
+        # stay in memory, so reading them never runs a dask graph
+        meta = {k: v.variable for k, v in ds.coords.items() if k not in ds.indexes}
+        out[n] = ds.chunk(chunks).assign_coords(meta)
+    return make_study(out)
 
 
 def save(study: xr.DataTree, path) -> Path:

@@ -313,6 +313,9 @@ class TestChunk:
             assert isinstance(ds.score.data, da.Array)
             # system chunks of 2, one metric per chunk, instances whole
             assert ds.score.chunks == ((2, 2), (1, 1, 1), (23,))
+            # metadata coordinates stay in memory (reading them computes nothing)
+            assert ds.kind.chunks is None and ds.higher_is_better.chunks is None
+            assert list(ds.kind.values) == ["mean", "mean", "binary"]
             doubled = ds.score * 2 - ds.score.mean("instance")
             assert isinstance(doubled.data, da.Array)
             assert counter.count == 0  # nothing computed yet
