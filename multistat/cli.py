@@ -26,9 +26,12 @@ app = typer.Typer(
 FormatOpt = Annotated[Optional[str], typer.Option(
     "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
                      "the extension and content")]
-SystemCol = Annotated[Optional[str], typer.Option(help="column holding the system name")]
+SystemCol = Annotated[Optional[list[str]], typer.Option(
+    help="column holding the system name (repeat to join several columns with '/', e.g. "
+         "--system-col summary_type --system-col system)")]
 MetricCol = Annotated[Optional[str], typer.Option(help="column holding the metric name")]
-InstanceCol = Annotated[Optional[str], typer.Option(help="column holding the instance id")]
+InstanceCol = Annotated[Optional[list[str]], typer.Option(
+    help="column holding the instance id (repeatable like --system-col)")]
 ScoreCol = Annotated[Optional[str], typer.Option(help="column holding the score")]
 DatasetCol = Annotated[Optional[str], typer.Option(help="column holding the dataset name")]
 MetricOpt = Annotated[Optional[str], typer.Option(
@@ -41,7 +44,8 @@ MissingOpt = Annotated[str, typer.Option(
     "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
                       "for that metric across all systems, and report how many")]
 SepOpt = Annotated[Optional[str], typer.Option(
-    "--sep", help="field separator for text tables (regex allowed, e.g. '\\s+')")]
+    "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
+                  "whitespace (default: from the extension and first line)")]
 SystemsOpt = Annotated[Optional[str], typer.Option(
     "--systems", help="names of the two systems of a pairs file, comma-separated "
                       "(default A,B)")]
@@ -49,8 +53,11 @@ SystemsOpt = Annotated[Optional[str], typer.Option(
 
 def _read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
                  metric, dataset, lower_is_better, missing, sep, systems):
-    kw = dict(format=format, system_col=system_col, metric_col=metric_col,
-              instance_col=instance_col, score_col=score_col, dataset_col=dataset_col,
+    def one(cols):
+        return None if not cols else (cols[0] if len(cols) == 1 else list(cols))
+
+    kw = dict(format=format, system_col=one(system_col), metric_col=metric_col,
+              instance_col=one(instance_col), score_col=score_col, dataset_col=dataset_col,
               metric=metric, dataset=dataset, lower_is_better=tuple(lower_is_better or ()),
               missing=missing, sep=sep)
     if systems:

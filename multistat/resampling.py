@@ -49,15 +49,25 @@ def block_bounds(n_resamples: int, block_size: int = BLOCK_SIZE) -> list[tuple[i
 
 
 def bootstrap_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
-    """Count matrix ``(size, n)`` (float64, exact integers) of ``size`` bootstrap resamples."""
-    idx = rng.integers(0, n, size=(size, n))
-    flat = (idx + (np.arange(size) * n)[:, None]).ravel()
-    return np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+    """Count matrix ``(size, n)`` (float64, exact integers) of ``size`` bootstrap resamples.
+
+    Row ``b`` counts how often each instance is drawn in ``n`` draws with replacement
+    (indices drawn uniformly, then counted with one ``bincount``).
+    """
+    dtype = np.int32 if size * n < 2**31 else np.int64
+    idx = rng.integers(0, n, size=(size, n), dtype=dtype)
+    idx += (np.arange(size, dtype=dtype) * n)[:, None]
+    return np.bincount(idx.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
 
 
 def sign_flips(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
-    """+-1 matrix ``(size, n)`` (float64): each instance's difference flipped w.p. 1/2."""
-    return 1.0 - 2.0 * rng.integers(0, 2, size=(size, n)).astype(np.float64)
+    """+-1 matrix ``(size, n)`` (float64): each instance's difference flipped w.p. 1/2.
+
+    Built from random bytes unpacked into bits (8 fair coin flips per byte).
+    """
+    raw = rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8)
+    bits = np.unpackbits(raw, axis=1, count=n)
+    return 1.0 - 2.0 * bits
 
 
 _PLAN_FUNCS = {"bootstrap": bootstrap_counts, "permutation": sign_flips}

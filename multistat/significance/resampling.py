@@ -289,7 +289,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     """
     n = X.shape[-1]
     ia, ib = np.asarray(ia), np.asarray(ib)
-    exact = 2.0**n <= n_resamples
+    exact = n < 63 and 2**n <= n_resamples
     run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=dataset,
                scheduler=scheduler, n_chunks=n_chunks, exact=exact)
     shape = (len(ia), X.shape[1])
