@@ -385,6 +385,8 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
     if variance is None:
         preset = c.choice("preset", preset, tuple(LIKERT_PRESETS))
         variance = LIKERT_PRESETS[preset]
+    else:
+        preset = "custom"
     elif not isinstance(variance, LikertVariance):
         raise PowerParameterError(f"`variance` must be a LikertVariance; got {variance!r}")
     for name in ("worker_intercept", "worker_slope", "item_intercept", "item_slope", "sigma"):
@@ -410,7 +412,7 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
         return out[:, 0], out[:, 1]
 
     params = {"n_items": n_items, "n_workers": n_workers, "effect": effect, "method": method,
-              "components": components,
+              "components": components, "preset": preset,
               "intercept": intercept, **{k: getattr(v, k) for k in v.__dataclass_fields__}}
     return simulate_power(generator, tester, n=n_items * n_workers, true_effect=effect,
                           n_simulations=n_simulations, alpha=alpha, seed=seed,
