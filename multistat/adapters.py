@@ -368,6 +368,10 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
         raise ParameterError(f"unknown translation metric(s) {unknown}; choose from "
                              f"{', '.join(TRANSLATION_METRICS)}")
     per_metric = _split_sacrebleu_options(metrics, sacrebleu_options)
+    for m in metrics:                      # fail fast on bad options, before reading
+        cls_name, family, _ = TRANSLATION_METRICS[m]
+        corpus_metric_name(family, **{k: v for k, v in per_metric[m].items()
+                                      if k in _FN_OPTIONS[cls_name]})
     if isinstance(hypotheses, Mapping):
         hyps, segments, refs = _text_inputs(hypotheses, references)
         name = dataset or "translations"
@@ -381,10 +385,10 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     for m in metrics:
         cls_name, family, _ = TRANSLATION_METRICS[m]
         opts = per_metric[m]
+        cm = get_corpus_metric(corpus_metric_name(family, **{
+            k: v for k, v in opts.items() if k in _FN_OPTIONS[cls_name]}))
         metric = _sacrebleu_metric(cls_name, opts, refs)
         stats = _extract(metric, hyps, n)
-        fn_opts = {k: v for k, v in opts.items() if k in _FN_OPTIONS[cls_name]}
-        cm = get_corpus_metric(corpus_metric_name(family, **fn_opts))
         if stats.shape[-1] != cm.n_stats:
             raise DataValidationError(f"sacrebleu {cls_name} returned {stats.shape[-1]} "
                                       f"statistics per segment; {cm.name!r} expects "
