@@ -1,7 +1,7 @@
 """``multistat report``: the HTML report, figures and tables from a compare table.
 
-Registered in :mod:`multistat.cli` with ``app.add_typer(report_app, name="report")`` (or
-``app.command("report")(report_command)``). Errors are :class:`~multistat.errors.MultistatError`
+Register it in :mod:`multistat.cli` with ``app.command("report")(report_command)``;
+``report_app`` is the same command as a stand-alone one-command typer app. Errors are :class:`~multistat.errors.MultistatError`
 and become one line on stderr with exit status 2 in :func:`multistat.cli.main`.
 """
 
@@ -31,6 +31,9 @@ def report_command(
     study: Annotated[Path | None, typer.Option(
         "--study", help="the study the results came from (.nc from `multistat load`/"
                         "`units`): score intervals and histograms of A, B and A - B")] = None,
+    systems: Annotated[Path | None, typer.Option(
+        "--systems", help="per-system scores with intervals (Parquet from `multistat "
+                          "compare --systems-out`) for the leaderboards")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables "
                        "(default: the first test of the run)")] = None,
@@ -57,11 +60,11 @@ def report_command(
     dpi = check_int("--dpi", dpi, minimum=20)
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
-                        study=study, test=test, effect=effect,
+                        study=study, systems=systems, test=test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
                         title=title, dpi=dpi)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 
-report_app.callback(invoke_without_command=True)(report_command)
+report_app.command("report")(report_command)

@@ -277,7 +277,7 @@ def test_heatmap_readable_at_25_systems(full):
     ax = fig.axes[0]
     assert len(ax.get_yticklabels()) == 25
     sizes = {t.get_fontsize() for t in ax.texts}
-    assert min(sizes) >= 5.5  # never below 5.5 pt
+    assert min(sizes) >= 6  # never below 6 pt
     # every cell at least 0.4 inch wide
     width_in = ax.get_position().width * fig.get_figwidth()
     assert width_in / 25 >= 0.4
@@ -405,3 +405,37 @@ def test_write_report_errors(results, tmp_path):
     with pytest.raises(ParameterTypeError, match=r"`power` must be a DataFrame, a path, or a "
                                                  r"list/dict of them; got int"):
         rhtml.write_report(results, tmp_path, power=5)
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_report_command_end_to_end(evil_study, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from multistat._cli_report import report_command
+    from multistat.power import power_curve
+
+    app = typer.Typer()
+    app.command("report")(report_command)
+    app.command("noop")(lambda: None)  # two commands: `report` is a subcommand
+    res = ms.compare(evil_study, tests=("t",), effect_sizes=False)
+    rp = ms.write_parquet(res, tmp_path / "r.parquet", metadata=res.attrs["multistat"])
+    ds = cube.datasets(evil_study)["realsumm"]["score"].sel(metric="litepyramid_recall")
+    curves = pd.concat([power_curve(ds.isel(system=0).values, ds.isel(system=1).values,
+                                    delta=d, method="normal", sample_sizes=[20, 50, 100, 200],
+                                    n_simulations=200, seed=0) for d in (0.02, 0.05)])
+    pp = ms.write_parquet(curves, tmp_path / "p.parquet")
+    st = cube.save(evil_study, tmp_path / "s.nc")
+    out = CliRunner().invoke(app, ["report", str(rp), "--out", str(tmp_path / "rep"),
+                                   "--power", str(pp), "--study", str(st), "--annotate",
+                                   "none", "--dpi", "60"])
+    assert out.exit_code == 0, out.output
+    assert "wrote " in out.output
+    text = (tmp_path / "rep" / "report.html").read_text()
+    assert 'id="power"' in text and "delta = 0.05" not in text  # legend is in the PNG
+    assert len(list((tmp_path / "rep" / "figures").glob("power_*.png"))) == 1
+    bad = CliRunner().invoke(app, ["report", str(rp), "--out", str(tmp_path / "x"),
+                                   "--histograms", "all"])
+    assert isinstance(bad.exception, ParameterError)
+    assert re.search(r"`--histograms` must be one of 'top2', 'none'; got 'all'",
+                     str(bad.exception))

@@ -49,6 +49,7 @@ figure{margin:.6rem 0 1.2rem}figure img{max-width:100%;height:auto;border:1px so
 figcaption{color:#555;font-size:.85rem}
 details{margin:.4rem 0 .8rem}summary{cursor:pointer;color:#0060a0;font-weight:600}
 .grid{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
+.grid>table{flex:0 0 auto}.grid>figure{flex:1 1 480px;max-width:820px;margin-top:.4rem}
 .note{background:#fff8e6;border-left:4px solid #E69F00;padding:.4rem .8rem}
 section.family{border-top:1px solid #ccc;margin-top:2rem}
 """
@@ -134,7 +135,7 @@ def _open_study(study):
     return cube.open_study(study)
 
 
-def write_report(results, out_dir, *, analysis=None, power=None, study=None, scores=None,
+def write_report(results, out_dir, *, analysis=None, power=None, study=None, systems=None,
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "estimate", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
@@ -153,7 +154,10 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sco
         :func:`multistat.report.plots.power_curve`)
     study : optional study (or saved ``.nc`` path) the results came from: per-system scores
         with intervals for the leaderboards and the histograms of A, B and A − B
-    scores : optional per-system score table (see
+    systems : optional per-system score table (DataFrame or Parquet path; ``multistat
+        compare --systems-out``, :func:`multistat.compare.system_scores`) with columns
+        ``dataset, metric, system, score, ci_low, ci_high``: the leaderboard scores and
+        intervals; otherwise they are computed from ``study`` (see
         :func:`multistat.report.tables.system_scores`)
     test : which test the leaderboards, heatmaps and pairwise tables show (default: the
         first test of the run per dataset × metric); the checklist lists every test
@@ -178,6 +182,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sco
             raise DataValidationError(f"`analysis` lacks column(s) {missing}; has "
                                       f"{list(analysis.columns)}")
     powers = _power_tables(power)
+    scores = _read_frame(systems, "systems")
     study = _open_study(study)
     if study is None and histogram_pairs not in (None, "top2"):
         raise ParameterError("`histogram_pairs` needs `study` (the scores of A and B)")
@@ -349,7 +354,10 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
     for key in ("alternative", "correction", "family", "confidence_level"):
         if key in res:
             vals = pd.unique(res[key].dropna().astype(str))
-            rows.append((key.replace("_", " "), ", ".join(vals) if len(vals) else "none"))
+            text = ", ".join(vals) if len(vals) else "none"
+            if key == "family" and len(vals) > 3:
+                text = f"{len(vals)} correction families, e.g. {vals[0]}"
+            rows.append((key.replace("_", " "), text))
         elif key in meta:
             rows.append((key.replace("_", " "), str(meta[key])))
     rows.append(("α", ", ".join(pd.unique(res["alpha"].astype(str)))))

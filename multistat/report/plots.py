@@ -94,7 +94,7 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     Notes
     -----
     Font sizes and cell sizes shrink with the number of systems k (annotation
-    ``clip(10.5 − 0.18 k, 5.5, 9)`` pt) so 25 systems stay legible.
+    ``clip(11.5 − 0.2 k, 6, 9)`` pt) so 25 systems stay legible.
     """
     df = _tables.check_results(results)
     sub = df[(df["dataset"] == str(dataset)) & (df["metric"] == str(metric))]
@@ -120,7 +120,7 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     cmap = ListedColormap([WORSE, NS, BETTER, MISSING])
 
     cell = 0.62 if k <= 8 else (0.5 if k <= 14 else 0.42)
-    fs_annot = float(np.clip(10.5 - 0.18 * k, 5.5, 9))
+    fs_annot = float(np.clip(11.5 - 0.2 * k, 6, 9))
     fs_label = float(np.clip(11 - 0.16 * k, 6.5, 10))
     longest = max(len(_short(s)) for s in order)
     # fixed layout (a layout engine would draw the k² annotations twice): label widths
