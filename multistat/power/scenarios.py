@@ -385,10 +385,10 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
     if variance is None:
         preset = c.choice("preset", preset, tuple(LIKERT_PRESETS))
         variance = LIKERT_PRESETS[preset]
-    else:
-        preset = "custom"
     elif not isinstance(variance, LikertVariance):
         raise PowerParameterError(f"`variance` must be a LikertVariance; got {variance!r}")
+    else:
+        preset = "custom"
     for name in ("worker_intercept", "worker_slope", "item_intercept", "item_slope", "sigma"):
         if getattr(variance, name) < 0:
             raise PowerParameterError(f"variance `{name}` must be >= 0")
