@@ -25,9 +25,10 @@ from multistat.resampling import block_rng
 def partition(n: int, size: int, remainder: str = "spread") -> list[np.ndarray]:
     """Index arrays of the units of ``n`` instances (see module docstring)."""
     k = n // size
-    if k < 1:
-        raise DataValidationError(f"evaluation unit size {size} is larger than the number "
-                                  f"of instances ({n})")
+    if k < 2:  # a study needs two instances (here: units) to compare anything
+        raise DataValidationError(f"evaluation unit size {size} is too large: {n} instances "
+                                  f"make {k} unit(s), at least 2 are needed (size <= "
+                                  f"{n // 2})")
     if remainder == "spread":
         return np.array_split(np.arange(n), k)
     return [np.arange(i * size, (i + 1) * size) for i in range(k)]
