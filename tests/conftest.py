@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dask.callbacks
 import numpy as np
 import pytest
 
@@ -28,6 +29,17 @@ MQM_OPTIONS = dict(format="long", sep=r"\s+", score_col="mqm_avg_score",
                    instance_col="seg_id", metric="mqm", lower_is_better=("mqm",))
 #: read_scores options of REALSumm: a system name is only unique within its summary type
 REALSUMM_OPTIONS = dict(system_col=["summary_type", "system"], instance_col="doc_id")
+
+
+class ComputeCounter(dask.callbacks.Callback):
+    """Counts dask graph executions (``compute``/``load``/``.values``) while active."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def _start(self, dsk):
+        self.count += 1
 
 
 def small_dataset(name="toy", *, n_systems=4, n_instances=23, seed=0, nan_metric=True):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
 from conftest import (
+    ComputeCounter,
     DATA_FILE,
     MQM_ZHEN,
     REALSUMM,
@@ -26,17 +26,6 @@ from multistat.errors import (
     ParameterError,
     UnknownSystemError,
 )
-
-
-class ComputeCounter(dask.callbacks.Callback):
-    """Counts dask graph executions (``compute``/``load``) while active."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def _start(self, dsk):
-        self.count += 1
 
 
 # ======================================================================== real data
