@@ -250,28 +250,11 @@ def compare_cmd(
     typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
 
 
-@app.command("report")
-def report_cmd(
-    results: Annotated[Path, typer.Argument(help="results Parquet from `multistat compare`")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="folder for the report")] =
-    Path("reports"),
-    analysis: Annotated[Optional[Path], typer.Option(help="analysis Parquet")] = None,
-    power: Annotated[Optional[Path], typer.Option(help="power table (Parquet)")] = None,
-    study: Annotated[Optional[Path], typer.Option(help="study (.nc) for histograms")] = None,
-    systems: Annotated[Optional[Path], typer.Option(
-        help="per-system scores Parquet (`compare --systems-out`)")] = None,
-):
-    """Heatmaps, leaderboards, tables and a self-contained HTML report."""
-    from multistat.report import write_report
-
-    kwargs = {"analysis": analysis, "power": power, "study": study}
-    if systems is not None:
-        kwargs["systems"] = systems
-    path = write_report(results, out, **kwargs)
-    typer.echo(f"wrote {path}")
-
-
 def _mount_subapps():
+    from multistat._cli_report import report_command
+
+    app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
+                "self-contained HTML report from a compare table.")(report_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional
