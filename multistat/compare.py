@@ -95,20 +95,17 @@ def _rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
 
 def _power_column(d: np.ndarray, n: int, alpha: float, alternative: str, target):
     """Power of the paired t test at level alpha to detect ``target`` (metric units; None:
-    the observed mean difference) given each pair's sd of differences."""
-    from scipy import stats
+    the observed mean difference) given each pair's sd of differences
+    (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
+    from multistat.power.analytic import _t_power
 
     sd = d.std(-1, ddof=1)
     delta = d.mean(-1) if target is None else np.full(sd.shape, float(target))
     with np.errstate(divide="ignore", invalid="ignore"):
-        nc = delta / sd * np.sqrt(n)
-    df = n - 1
-    if alternative == "two-sided":
-        tc = stats.t.ppf(1 - alpha / 2, df)
-        return stats.nct.sf(tc, df, nc) + stats.nct.cdf(-tc, df, nc)
-    tc = stats.t.ppf(1 - alpha, df)
-    return stats.nct.sf(tc, df, nc) if alternative == "greater" else stats.nct.cdf(-tc, df,
-                                                                                    nc)
+        effect = np.where(sd > 0, delta / sd, np.nan)
+    power = np.vectorize(lambda e: np.nan if np.isnan(e) else _t_power(n, e, alpha,
+                                                                       alternative))
+    return power(effect).astype(float)
 
 
 def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
