@@ -172,8 +172,13 @@ def mde_cmd(
 ) -> None:
     """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
     from multistat.errors import PowerParameterError
-    from multistat.power import (GLUE_AGREEMENT_MODEL, SQUAD_AGREEMENT_MODEL,
-                                 LinearAgreementModel, mde_accuracy, mde_paired_t)
+    from multistat.power import (
+        GLUE_AGREEMENT_MODEL,
+        SQUAD_AGREEMENT_MODEL,
+        LinearAgreementModel,
+        mde_accuracy,
+        mde_paired_t,
+    )
 
     if sd is not None:
         value = mde_paired_t(n=n, sd=sd, power=power, alpha=alpha)

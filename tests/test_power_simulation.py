@@ -172,7 +172,7 @@ def test_likert_closed_form_agrees_with_statsmodels_mixedlm():
             + rng.normal(0, v.item_slope, i_)[item]) * xm + rng.normal(0, v.sigma, xm.size))
     beta_sm, p_sm = S._likert_fit(y, xm, worker, item)
     beta_ml, p_ml = S._likert_anova(y[None], w_, i_, "ml")
-    beta_re, p_re = S._likert_anova(y[None], w_, i_, "reml")
+    _beta_re, p_re = S._likert_anova(y[None], w_, i_, "reml")
     assert beta_ml[0] == pytest.approx(beta_sm, abs=1e-6)  # balanced: GLS = grand mean
     z = [NormalDist().inv_cdf(1 - p / 2) for p in (p_sm, p_ml[0], p_re[0])]
     assert abs(z[1] - z[0]) / z[0] < 0.25  # ML-type standard error close to MixedLM's ML

@@ -19,6 +19,7 @@ from multistat.power.analytic import (
     sign_test,
     two_proportions,
 )
+from multistat.power.retrospective import default_sample_sizes, power_curve
 from multistat.power.scenarios import (
     BLEU_B_ZERO,
     BLEU_P_ZERO,
@@ -30,7 +31,6 @@ from multistat.power.scenarios import (
     simulate_mcnemar,
     simulate_preference,
 )
-from multistat.power.retrospective import default_sample_sizes, power_curve
 from multistat.power.simulation import SimulationResult, registry_test, simulate_power
 
 __all__ = [

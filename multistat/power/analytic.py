@@ -94,8 +94,10 @@ def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="t
 
     Examples
     --------
-    >>> round(paired_t(n=30, effect_size=0.5), 6)
-    0.754 ...
+    >>> round(paired_t(n=30, effect_size=0.5), 6)  # statsmodels TTestPower: 0.753965
+    0.753965
+    >>> import math; math.ceil(paired_t(effect_size=0.5, power=0.8))
+    34
     """
     alternative = c.alternative(alternative)
     unknown = c.one_unknown(n=n, effect_size=effect_size, power=power, alpha=alpha)

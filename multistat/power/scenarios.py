@@ -113,7 +113,7 @@ def simulate_mcnemar(*, n, delta, agreement, n_simulations, alpha=0.05, seed=0,
     def generator(rng, size, n_):
         return rng.multinomial(n_, probs, size=size)
 
-    def tester(counts, rng):  # noqa: ARG001
+    def tester(counts, rng):
         b, c_ = counts[:, 0], counts[:, 1]
         return (b - c_) / n, mcnemar_p_values(b, c_, test=test)
 
@@ -248,7 +248,7 @@ def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, 
     def generator(rng, size, n_):
         return rng.multinomial(n_, probs / probs.sum(), size=size)
 
-    def tester(counts, rng):  # noqa: ARG001
+    def tester(counts, rng):
         a, b = counts[:, 0], counts[:, 1]
         m = a + b
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -396,7 +396,7 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
         np.arange(n_workers), np.arange(n_items), np.array([-1.0, 1.0]), indexing="ij"))
     v = variance
 
-    def generator(rng, size, n_):  # noqa: ARG001
+    def generator(rng, size, n_):
         w0 = rng.normal(0, v.worker_intercept, (size, n_workers))
         w1 = rng.normal(0, v.worker_slope, (size, n_workers))
         i0 = rng.normal(0, v.item_intercept, (size, n_items))
@@ -405,7 +405,7 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
         return (intercept + w0[:, worker] + i0[:, item]
                 + (effect + w1[:, worker] + i1[:, item]) * xm + e)
 
-    def tester(ys, rng):  # noqa: ARG001
+    def tester(ys, rng):
         if method == "anova":
             return _likert_anova(ys, n_workers, n_items, components)
         out = np.array([_likert_fit(y, xm, worker, item) for y in ys])

@@ -191,7 +191,7 @@ def registry_test(name: str, *, alternative: str = "two-sided", **options):
 
     spec = get_test(name)
 
-    def test(data, rng):  # noqa: ARG001 - uniform signature
+    def test(data, rng):
         if isinstance(data, tuple):
             x, y = data
         else:
