@@ -340,3 +340,22 @@ def test_other_parameter_errors():
         P.mde_accuracy(n=100)
     with pytest.raises(PowerError, match=r"`baseline` accuracy is required"):
         P.mde_accuracy(n=100, agreement_model=P.GLUE_AGREEMENT_MODEL)
+
+
+def test_card_accuracy_notebook_outputs_by_exact_enumeration():
+    # printed outputs of notebooks_for_power_calculations/accuracy.ipynb in
+    # github.com/dallascard/NLP-power-analysis (10,000 simulations each; their "power"
+    # counts significant results of the true sign = our power_correct_sign):
+    # P_a = 0.975, delta = 0.02, n = 500 -> power 0.800, Type-M 1.118, Type-S 0.000
+    ex = P.mcnemar_exact_errors(n=500, delta=0.02, agreement=0.975)
+    se = math.sqrt(0.8 * 0.2 / 10_000)
+    assert abs(ex.power_correct_sign - 0.800) < 4 * se
+    assert abs(ex.type_m - 1.118) < 0.01
+    # minimal agreement for accuracies 0.70 / 0.72 (P_a = 0.42), n = 1000
+    # -> power 0.119, Type-M 3.004, Type-S 0.022 (about 1,200 significant simulations)
+    ex = P.mcnemar_exact_errors(n=1000, delta=0.02, agreement=0.42)
+    assert abs(ex.power_correct_sign - 0.119) < 4 * math.sqrt(0.119 * 0.881 / 10_000)
+    assert abs(ex.type_m - 3.004) < 0.06
+    assert abs(ex.type_s - 0.022) < 4 * math.sqrt(0.022 * 0.978 / 1200)
+    # appendix C: with delta = 0.04, or with P_a = 0.975, 500 items would have the power
+    assert P.mcnemar_exact_errors(n=500, delta=0.04, agreement=0.9).power > 0.75
