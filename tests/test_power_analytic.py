@@ -228,10 +228,11 @@ TABLE2 = [
     ("QQP", 390965, 0.910, 0.11, P.GLUE_AGREEMENT_MODEL),
     ("SQuAD 2.0", 8862, 0.90724, 0.56, P.SQUAD_AGREEMENT_MODEL),
 ]
-# Not reproduced: SST-2 (published 1.02; this formula gives 1.04 -- the paper's own R code
-# uses uniroot with its default tolerance 1.2e-4, i.e. +-0.01 points, which does not
-# cover 0.02) and WNLI (published 5.26; with 147 items no improvement that keeps the
-# 2x2 table valid reaches 80 % under the normal approximation, see the infeasibility test).
+# Not reproduced: SST-2 (published 1.02; with the listed SOTA 97.2 % this formula gives
+# 1.04 -- 1.02 corresponds to a baseline of about 97.33 %, so the table's SOTA or size
+# probably differs from what the MDE was computed with) and WNLI (published 5.26; with 147
+# items no improvement that keeps the 2x2 table valid reaches 80 % under the normal
+# approximation, nor under MESS's exact variants -- see the infeasibility test).
 
 
 @pytest.mark.parametrize("name,n,sota,published,model", TABLE2)
