@@ -169,14 +169,17 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 skew = stats.skew(D, axis=-1, bias=True)
-            const = np.ptp(D, axis=-1) == 0
+            # constant up to rounding (e.g. b = a + 1 in floating point): scipy's skew is
+            # NaN (catastrophic cancellation) and a normality test would only see noise
+            const = (np.ptp(D, axis=-1) == 0) | np.isnan(skew)
             if const.any():
                 warnings.warn(
-                    f"dataset {name!r}, metric {metric!r}: {int(const.sum())} pair(s) have "
-                    "constant differences; skewness and normality are undefined (NaN)",
+                    f"dataset {name!r}, metric {str(metric)!r}: {int(const.sum())} pair(s) "
+                    "have constant differences; skewness and normality are undefined (NaN)",
                     ConstantInputWarning, stacklevel=2)
                 skew = np.where(const, np.nan, skew)
             test, normal_p = _normality(D)
+            normal_p = np.where(const, np.nan, normal_p)
             cols = {**_describe("a", A), **_describe("b", B), **_describe("diff", D)}
             binary = str(ds.kind.values[m]) == "binary"
             for p, (a, b) in enumerate(idx):
