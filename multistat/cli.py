@@ -220,6 +220,8 @@ def compare_cmd(
                         "difference (metric units)")] = None,
     observed_power: Annotated[bool, typer.Option(
         help="add a power column at the observed difference (retrospective)")] = False,
+    effect_sizes: Annotated[bool, typer.Option(
+        help="add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals")] = True,
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
@@ -234,6 +236,7 @@ def compare_cmd(
         correction=None if correction == "none" else correction, family=fam,
         scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
         power=power if power is not None else observed_power, progress=progress,
+        effect_sizes=effect_sizes,
         return_systems=True)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
     write_parquet(table, out, metadata=meta)

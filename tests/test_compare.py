@@ -198,3 +198,41 @@ def test_constant_pair_gives_nan_with_note_not_a_crash():
     same = t[(t.system_a == "a") & (t.system_b == "b")].set_index("test")
     assert np.isnan(same.loc["t", "p_value"]) and same.loc["t", "note"]
     assert same.loc["bootstrap", "p_value"] == 1.0
+
+
+def test_cli_compare_writes_results_with_run_metadata(tmp_path, capsys):
+    from multistat.cli import main
+    from multistat.io import read_parquet
+
+    st, _ = _study()
+    cube.save(st, tmp_path / "s.nc")
+    out, sys_out = tmp_path / "r.parquet", tmp_path / "sys.parquet"
+    main(["compare", str(tmp_path / "s.nc"), "--out", str(out), "--systems-out",
+          str(sys_out), "--tests", "t,bootstrap", "--n-resamples", "500", "--seed", "3",
+          "--no-progress", "--metrics", "m"])
+    table = read_parquet(out)
+    meta = table.attrs["multistat"]
+    assert meta["seed"] == 3 and meta["n_resamples"] == 500
+    assert meta["tests"] == ["t", "bootstrap"] and meta["correction"] == "holm"
+    assert meta["multistat_version"] and len(meta["input_sha256"]) == 64
+    assert len(table) == 3 * 2 and set(table["metric"]) == {"m"}
+    assert set(read_parquet(sys_out)["system"]) == {"a", "b", "c"}
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_cli_compare_bad_input_exits_2_with_one_line(tmp_path, capsys):
+    from multistat.cli import main
+
+    st, _ = _study()
+    cube.save(st, tmp_path / "s.nc")
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(tmp_path / "s.nc"), "--tests", "t,anova", "--no-progress",
+              "--out", str(tmp_path / "r.parquet")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown test 'anova'" in err[0]
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(tmp_path / "s.nc"), "--pairs", "baseline:zz", "--no-progress",
+              "--out", str(tmp_path / "r.parquet"), "--tests", "t"])
+    assert exc.value.code == 2
+    assert "unknown system 'zz'" in capsys.readouterr().err
