@@ -16,6 +16,11 @@ import typer
 
 from multistat.errors import MultistatError
 
+try:  # recent typer vendors its own click: its usage errors are not click's classes
+    from typer._click.exceptions import UsageError as _TyperUsageError
+except ImportError:  # pragma: no cover - typer that uses click itself
+    _TyperUsageError = click.exceptions.UsageError
+
 app = typer.Typer(
     name="multistat", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False,
@@ -276,13 +281,14 @@ def main(argv=None) -> int:
     except MultistatError as exc:
         typer.echo(f"multistat: error: {exc}", err=True)
         sys.exit(2)
-    except click.exceptions.UsageError as exc:
-        typer.echo(f"multistat: error: {exc.format_message()}", err=True)
+    except (click.exceptions.UsageError, _TyperUsageError) as exc:
+        if exc.format_message():  # empty when no arguments: the help was shown
+            typer.echo(f"multistat: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         typer.echo("multistat: aborted", err=True)
         sys.exit(130)
-    except click.exceptions.Exit as exc:
+    except (click.exceptions.Exit, typer.Exit) as exc:
         sys.exit(exc.exit_code)
     return 0
 
