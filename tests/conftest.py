@@ -25,10 +25,10 @@ needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
 
 #: read_scores options of the MQM newstest2020 zh-en file (space-separated,
 #: columns ``system mqm_avg_score seg_id``; MQM penalties: lower is better)
-MQM_OPTIONS = dict(format="long", sep=r"\s+", score_col="mqm_avg_score",
-                   instance_col="seg_id", metric="mqm", lower_is_better=("mqm",))
+MQM_OPTIONS = {"format": "long", "sep": r"\s+", "score_col": "mqm_avg_score",
+               "instance_col": "seg_id", "metric": "mqm", "lower_is_better": ("mqm",)}
 #: read_scores options of REALSumm: a system name is only unique within its summary type
-REALSUMM_OPTIONS = dict(system_col=["summary_type", "system"], instance_col="doc_id")
+REALSUMM_OPTIONS = {"system_col": ["summary_type", "system"], "instance_col": "doc_id"}
 
 
 class ComputeCounter(dask.callbacks.Callback):

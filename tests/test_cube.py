@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 import xarray as xr
 from conftest import (
-    ComputeCounter,
     DATA_FILE,
     MQM_ZHEN,
     REALSUMM,
     REALSUMM_OPTIONS,
+    ComputeCounter,
     needs_data,
     small_dataset,
 )
@@ -321,7 +321,7 @@ class TestChunk:
 
 # ======================================================================== pair_indices
 class TestPairIndices:
-    SYSTEMS = ["a", "b", "c", "d"]
+    SYSTEMS = ("a", "b", "c", "d")
 
     def test_all(self):
         pairs = cube.pair_indices(self.SYSTEMS, "all")

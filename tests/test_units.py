@@ -190,8 +190,8 @@ class TestShuffle:
 
 
 class TestLazy:
-    @pytest.mark.parametrize("kw", [dict(size=3), dict(size=4, statistic="median", seed=5),
-                                    dict(size=4, remainder="drop")])
+    @pytest.mark.parametrize("kw", [{"size": 3}, {"size": 4, "statistic": "median", "seed": 5},
+                                    {"size": 4, "remainder": "drop"}])
     def test_dask_equals_numpy_and_stays_lazy(self, kw):
         study = cube.make_study([small_dataset("toy", n_instances=23),
                                  small_dataset("other", n_systems=3, n_instances=11, seed=1)])

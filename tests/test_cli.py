@@ -1,0 +1,268 @@
+"""Tests of the ``multistat`` command line: load, units, analyze, demo-data.
+
+Most run :func:`multistat.cli.main` in-process (fast); two run the installed console
+script ``.venv/bin/multistat`` in a real subprocess. Real data come from ../shared/data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from conftest import (
+    BAD_FILE,
+    DATA_FILE,
+    MQM_ZHEN,
+    REALSUMM,
+    REALSUMM_OPTIONS,
+    needs_data,
+)
+
+from multistat import cube, demo
+from multistat.analysis import analyze
+from multistat.cli import main
+from multistat.io import read_parquet, read_scores
+from multistat.units import evaluation_units
+
+MULTISTAT = Path(sys.executable).parent / "multistat"  # the console script of this venv
+MQM_ARGS = ["--format", "long", "--sep", r"\s+", "--score-col", "mqm_avg_score",
+            "--instance-col", "seg_id", "--metric", "mqm", "--lower-is-better", "mqm"]
+
+
+def run(argv, capsys):
+    """``main(argv)`` in-process: ``(exit status, stdout, stderr)``."""
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_line_error(status, err, *fragments):
+    assert status == 2
+    lines = err.strip("\n").split("\n")
+    assert len(lines) == 1, err
+    assert lines[0].startswith("multistat: error: ")
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# ======================================================================== load
+@needs_data
+class TestLoad:
+    def test_mqm(self, tmp_path, capsys, mqm_frame):
+        out = tmp_path / "mqm.nc"
+        status, stdout, err = run(["load", MQM_ZHEN, "-o", out, *MQM_ARGS], capsys)
+        assert status == 0 and err == ""
+        assert stdout.splitlines() == [
+            ("dataset zhen.avg_seg_scores: 10 systems x 1 metrics x 2000 instances; "
+             "metrics: mqm (lower is better) [mean]"),
+            "dropped: 0 item(s)",
+            f"wrote {out}"]
+        xr.testing.assert_identical(cube.open_study(out), cube.from_frame(mqm_frame))
+
+    def test_realsumm_two_system_columns(self, tmp_path, capsys):
+        out = tmp_path / "realsumm.nc"
+        status, stdout, _ = run(["load", REALSUMM, "-o", out, "--system-col", "summary_type",
+                                 "--system-col", "system", "--instance-col", "doc_id"],
+                                capsys)
+        assert status == 0
+        assert stdout.startswith("dataset scores: 25 systems x 15 metrics x 100 instances")
+        xr.testing.assert_identical(cube.open_study(out),
+                                    cube.load(REALSUMM, **REALSUMM_OPTIONS))
+
+    def test_data_file(self, tmp_path, capsys):
+        out = tmp_path / "pairs.nc"
+        status, stdout, _ = run(["load", DATA_FILE, "-o", out], capsys)
+        assert status == 0
+        assert stdout.startswith("dataset data-file: 2 systems x 1 metrics x 2001 instances")
+        ds = cube.datasets(cube.open_study(out))["data-file"]
+        np.testing.assert_array_equal(ds.score.values[:, 0].T, np.loadtxt(DATA_FILE))
+
+    def test_bad_file(self, tmp_path, capsys):
+        # BAD.txt line 1 holds three numbers: "0.262025 0.596949 0.44444"
+        out = tmp_path / "bad.nc"
+        status, stdout, err = run(["load", BAD_FILE, "-o", out], capsys)
+        assert_one_line_error(status, err, "BAD.txt", "line 1", "0.262025 0.596949 0.44444")
+        assert stdout == "" and not out.exists()
+
+    def test_unknown_column(self, tmp_path, capsys):
+        status, _, err = run(["load", MQM_ZHEN, "-o", tmp_path / "x.nc", "--instance-col",
+                              "seg_id", "--score-col", "bleu"], capsys)
+        assert_one_line_error(status, err, "no column 'bleu'", "mqm_avg_score")
+
+    def test_subprocess_bad_file(self, tmp_path):
+        proc = subprocess.run([MULTISTAT, "load", BAD_FILE, "-o", tmp_path / "bad.nc"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.stdout == ""
+        assert_one_line_error(proc.returncode, proc.stderr, "BAD.txt", "line 1")
+
+
+def test_load_dropped_rows_reported(tmp_path, capsys):
+    csv = tmp_path / "scores.csv"
+    csv.write_text("system,instance,score\na,1,0.5\na,2,nan\na,3,0.25\n"
+                   "b,1,0.75\nb,2,0.1\nb,3,0.0\n")
+    status, _, err = run(["load", csv, "-o", tmp_path / "s.nc"], capsys)
+    assert_one_line_error(status, err, "scores.csv", "line 3")
+    status, stdout, err = run(["load", csv, "-o", tmp_path / "s.nc", "--missing", "drop"],
+                              capsys)
+    assert status == 0 and err == ""
+    lines = stdout.splitlines()
+    assert lines[0].startswith("dataset scores: 2 systems x 1 metrics x 2 instances")
+    assert lines[1] == "dropped: 1 item(s)"
+    assert lines[2].startswith("  - ") and "'2'" in lines[2]
+
+
+# ======================================================================== units, analyze
+@pytest.fixture
+def study_file(tmp_path, toy_study):
+    return cube.save(toy_study, tmp_path / "toy.nc")
+
+
+def test_units_writes_study(study_file, toy_study, tmp_path, capsys):
+    out = tmp_path / "units.nc"
+    status, stdout, _ = run(["units", study_file, "--size", 3, "--statistic", "median",
+                             "--seed", 0, "-o", out], capsys)
+    assert status == 0
+    assert "dataset toy: 4 systems x 3 metrics x 7 instances" in stdout
+    assert "dataset other: 3 systems x 3 metrics x 3 instances" in stdout
+    assert stdout.rstrip().endswith(f"wrote {out}")
+    xr.testing.assert_identical(
+        cube.open_study(out), evaluation_units(toy_study, size=3, statistic="median", seed=0))
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--size", 0], ["`size` must be an integer >= 1; got 0"]),
+    (["--size", 30], ["evaluation unit size 30 is too large"]),
+    (["--size", 2, "--statistic", "max"], ["`statistic` must be one of"]),
+    (["--size", "two"], ["Invalid value for '--size'"]),
+    (["--bogus"], ["No such option: --bogus"]),
+])
+def test_units_errors(study_file, tmp_path, capsys, args, fragments):
+    status, _, err = run(["units", study_file, "-o", tmp_path / "u.nc", *args], capsys)
+    assert_one_line_error(status, err, *fragments)
+
+
+def test_units_missing_study(tmp_path, capsys):
+    status, _, err = run(["units", tmp_path / "none.nc", "-o", tmp_path / "u.nc"], capsys)
+    assert_one_line_error(status, err, "none.nc: no such study file")
+
+
+def test_analyze_writes_parquet(study_file, toy_study, tmp_path, capsys):
+    out = tmp_path / "reports" / "analysis.parquet"
+    status, stdout, err = run(["analyze", study_file, "--alpha", 0.1, "--pairs",
+                               "baseline:sys0", "-o", out], capsys)
+    assert status == 0 and err == ""
+    assert stdout.rstrip().endswith(f"wrote {out}")
+    table = read_parquet(out)
+    expected = analyze(toy_study, alpha=0.1, pairs="baseline:sys0")
+    pd.testing.assert_frame_equal(table, expected, check_dtype=False, check_like=False)
+    meta = table.attrs["multistat"]
+    assert meta["stage"] == "analyze" and meta["alpha"] == 0.1
+    assert meta["pairs"] == "baseline:sys0"
+
+
+def test_analyze_errors(study_file, tmp_path, capsys):
+    status, _, err = run(["analyze", study_file, "--pairs", "baseline:zz", "-o",
+                          tmp_path / "a.parquet"], capsys)
+    assert_one_line_error(status, err, "unknown system 'zz'")
+    status, _, err = run(["analyze", study_file, "--alpha", 2, "-o",
+                          tmp_path / "a.parquet"], capsys)
+    assert_one_line_error(status, err, "`alpha` must be in (0, 1); got 2.0")
+    assert not (tmp_path / "a.parquet").exists()
+
+
+@needs_data
+def test_subprocess_analyze_data_file(tmp_path):
+    """The installed console script, end to end on NLPStatTest's data-file.txt."""
+    out = tmp_path / "analysis.parquet"
+    proc = subprocess.run([MULTISTAT, "analyze", DATA_FILE, "-o", out],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "wilcoxon" in proc.stdout and f"wrote {out}" in proc.stdout
+    row = read_parquet(out).iloc[0]
+    # EU size 1: skewness -0.264 (symmetric), Shapiro-Wilk p = 1.2e-23 (not normal)
+    assert (row["test_statistic"], row["recommended"], row["inappropriate"]) == (
+        "mean", "wilcoxon", "t")
+    assert row["n"] == 2001
+
+
+# ======================================================================== demo-data
+def digest(folder):
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_demo_data_deterministic(tmp_path, capsys):
+    status, stdout, _ = run(["demo-data", "-o", tmp_path / "one", "--seed", 5], capsys)
+    assert status == 0
+    assert run(["demo-data", "-o", tmp_path / "two", "--seed", 5], capsys)[0] == 0
+    assert run(["demo-data", "-o", tmp_path / "other", "--seed", 6], capsys)[0] == 0
+    one = digest(tmp_path / "one")
+    assert sorted(one) == ["demo.parquet"] + [
+        f"pairs/data-{case}-{family}.txt" for case in ("h0-equal", "h1-greater", "h1-less")
+        for family in ("beta", "normal")]
+    assert len(stdout.splitlines()) == 7 and stdout.startswith("wrote ")
+    assert one == digest(tmp_path / "two")  # same seed: the same bytes
+    other = digest(tmp_path / "other")
+    assert all(one[k] != other[k] for k in one)
+    frame = read_parquet(tmp_path / "one" / "demo.parquet")
+    pd.testing.assert_frame_equal(frame, demo.demo_frame(5), check_dtype=False)
+    assert frame.attrs["multistat"]["seed"] == 5
+
+
+def test_demo_study_design(tmp_path):
+    """The demo study meets the issue: >= 8 systems x 3 metrics x 2 datasets of different
+    sizes, bounded skewed / Likert / binary scores, ties, some systems equal in truth."""
+    demo.write_demo(tmp_path, seed=demo.SEED)
+    frame = read_scores(tmp_path / "demo.parquet")
+    assert frame.attrs["metrics"]["correct"]["kind"] == "binary"
+    study = cube.from_frame(frame)
+    sizes = {n: dict(ds.sizes) for n, ds in cube.datasets(study).items()}
+    assert sizes == {"newstest": {"system": 10, "metric": 3, "instance": 600},
+                     "tedtalks": {"system": 10, "metric": 3, "instance": 150}}
+    ds = cube.datasets(study)["newstest"]
+    bleu = ds.score.sel(metric="sent_bleu").values
+    likert = ds.score.sel(metric="likert").values
+    assert bleu.min() == 0.0 and bleu.max() <= 100 and (bleu == 0).mean() > 0.05
+    assert set(np.unique(likert)) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert len(np.unique(bleu)) < bleu.size / 2  # ties (one decimal)
+    assert list(ds.kind.values) == ["mean", "mean", "binary"]
+    equal = [a for a, q in demo.QUALITY.items() if list(demo.QUALITY.values()).count(q) > 1]
+    assert len(equal) >= 2
+    # the best system in truth has the highest mean sentence BLEU in the large test set
+    best = max(demo.QUALITY, key=demo.QUALITY.get)
+    assert ds.system.values[bleu.mean(-1).argmax()] == best
+    # the two-column samples read as NLPStatTest pairs files of 100 lines
+    for path in sorted((tmp_path / "pairs").glob("*.txt")):
+        pairs = read_scores(path)
+        assert len(pairs) == 200 and set(pairs["system"]) == {"A", "B"}
+    greater = np.loadtxt(tmp_path / "pairs" / "data-h1-greater-normal.txt")
+    assert greater[:, 0].mean() > greater[:, 1].mean()
+
+
+# ======================================================================== help
+@pytest.mark.parametrize("command", [[], ["load"], ["units"], ["analyze"], ["demo-data"]])
+def test_help(command, capsys):
+    status, stdout, err = run([*command, "--help"], capsys)
+    assert status == 0 and err == ""
+    assert "Usage: multistat" in stdout
+    assert "--help" in stdout
+    if command == ["load"]:
+        for flag in ("--format", "--system-col", "--score-col", "--instance-col",
+                     "--metric", "--lower-is-better", "--missing", "--sep"):
+            assert flag in stdout
+
+
+def test_no_arguments_shows_help(capsys):
+    status, stdout, err = run([], capsys)
+    assert status == 2 and "Usage: multistat" in stdout + err
+    assert "multistat: error" not in err and "Traceback" not in err
