@@ -27,7 +27,8 @@ def report_command(
     analysis: Annotated[Path | None, typer.Option(
         "--analysis", help="data-analysis table (Parquet from `multistat analyze`)")] = None,
     power: Annotated[list[Path] | None, typer.Option(
-        "--power", help="power table(s) with columns n, power (repeatable)")] = None,
+        "--power", help="power table(s) with columns n, power, or a folder of them "
+                        "(repeatable)")] = None,
     study: Annotated[Path | None, typer.Option(
         "--study", help="the study the results came from (.nc from `multistat load`/"
                         "`units`): score intervals and histograms of A, B and A - B")] = None,
@@ -35,8 +36,8 @@ def report_command(
         "--systems", help="per-system scores with intervals (Parquet from `multistat "
                           "compare --systems-out`) for the leaderboards")] = None,
     test: Annotated[str | None, typer.Option(
-        "--test", help="test shown in leaderboards, heatmaps and pairwise tables "
-                       "(default: the first test of the run)")] = None,
+        "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
+                       "the first test of the run")] = None,
     effect: Annotated[str, typer.Option(
         "--effect", help="effect size in the tables: auto, cohens_d, hedges_g, wilcoxon_r, "
                          "hodges_lehmann")] = "auto",
@@ -60,7 +61,8 @@ def report_command(
     dpi = check_int("--dpi", dpi, minimum=20)
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
-                        study=study, systems=systems, test=test, effect=effect,
+                        study=study, systems=systems,
+                        test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
                         title=title, dpi=dpi)

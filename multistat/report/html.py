@@ -115,7 +115,7 @@ def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
     if power is None:
         return []
     if isinstance(power, (pd.DataFrame, str, Path)):
-        items = [("power", power)]
+        items = [(Path(power).stem if isinstance(power, (str, Path)) else "power", power)]
     elif isinstance(power, Mapping):
         items = list(power.items())
     elif isinstance(power, (list, tuple)):
@@ -124,7 +124,18 @@ def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
     else:
         raise ParameterTypeError(f"`power` must be a DataFrame, a path, or a list/dict of "
                                  f"them; got {type(power).__name__}")
-    return [(str(k), _read_frame(v, "power")) for k, v in items]
+    out = []
+    for k, v in items:
+        if isinstance(v, (str, Path)) and Path(v).is_dir():
+            files = sorted(Path(v).glob("*.parquet"))
+            if not files:
+                raise InputFileError(f"`power`: {v}: no .parquet tables in this folder")
+            # one table per folder: the curves of several deltas are drawn together
+            out.append((f"{Path(v).name}/ ({len(files)} tables)", pd.concat([_read_frame(f, "power") for f in files],
+                                                ignore_index=True)))
+        else:
+            out.append((str(k), _read_frame(v, "power")))
+    return out
 
 
 def _open_study(study):
@@ -151,7 +162,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         normality_p, test_statistic, recommended, non_preferred, inappropriate``
     power : optional power table(s): a DataFrame/path, or a list or ``{title: table}`` of
         them, each with at least ``n`` and ``power`` (see
-        :func:`multistat.report.plots.power_curve`)
+        :func:`multistat.report.plots.power_curve`); a folder path stands for all its
+        ``*.parquet`` tables concatenated (e.g. one ``multistat power curve`` per delta)
     study : optional study (or saved ``.nc`` path) the results came from: per-system scores
         with intervals for the leaderboards and the histograms of A, B and A − B
     systems : optional per-system score table (DataFrame or Parquet path; ``multistat
@@ -449,6 +461,18 @@ def _hist_pairs(spec, study, ds, metric, lb) -> list[tuple[str, str]]:
 _FACETS = ("dataset", "metric", "system_a", "system_b", "test", "scenario", "method", "kind")
 
 
+def _power_design(g: pd.DataFrame) -> str:
+    """The constant design columns of a power table, as a figure title."""
+    bits = []
+    for col, fmt in (("scenario", "{}"), ("test", "{} test"), ("method", "{} method"),
+                     ("alternative", "{}"), ("alpha", "α = {}"),
+                     ("n_simulations", "{} simulations per n")):
+        if col in g and g[col].nunique() == 1:
+            v = g[col].iloc[0]
+            bits.append(fmt.format(f"{v:g}" if isinstance(v, float) else v))
+    return ", ".join(bits)
+
+
 def _power_section(res, powers, figdir, dpi, cap) -> str:
     has_col = "power" in res and pd.to_numeric(res["power"], errors="coerce").notna().any()
     if not powers and not has_col:
@@ -477,9 +501,10 @@ def _power_section(res, powers, figdir, dpi, cap) -> str:
                              f"drawn; all rows are in the table below.</p>")
                     break
                 key = key if isinstance(key, tuple) else (key,)
-                label = " · ".join(f"{f} {v}" for f, v in zip(facets, key)) or title
+                label = " · ".join(f"{f} {v}" for f, v in zip(facets, key))
+                label = ", ".join(x for x in (label, _power_design(g)) if x) or title
                 fig = _plots.power_curve(g, title=label)
-                png = _plots.save_png(fig, figdir / f"power_{_slug(title, label)}.png",
+                png = _plots.save_png(fig, figdir / f"power_{n_fig + 1:02d}.png",
                                       dpi=dpi)
                 h.append(_img(png, f"power curve {label}",
                               "Power against sample size; dashed line: 80 % power."))

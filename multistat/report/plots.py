@@ -62,7 +62,7 @@ def _scale(values: np.ndarray, standardized: bool) -> tuple[float, int]:
         if big * 10 ** k >= 10 - 1e-12:
             k -= 1
         return 10.0 ** k, 1
-    return 1.0, (1 if big < 10 else 0)
+    return 1.0, (1 if big < 100 else 0)
 
 
 def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | None = None,
@@ -353,6 +353,10 @@ def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str
     xs_all = xs_all[np.isfinite(xs_all) & (xs_all > 0)]
     if xs_all.size and xs_all.max() / xs_all.min() > 20:
         ax.set_xscale("log")
+    ticks = np.unique(xs_all)
+    if 1 < ticks.size <= 12:
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.minorticks_off()
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("sample size n" if x == "n" else _t(x))
     ax.set_ylabel("power")
