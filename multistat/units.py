@@ -98,9 +98,11 @@ def _units_of_dataset(ds: xr.Dataset, size: int, statistic: str, seed, remainder
                             size, remainder)
     groups_all = partition(n, size, remainder)
     labels = [f"unit-{i:05d}" for i in range(len(groups_all))]
+    # a unit of several 0/1 scores holds a proportion: the metric is no longer binary
+    out_kinds = np.where((kinds == "binary") & (size > 1), "mean", kinds)
     out = cube.make_dataset(
         name, units, systems=ds.system.values, metrics=ds.metric.values, instances=labels,
-        higher_is_better=ds.higher_is_better.values, kind=kinds,
+        higher_is_better=ds.higher_is_better.values, kind=out_kinds,
         corpus_fn=ds.corpus_fn.values, stats=stats)
     sizes = np.array([len(g) for g in groups_all])
     return out.assign_coords(unit_n=("instance", sizes)).assign_attrs(
@@ -127,7 +129,8 @@ def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", 
     xarray.DataTree
         Same systems and metrics; the ``instance`` dimension now indexes units
         (labels ``unit-00000``...; coordinate ``unit_n`` = instances per unit). Dask-backed
-        input gives dask-backed output (the work stays lazy until computed).
+        input gives dask-backed output (the work stays lazy until computed). With
+        ``size > 1`` a ``binary`` metric becomes ``mean`` (its units are proportions).
 
     Examples
     --------

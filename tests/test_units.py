@@ -117,8 +117,14 @@ class TestValues:
     def test_metadata_kept(self):
         ds = cube.datasets(evaluation_units(toy(), size=2))["toy"]
         assert list(ds.higher_is_better.values) == [True, True, False]
-        assert list(ds.kind.values) == ["mean", "mean", "binary"]
         assert list(ds.system.values) == ["sys0", "sys1", "sys2", "sys3"]
+        # m3 is binary: its units are proportions (0, 1/3, 0.5, ...), a `mean` metric now
+        m3 = ds.score.sel(metric="m3").values
+        assert ((m3 >= 0) & (m3 <= 1)).all() and 0.5 in m3 and not np.isin(m3, [0, 1]).all()
+        assert list(ds.kind.values) == ["mean", "mean", "mean"]
+        # a pure shuffle (size 1) keeps 0/1 scores: still binary
+        shuffled = cube.datasets(evaluation_units(toy(), size=1, seed=0))["toy"]
+        assert list(shuffled.kind.values) == ["mean", "mean", "binary"]
 
     def test_corpus_statistics_are_summed(self):
         rng = np.random.default_rng(7)
