@@ -275,11 +275,19 @@ def open_study(path) -> xr.DataTree:
     out = {}
     for name, node in tree.children.items():
         ds = node.to_dataset().load()
+        lacking = [v for v in (SCORE, "higher_is_better", "kind", "corpus_fn") if v not in ds]
+        if lacking or ds[SCORE].dims != DIMS:
+            tree.close()
+            what = f"lacks {lacking}" if lacking else f"has `score` on {ds[SCORE].dims}"
+            raise InputFileError(f"{path}: not a multistat study: group {name!r} {what}")
         ds = ds.assign_coords(higher_is_better=ds.higher_is_better.astype(bool))
         for c in ("kind", "corpus_fn"):
             ds = ds.assign_coords({c: ds[c].astype(str)})
+        validate_dataset(ds)
         out[name] = ds
     tree.close()
+    if not out:
+        raise InputFileError(f"{path}: not a multistat study: no dataset groups")
     return make_study(out)
 
 

@@ -285,6 +285,20 @@ class TestRoundTrip:
         with pytest.raises(InputFileError, match=r"nothing\.nc: no such study file"):
             cube.open_study(tmp_path / "nothing.nc")
 
+    def test_open_other_netcdf(self, tmp_path):
+        plain = tmp_path / "plain.nc"
+        xr.Dataset({"a": ("x", np.arange(3.0))}).to_netcdf(plain, engine="h5netcdf")
+        with pytest.raises(InputFileError,
+                           match=r"plain\.nc: not a multistat study: no dataset groups"):
+            cube.open_study(plain)
+        tree = tmp_path / "tree.nc"
+        xr.DataTree.from_dict({"/g": xr.Dataset({"a": ("x", np.arange(3.0))})}).to_netcdf(
+            tree, engine="h5netcdf")
+        with pytest.raises(InputFileError,
+                           match=r"tree\.nc: not a multistat study: group 'g' lacks "
+                                 r"\['score', 'higher_is_better', 'kind', 'corpus_fn'\]"):
+            cube.open_study(tree)
+
     def test_open_not_netcdf(self, tmp_path):
         path = tmp_path / "bad.nc"
         path.write_text("not a netcdf file\n")
