@@ -281,6 +281,10 @@ def main(argv=None) -> int:
     except MultistatError as exc:
         typer.echo(f"multistat: error: {exc}", err=True)
         sys.exit(2)
+    except OSError as exc:  # an output path that is a folder, not writable, disk full...
+        text = " ".join(str(exc).split())
+        typer.echo(f"multistat: error: {text}", err=True)
+        sys.exit(2)
     except (click.exceptions.UsageError, _TyperUsageError) as exc:
         if exc.format_message():  # empty when no arguments: the help was shown
             typer.echo(f"multistat: error: {exc.format_message()}", err=True)

@@ -151,6 +151,19 @@ def test_units_errors(study_file, tmp_path, capsys, args, fragments):
     assert_one_line_error(status, err, *fragments)
 
 
+@pytest.mark.parametrize("command", [["units", "{study}"], ["analyze", "{study}"],
+                                     ["demo-data"]])
+def test_unwritable_output_is_one_line(study_file, tmp_path, capsys, command):
+    # the output path is an existing folder (demo-data: a file where a folder must go)
+    target = tmp_path / "folder"
+    target.mkdir()
+    if command == ["demo-data"]:
+        target = study_file
+    argv = [a.format(study=study_file) for a in command]
+    status, _, err = run([*argv, "-o", target], capsys)
+    assert_one_line_error(status, err, "Errno")
+
+
 def test_units_missing_study(tmp_path, capsys):
     status, _, err = run(["units", tmp_path / "none.nc", "-o", tmp_path / "u.nc"], capsys)
     assert_one_line_error(status, err, "none.nc: no such study file")
