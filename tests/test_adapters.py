@@ -308,3 +308,101 @@ def test_from_statistics_frame_and_array():
         from_statistics(np.where(arr == 0, np.nan, arr), "test_hits")
     with pytest.raises(ParameterError, match="unknown corpus metric 'nope'"):
         from_statistics(arr, "nope")
+
+
+# --------------------------------------------------------------------------- vs sacrebleu's
+# paired tests (engine on corpus metrics; baseline LIUM-NMT as in the issue)
+SB_SYSTEMS = ["LIUM-NMT", "FBK", "KIT", "RWTH-nmt-ensemble", "SYSTRAN"]
+SB_AR, SB_BS = 2000, 500
+
+
+@pytest.fixture(scope="module")
+def sb_paired(wmt):
+    """sacrebleu PairedTest (ar and bs) on 4 systems vs LIUM-NMT, BLEU, with the same
+    statistics fed to multistat; sacrebleu's seed 12345 (its default)."""
+    import os
+
+    from sacrebleu.significance import PairedTest
+    hyp, ref = _subset(wmt, SB_SYSTEMS)
+    study = load_translations(hyp, ref, metrics="bleu")
+    refs = [ref.sort_values("segment").reference.tolist()]
+    named = [(s, hyp[hyp.system == s].sort_values("segment").hypothesis.tolist())
+             for s in SB_SYSTEMS]
+    old = os.environ.pop("SACREBLEU_SEED", None)
+    try:
+        out = {}
+        for kind, n in (("ar", SB_AR), ("bs", SB_BS)):
+            _, res = PairedTest(named, {"BLEU": BLEU()}, refs, test_type=kind,
+                                n_samples=n)()
+            out[kind] = {s: r.p_value for s, r in zip(res["System"][1:], res["BLEU"][1:])}
+    finally:
+        if old is not None:
+            os.environ["SACREBLEU_SEED"] = old
+    return study, out
+
+
+def _p(frame, system, test):
+    r = frame[(frame.system_a == system) & (frame.system_b == "LIUM-NMT") &
+              (frame.test == test)]
+    assert len(r) == 1
+    return float(r.p_value.iloc[0])
+
+
+@needs_wmt
+def test_sacrebleu_pvalues_reproduced_exactly_on_its_own_plans(sb_paired):
+    # sacrebleu draws its plans with numpy default_rng(12345): AR swap masks
+    # rng.integers(2, (B, n), bool), bootstrap indices rng.choice(n, (B, n)); feeding them
+    # through multistat's corpus function and p rules must give sacrebleu's numbers.
+    from multistat.errors import CompatibilityWarning
+    from multistat.significance.resampling import bootstrap_pvalues
+    study, sb = sb_paired
+    ds = study["translations"].to_dataset()
+    cm = get_corpus_metric("bleu")
+    stats = ds.stats.values[:, 0]                       # (S, n, 10)
+    n = stats.shape[1]
+    swap = np.random.default_rng(12345).integers(2, size=(SB_AR, n), dtype=bool)
+    idx = np.random.default_rng(12345).choice(n, size=(SB_BS, n), replace=True)
+    counts = np.zeros((SB_BS, n))
+    np.add.at(counts, (np.repeat(np.arange(SB_BS), n), idx.ravel()), 1.0)
+    base = stats[0]
+    for k, s in enumerate(SB_SYSTEMS[1:], start=1):
+        other = stats[k]
+        obs = cm(other.sum(0)) - cm(base.sum(0))
+        null = np.abs(cm(swap @ base + ~swap @ other) - cm(~swap @ base + swap @ other))
+        assert (np.sum(null > abs(obs)) + 1) / (SB_AR + 1) == pytest.approx(sb["ar"][s],
+                                                                            abs=1e-12)
+        dist = cm(counts @ other) - cm(counts @ base)
+        with pytest.warns(CompatibilityWarning, match="over-rejects"):
+            p = bootstrap_pvalues(np.asarray(obs), dist, alternative="two-sided",
+                                  null_value=0.0, method="sacrebleu")
+        assert float(p) == pytest.approx(sb["bs"][s], abs=1e-12)
+
+
+@needs_wmt
+def test_compare_pvalues_agree_with_sacrebleu_within_monte_carlo_error(sb_paired):
+    import multistat as ms
+    from multistat.errors import CompatibilityWarning
+    study, sb = sb_paired
+    B = 10_000
+    ar = ms.compare(study, tests=("permutation", "bootstrap"), pairs="baseline:LIUM-NMT",
+                    n_resamples=B, seed=0, effect_sizes=False)
+    with pytest.warns(CompatibilityWarning):
+        compat = ms.compare(study, tests=("bootstrap",), pairs="baseline:LIUM-NMT",
+                            n_resamples=2000, seed=0, effect_sizes=False,
+                            bootstrap_pvalue="sacrebleu")
+    for s in SB_SYSTEMS[1:]:
+        p_sb, p_ms = sb["ar"][s], _p(ar, s, "permutation")
+        # sacrebleu counts |null| > |obs|; multistat doubles the smaller tail: binomial
+        # variances p(1-p)/B and 2p(1-p/2)/B
+        se = np.sqrt(p_sb * (1 - p_sb) / SB_AR + 2 * p_sb * (1 - p_sb / 2) / B)
+        assert abs(p_ms - p_sb) <= 4 * se + 1e-3, (s, p_ms, p_sb)
+        # multistat's (shifted) bootstrap p agrees with its own AR p on the same data
+        p_boot = _p(ar, s, "bootstrap")
+        assert abs(p_boot - p_ms) <= 0.25 * p_ms + 0.01, (s, p_boot, p_ms)
+        # the compatibility option reproduces sacrebleu's bs numbers (other plans)
+        p_bs, p_c = sb["bs"][s], _p(compat, s, "bootstrap")
+        se = np.sqrt(p_bs * (1 - p_bs) * (1 / SB_BS + 1 / 2000)) + 1 / SB_BS
+        assert abs(p_c - p_bs) <= 4 * se, (s, p_c, p_bs)
+        # ... and it is roughly half the correct p where the latter is not tiny
+        if p_ms > 0.1:
+            assert p_c < 0.75 * p_boot
