@@ -165,7 +165,8 @@ def _lazy_units(ds, size, statistic, seed, remainder):
     order = _order(name, n, seed)
     kinds = ds.kind.values
     k = len(partition(n, size, remainder))
-    score = ds[cube.SCORE].data  # dask (system, metric, instance), instance in one chunk
+    # dask (system, metric, instance); a unit may span instance chunks: make it one chunk
+    score = ds[cube.SCORE].data.rechunk({2: -1})
 
     def block(x, block_info=None):
         m0, m1 = block_info[0]["array-location"][1]

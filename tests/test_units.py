@@ -215,6 +215,16 @@ class TestLazy:
             xr.testing.assert_identical(computed[name], ds)
 
 
+    def test_chunks_over_instances(self):
+        # chunked by the user over instances too: units span the chunk borders
+        study = toy()
+        ds = cube.datasets(study)["toy"].chunk({"instance": 5, "system": 3})
+        lazy = evaluation_units(cube.make_study([ds]), size=3)
+        assert isinstance(cube.datasets(lazy)["toy"].score.data, da.Array)
+        xr.testing.assert_identical(cube.datasets(lazy)["toy"].compute(),
+                                    cube.datasets(evaluation_units(study, size=3))["toy"])
+
+
 class TestErrors:
     def test_size_zero(self):
         with pytest.raises(ParameterError, match=r"`size` must be an integer >= 1; got 0"):
