@@ -406,3 +406,70 @@ def test_compare_pvalues_agree_with_sacrebleu_within_monte_carlo_error(sb_paired
         # ... and it is roughly half the correct p where the latter is not tiny
         if p_ms > 0.1:
             assert p_c < 0.75 * p_boot
+
+
+# --------------------------------------------------------------------------- command line
+def _cli_app():
+    import typer
+
+    from multistat._cli_corpus import load_labels_command, load_mt_command
+    app = typer.Typer()
+    app.command("load-mt")(load_mt_command)
+    app.command("load-labels")(load_labels_command)
+    return app
+
+
+def test_cli_load_mt_table_and_text_folder(tmp_path):
+    from typer.testing import CliRunner
+    hyp = pd.DataFrame({"system": ["a"] * 3 + ["b"] * 3, "segment": [0, 1, 2] * 2,
+                        "hypothesis": ["The cat sat", "a dog", "hello world",
+                                       "the cat", "dog", "Hello there world"]})
+    ref = pd.DataFrame({"segment": [0, 1, 2], "reference": ["the cat sat", "a dog barks",
+                                                            "hello world"]})
+    hyp.to_csv(tmp_path / "hyp.tsv", sep="\t", index=False)
+    ref.to_csv(tmp_path / "ref.tsv", sep="\t", index=False)
+    runner = CliRunner()
+    res = runner.invoke(_cli_app(), ["load-mt", str(tmp_path / "hyp.tsv"),
+                                     str(tmp_path / "ref.tsv"), "--metrics", "bleu,ter",
+                                     "--lowercase", "--smooth-method", "floor",
+                                     "--sacrebleu-option", "ter_case_sensitive=true",
+                                     "--out", str(tmp_path / "s.nc")])
+    assert res.exit_code == 0, res.output
+    assert "2 systems x 2 metrics x 3 instances" in res.output
+    study = cube.open_study(tmp_path / "s.nc")
+    ds = study[list(study.children)[0]].to_dataset()
+    sig = json.loads(ds.attrs["sacrebleu"])
+    assert "case:lc" in sig["bleu"] and "case:mixed" in sig["ter"]
+    direct = load_translations(hyp, ref, metrics="bleu,ter", lowercase=True,
+                               smooth_method="floor", ter_case_sensitive=True)
+    assert _corpus_scores(study, "bleu") == pytest.approx(_corpus_scores(direct, "bleu"))
+    # plain-text folder, one file per system
+    folder = tmp_path / "systems"
+    folder.mkdir()
+    for s, g in hyp.groupby("system"):
+        (folder / f"{s}.txt").write_text("\n".join(g.hypothesis) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(ref.reference) + "\n", encoding="utf-8")
+    res = runner.invoke(_cli_app(), ["load-mt", str(folder), str(tmp_path / "ref.txt"),
+                                     "--metrics", "chrf", "--out", str(tmp_path / "t.nc")])
+    assert res.exit_code == 0, res.output
+    assert set(cube.open_study(tmp_path / "t.nc")["translations"].system.values) == {"a", "b"}
+    res = runner.invoke(_cli_app(), ["load-mt", str(tmp_path / "hyp.tsv"),
+                                     str(tmp_path / "ref.tsv"), "--sacrebleu-option", "x"])
+    assert isinstance(res.exception, ParameterError)
+    assert "expected KEY=VALUE" in str(res.exception)
+    res = runner.invoke(_cli_app(), ["load-mt", str(tmp_path / "none*.txt"),
+                                     str(tmp_path / "ref.txt")])
+    assert isinstance(res.exception, InputFileError)
+    assert "no system files found" in str(res.exception)
+
+
+def test_cli_load_labels(tmp_path):
+    from typer.testing import CliRunner
+    frame, _, _ = _label_frame(2, n=40)
+    frame.to_csv(tmp_path / "cls.csv", index=False)
+    res = CliRunner().invoke(_cli_app(), ["load-labels", str(tmp_path / "cls.csv"),
+                                          "--metrics", "accuracy,micro_f1,macro_f1",
+                                          "--out", str(tmp_path / "c.nc")])
+    assert res.exit_code == 0, res.output
+    study = cube.open_study(tmp_path / "c.nc")
+    assert study["cls"].metric.values.tolist() == ["accuracy", "micro_f1", "macro_f1"]
