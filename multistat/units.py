@@ -106,8 +106,19 @@ def _units_of_dataset(ds: xr.Dataset, size: int, statistic: str, seed, remainder
         corpus_fn=ds.corpus_fn.values, stats=stats)
     sizes = np.array([len(g) for g in groups_all])
     return out.assign_coords(unit_n=("instance", sizes)).assign_attrs(
-        unit_size=size, unit_statistic=statistic, unit_seed=-1 if seed is None else seed,
+        unit_size=size, unit_statistic=statistic, unit_seed=_seed_attr(seed),
         unit_remainder=remainder, instances_before_units=n)
+
+
+def _seed_attr(seed):
+    """The seed as a NetCDF-storable attribute: -1 for none, a SeedSequence's entropy
+    (as text when it does not fit in int64)."""
+    if seed is None:
+        return -1
+    if isinstance(seed, np.random.SeedSequence):
+        seed = seed.entropy
+        return int(seed) if isinstance(seed, int) and seed < 2**63 else str(seed)
+    return seed
 
 
 def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", seed=None,

@@ -195,6 +195,16 @@ class TestShuffle:
         assert cube.datasets(a)["toy"].attrs["unit_seed"] == 0
 
 
+    def test_seed_sequence(self, tmp_path):
+        # a SeedSequence is the same seed as its entropy, and the result can be saved
+        study = toy()
+        a = evaluation_units(study, size=3, seed=np.random.SeedSequence(5))
+        xr.testing.assert_identical(a, evaluation_units(study, size=3, seed=5))
+        big = evaluation_units(study, size=3, seed=np.random.SeedSequence(2**70))
+        assert cube.datasets(big)["toy"].attrs["unit_seed"] == str(2**70)
+        xr.testing.assert_identical(cube.open_study(cube.save(big, tmp_path / "b.nc")), big)
+
+
 class TestLazy:
     @pytest.mark.parametrize("kw", [{"size": 3}, {"size": 4, "statistic": "median", "seed": 5},
                                     {"size": 4, "remainder": "drop"}])
