@@ -4,7 +4,9 @@ NLPStatTest (manual section 3.1 and appendix C.1) averages sentence-level scores
 *evaluation units* before testing. The default partition is NLPStatTest's: the instances
 (after an optional seeded shuffle, identical for every system so pairs stay paired) are
 split with :func:`numpy.array_split` into ``k = n // size`` consecutive units, so units
-hold ``size`` or ``size + 1`` instances. ``remainder="drop"`` instead keeps the
+hold ``ceil(n / k)`` (the first ``n mod k``) or ``floor(n / k)`` instances: ``size`` or
+``size + 1`` whenever ``n >= size**2``, more when few units share the remainder
+(``n = 13, size = 5``: units of 7 and 6). ``remainder="drop"`` instead keeps the
 ``k`` full units of exactly ``size`` instances and leaves out the last ``n - k * size``.
 
 Corpus metrics (``kind == "corpus"``) have their sufficient statistics *summed* within a
@@ -132,8 +134,8 @@ def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", 
     statistic : ``"mean"`` or ``"median"`` of the instances in a unit
     seed : None (no shuffle, NLPStatTest's default) or a non-negative int: shuffle the
         instances with this seed first, identically for every system and metric
-    remainder : ``"spread"`` (``numpy.array_split`` into ``n // size`` units of ``size``
-        or ``size + 1``, NLPStatTest-compatible) or ``"drop"`` (only full units)
+    remainder : ``"spread"`` (``numpy.array_split`` into ``n // size`` units that share
+        the remainder, NLPStatTest-compatible) or ``"drop"`` (only full units)
 
     Returns
     -------

@@ -253,6 +253,13 @@ class TestDescriptives:
         assert swapped["mean_diff"] == pytest.approx(-listed.iloc[0]["mean_diff"])
         assert swapped["skewness"] == pytest.approx(-listed.iloc[0]["skewness"])
 
+    def test_units_with_dropped_instances(self, toy_study):
+        # "toy" m2 keeps 20 of 23 instances: 6 units of size 3, then a NaN unit
+        table = analyze(evaluation_units(toy_study, size=3), datasets="toy")
+        assert set(table.loc[table["metric"] == "m2", "n"]) == {6}
+        assert set(table.loc[table["metric"] == "m1", "n"]) == {7}
+        assert table["mean_diff"].notna().all()
+
     def test_dask_study_same_result(self, toy_study):
         pd.testing.assert_frame_equal(analyze(cube.chunk(toy_study, system=2)),
                                       analyze(toy_study))

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import xarray as xr
 from conftest import DATA_FILE, ComputeCounter, needs_data, small_dataset
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from multistat import cube
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
@@ -36,14 +38,18 @@ def direct_units(x, size, reduce=np.mean, remainder="spread"):
 
 
 class TestPartition:
-    @pytest.mark.parametrize("n, size", [(23, 3), (2001, 7), (10, 5), (11, 5), (99, 1)])
-    def test_nlpstattest_partition(self, n, size):
+    @pytest.mark.parametrize("n, size, expected", [
+        (23, 3, [4, 4, 3, 3, 3, 3, 3]), (2001, 7, [8] * 6 + [7] * 279), (10, 5, [5, 5]),
+        (11, 5, [6, 5]), (99, 1, [1] * 99),
+        # 13 // 5 = 2 units share a remainder of 3: units of 7 and 6, not 5 or 6
+        (13, 5, [7, 6])])
+    def test_nlpstattest_partition(self, n, size, expected):
         groups = partition(n, size)
         k = n // size
         assert len(groups) == k
-        # units hold size or size + 1 instances, larger ones first, cover 0..n-1 in order
+        # larger units first, cover 0..n-1 in order (expected sizes worked out by hand)
         lengths = [len(g) for g in groups]
-        assert set(lengths) <= {size, size + 1}
+        assert lengths == expected
         assert lengths == sorted(lengths, reverse=True)
         np.testing.assert_array_equal(np.concatenate(groups), np.arange(n))
         for g, ref in zip(groups, np.array_split(np.arange(n), k)):
@@ -53,6 +59,31 @@ class TestPartition:
         groups = partition(23, 3, "drop")
         assert [len(g) for g in groups] == [3] * 7
         np.testing.assert_array_equal(np.concatenate(groups), np.arange(21))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 300), data=st.data())
+def test_partition_property(n, data):
+    """Any n and size: numpy.array_split units covering every instance once; unit means
+    weighted by unit sizes give back the total (nothing lost or counted twice)."""
+    size = data.draw(st.integers(2, n // 2)) if n >= 4 else 1
+    groups = partition(n, size)
+    k = n // size
+    assert len(groups) == k
+    # array_split: the first n mod k units hold ceil(n / k), the others floor(n / k)
+    lengths = [len(g) for g in groups]
+    assert lengths == [-(-n // k)] * (n % k) + [n // k] * (k - n % k)
+    assert min(lengths) >= size
+    if n >= size**2:  # then the remainder never gives a unit more than one extra
+        assert max(lengths) <= size + 1
+    np.testing.assert_array_equal(np.concatenate(groups), np.arange(n))
+    if size == 1:
+        return
+    x = np.random.default_rng(n).normal(size=(2, 1, n))
+    ds = cube.make_dataset("p", x, systems="ab", metrics=["m"], instances=range(n))
+    out = cube.datasets(evaluation_units(cube.make_study([ds]), size=size))["p"]
+    np.testing.assert_allclose((out.score.values * out.unit_n.values).sum(-1),
+                               x.sum(-1), rtol=1e-10, atol=1e-10)
 
 
 class TestValues:
