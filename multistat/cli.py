@@ -259,8 +259,13 @@ def compare_cmd(
 
 
 def _mount_subapps():
+    from multistat._cli_corpus import load_labels_command, load_mt_command
     from multistat._cli_report import report_command
 
+    app.command("load-mt", help="Machine-translation outputs + references -> a study of "
+                "corpus BLEU/chrF/TER sufficient statistics (sacrebleu).")(load_mt_command)
+    app.command("load-labels", help="Gold and predicted labels -> a study of accuracy, "
+                "precision/recall/F1 statistics.")(load_labels_command)
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
                 "self-contained HTML report from a compare table.")(report_command)
     try:
