@@ -286,9 +286,10 @@ def test_heatmap_readable_at_25_systems(full):
 
 
 def test_scale_factor():
-    assert plots._scale(np.array([0.24, -0.01]), False) == (10.0, 1)
-    assert plots._scale(np.array([0.081]), False) == (100.0, 1)
-    assert plots._scale(np.array([3.0]), False) == (1.0, 1)
+    assert plots._scale(np.array([0.24, -0.01]), False) == (100.0, 1)
+    assert plots._scale(np.array([0.081]), False) == (100.0, 2)
+    assert plots._scale(np.array([0.004]), False) == (1000.0, 2)
+    assert plots._scale(np.array([3.0]), False) == (1.0, 2)
     assert plots._scale(np.array([11.2]), False) == (1.0, 1)
     assert plots._scale(np.array([250.0]), False) == (1.0, 0)
     assert plots._scale(np.array([0.3]), True) == (1.0, 2)

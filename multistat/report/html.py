@@ -249,6 +249,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
     # ------------------------------------------------------------------ families
     fam_html = []
+    by_family = dict(list(res.groupby(["dataset", "metric"], sort=False)))
     for (ds, metric), t in chosen.items():
         slug = _slug(ds, metric)
         anchor = "dm-" + slug
@@ -256,6 +257,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         lb = lb_all[(lb_all["dataset"] == ds) & (lb_all["metric"] == metric)]
         pw = pw_all[(pw_all["dataset"] == ds) & (pw_all["metric"] == metric)]
         ck = ck_all[(ck_all["dataset"] == ds) & (ck_all["metric"] == metric)]
+        ck_shown = ck[ck["test"].str.rsplit(" (", n=1).str[0] == t]
         lbd = _tables.leaderboard_display(lb)
         pwd = _tables.pairwise_display(pw)
         cap = f"{ds} / {metric}"
@@ -277,7 +279,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                       "Scores with confidence intervals, best at the top."))
         h.append("</div>")
         h.append("<h3>Who beats whom</h3>")
-        fig = _plots.heatmap(res, ds, metric, test=t, annotate=annotate,
+        fig = _plots.heatmap(by_family[(ds, metric)], ds, metric, test=t, annotate=annotate,
                              order=list(lb["system"]))
         png = _plots.save_png(fig, figdir / f"heatmap_{slug}.png", dpi=dpi)
         h.append(_img(png, f"pairwise heatmap of {ds} {metric}",
@@ -289,10 +291,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         h.append(_table(pwd, cls="pairwise", attrs={"data-dataset": ds,
                                                     "data-metric": metric}))
         h.append("</details>")
-        h.append(f"<h3>Reporting checklist</h3><details><summary>{len(ckd)} rows (every "
-                 "test): test, α, n, estimate and effect size with CI, p before and after "
-                 "correction, power</summary>")
-        h.append(_table(ckd, cls="checklist"))
+        h.append(f"<h3>Reporting checklist</h3><details><summary>{len(ck_shown)} "
+                 f"comparisons ({_e(t)} test; every test in <code>tables/checklist_"
+                 f"{_e(slug)}.md</code>): test, α, n, estimate and effect size with CI, p "
+                 "before and after correction, power</summary>")
+        h.append(_table(ck_shown.drop(columns=["dataset", "metric"]), cls="checklist"))
         h.append("</details>")
         if analysis is not None:
             an = analysis[(analysis["dataset"].astype(str) == ds)

@@ -52,17 +52,21 @@ def _labels(names) -> list[str]:
 
 
 def _scale(values: np.ndarray, standardized: bool) -> tuple[float, int]:
-    """Factor (power of ten) and decimals so the largest |value| prints in 2–3 digits."""
+    """Factor (power of ten) and decimals so the largest |value| prints with ~3 digits.
+
+    Differences below 1 (proportions, ROUGE, accuracy) are shown × 100 ("points") or more
+    when they are below 0.01; standardized effects are printed as they are.
+    """
     finite = np.abs(values[np.isfinite(values)])
     big = float(finite.max()) if finite.size else 0.0
     if standardized or big == 0:
         return 1.0, 2
+    factor = 1.0
     if big < 1:
-        k = math.ceil(-math.log10(big))
-        if big * 10 ** k >= 10 - 1e-12:
-            k -= 1
-        return 10.0 ** k, 1
-    return 1.0, (1 if big < 100 else 0)
+        k = max(2, math.ceil(-math.log10(big) - 1e-12))
+        factor = 10.0 ** k
+    scaled = big * factor
+    return factor, (2 if scaled < 10 else (1 if scaled < 100 else 0))
 
 
 def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | None = None,
@@ -374,13 +378,24 @@ def _fmt_level(v) -> str:
     return str(v)
 
 
-def save_png(fig: Figure, path=None, *, dpi: int = 110) -> bytes:
-    """PNG bytes of ``fig`` (also written to ``path`` when given); metadata without dates."""
+def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64) -> bytes:
+    """PNG bytes of ``fig`` (also written to ``path`` when given).
+
+    ``colors``: quantize to a palette of that many colours (fast octree; the figures are
+    flat colours and anti-aliased text, so 64 colours look the same at a third of the
+    size); None keeps full RGBA. The PNG carries no date, so reruns are byte-identical.
+    """
+    from PIL import Image
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    if colors:
+        img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+        img = img.quantize(colors=colors, method=Image.Quantize.FASTOCTREE)
+        buf = io.BytesIO()
+        img.save(buf, format="PNG")
     data = buf.getvalue()
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_bytes(data)
     return data
-

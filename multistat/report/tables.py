@@ -156,6 +156,7 @@ def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | N
                               system=scores["system"].astype(str)
                               ).set_index(["dataset", "metric", "system"])
         given = given[~given.index.duplicated()]
+        given = dict(zip(given.index, given.to_dict("records")))
     cube = _study_datasets(study)
     from_cols = _scores_from_columns(results)
     for (ds, metric), systems in keys.items():
@@ -165,8 +166,8 @@ def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | N
                    "ci_low": np.nan, "ci_high": np.nan, "confidence_level": level,
                    "ci_method": ""}
             key = (ds, metric, system)
-            if given is not None and key in given.index:
-                g = given.loc[key]
+            if given is not None and key in given:
+                g = given[key]
                 row.update(score=float(g["score"]), ci_low=float(g.get("ci_low", np.nan)),
                            ci_high=float(g.get("ci_high", np.nan)),
                            confidence_level=float(g.get("confidence_level", level)),
@@ -578,9 +579,12 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "−": "$-$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--"}
 
 
+_LATEX_TABLE = str.maketrans(_LATEX_SPECIAL)
+
+
 def latex_escape(text) -> str:
     """Escape LaTeX special characters of one cell (user strings are never markup)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    return str(text).translate(_LATEX_TABLE)
 
 
 def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None
