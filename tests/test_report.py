@@ -442,3 +442,17 @@ def test_report_command_end_to_end(evil_study, tmp_path):
     assert isinstance(bad.exception, ParameterError)
     assert re.search(r"`--histograms` must be one of 'top2', 'none'; got 'all'",
                      str(bad.exception))
+
+
+def test_heatmap_baseline_pairs_leave_cells_empty(study):
+    res = ms.compare(study, tests=("t",), pairs="baseline:abs/bart_out", effect_sizes=False)
+    fig = plots.heatmap(res, "realsumm", "rouge_1_f_score", study=study)
+    ax = fig.axes[0]
+    k = len(SYSTEMS)
+    codes = ax.images[0].get_array()
+    # only the baseline's row and column are filled: 2 (k - 1) cells
+    assert int((codes != 3).sum()) == 2 * (k - 1)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[-1] == "not compared"
+    lb = tables.leaderboard(res, study=study)
+    assert set(lb.loc[lb["system"] != "abs/bart_out", "compared"]) == {1}

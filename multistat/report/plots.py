@@ -300,7 +300,10 @@ def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *
     for ax in axes:
         ax.tick_params(labelsize=7)
         ax.set_ylabel("count", fontsize=8)
-    fig.suptitle(_t(f"{_short(dataset, 50)} · {_short(metric, 50)}"), fontsize=10)
+    kind = str(ds["kind"].sel(metric=metric).values) if "kind" in ds.coords else "mean"
+    note = " (per-instance scores of a corpus metric; the corpus score is not their mean)" \
+        if kind == "corpus" else ""
+    fig.suptitle(_t(f"{_short(dataset, 50)} · {_short(metric, 50)}{note}"), fontsize=10)
     fig.subplots_adjust(left=0.055, right=0.99, bottom=0.15, top=0.83, wspace=0.28)
     return fig
 
