@@ -1,0 +1,66 @@
+"""The pipelines/ templates: rendered by real DVC, every command and flag exists."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _env() -> dict:
+    return dict(os.environ, DVC_NO_ANALYTICS="1",
+                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def _run(args, cwd) -> subprocess.CompletedProcess:
+    out = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def _init(project: Path) -> None:
+    _run(["git", "init", "-q"], project)
+    _run([str(BIN / "dvc"), "init", "-q"], project)
+    _run([str(BIN / "dvc"), "config", "core.analytics", "false"], project)
+
+
+def _cli_options(words: list[str]) -> set[str]:
+    """Option names the ``multistat`` subcommand named by ``words`` accepts."""
+    import typer
+
+    from multistat import cli
+
+    cmd = typer.main.get_command(cli.app)
+    while words and hasattr(cmd, "commands") and words[0] in cmd.commands:
+        cmd = cmd.commands[words.pop(0)]
+    return {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+
+
+@pytest.mark.parametrize("template", ["two-systems", "shared-task", "power-planning"])
+def test_templates_render_to_valid_commands(template, tmp_path):
+    # every ${...} resolves (DVC renders the stages) and every flag exists in the CLI
+    project = tmp_path / "repo"
+    shutil.copytree(ROOT / "pipelines" / template, project / "pipelines" / template)
+    _init(project)
+    code = ("from dvc.repo import Repo\n"
+            "for s in Repo('.').index.stages: print(s.addressing, '\\t', s.cmd)")
+    out = _run([sys.executable, "-c", code], project / "pipelines" / template)
+    cmds = dict(line.split(" \t ", 1) for line in out.stdout.strip().splitlines())
+    names = {n.split(":")[-1].split("@")[0] for n in cmds}
+    assert names == {"load", "units", "analyze", "compare", "power", "report"}
+    for name, cmd in cmds.items():
+        assert "${" not in cmd, name
+        words = cmd.split()
+        assert words[0] == "multistat"
+        sub = [w for w in words[1:3] if not w.startswith("-") and "/" not in w
+               and "." not in w]
+        flags = {w for w in words if w.startswith("--")}
+        assert flags <= _cli_options(sub), (name, flags - _cli_options(sub))
