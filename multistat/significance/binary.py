@@ -28,7 +28,7 @@ def _check_binary(name: str, a: np.ndarray) -> None:
         first = a[bad].flat[0]
         raise TestNotApplicableError(
             f"McNemar's test needs binary (0/1) scores; `{name}` has {int(bad.sum())} value(s) "
-            f"outside {{0, 1}} (e.g. {first!r}); use a test for continuous metrics "
+            f"outside {{0, 1}} (e.g. {float(first)!r}); use a test for continuous metrics "
             "('t', 'wilcoxon', 'sign', 'bootstrap', 'permutation')"
         )
 
