@@ -5,6 +5,14 @@ built with the object-oriented API (:class:`matplotlib.figure.Figure`, no pyplot
 drawing is thread-safe and needs no display. Colours come from the Okabe-Ito /
 seaborn ``"colorblind"`` palette, distinguishable under the common colour-vision
 deficiencies; significance is also spelled out in the legend, never by colour alone.
+
+References
+----------
+Zhu, H. et al. (2020). NLPStatTest: A Toolkit for Comparing NLP System Performance.
+AACL-IJCNLP 2020 System Demonstrations, ACL Anthology 2020.aacl-demo.7 (Figure 4: the
+pairwise significance heatmap of the WMT17 systems; the data-analysis histograms).
+Okabe, M., Ito, K. (2008). Color Universal Design (CUD): How to make figures and
+presentations that are friendly to colorblind people. https://jfly.uni-koeln.de/color/
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ matrices for drawing are made here and never stored.
 Who "wins" a comparison is decided by the metric's ``higher_is_better`` (a column of the
 compare table, or the study's metric metadata), never by the sign convention of the test:
 ``estimate`` is always ``a − b``.
+
+References
+----------
+Zhu, H., Mak, D., Gioannini, J., Xia, F. (2020). NLPStatTest: A Toolkit for Comparing NLP
+System Performance. AACL-IJCNLP 2020 System Demonstrations, ACL Anthology
+2020.aacl-demo.7 (§2.3 "Reporting Test Results": the items of :func:`checklist`).
 """
 
 from __future__ import annotations
