@@ -212,7 +212,7 @@ def test_pairwise_table_and_checklist(results):
     assert (t_rows["correction"] == "holm over realsumm | " + t_rows["metric"] + " | t").all()
     first = results[results["test"] == "t"].iloc[0]
     r0 = t_rows.iloc[0]
-    assert r0["n"] == "100" and r0["alpha"] == "0.0500"
+    assert r0["n"] == "100" and r0["alpha"] == "0.05"
     assert r0["estimate_ci"].startswith(tables._fmt(first["estimate"]) + " [")
     assert r0["power"] == tables._fmt(first["power"])
     with pytest.raises(ParameterError, match=r"`effect` must be 'auto' or one of"):
@@ -456,3 +456,16 @@ def test_heatmap_baseline_pairs_leave_cells_empty(study):
     assert labels[-1] == "not compared"
     lb = tables.leaderboard(res, study=study)
     assert set(lb.loc[lb["system"] != "abs/bart_out", "compared"]) == {1}
+
+
+def test_choose_effect_follows_the_test():
+    nan = float("nan")
+    row = {"test": "t", "statistic_kind": "mean", "cohens_d": 0.2, "hedges_g": 0.19,
+           "wilcoxon_r": 0.1, "hodges_lehmann": 0.5}
+    assert tables.choose_effect(row) == "cohens_d"
+    assert tables.choose_effect({**row, "test": "wilcoxon"}) == "wilcoxon_r"
+    assert tables.choose_effect({**row, "test": "sign", "statistic_kind": "median"}) == \
+        "hodges_lehmann"
+    # corpus metrics: every effect NaN -> none reported
+    assert tables.choose_effect({**row, **dict.fromkeys(tables.EFFECTS, nan)}) == ""
+    assert tables.choose_effect(row, "hedges_g") == "hedges_g"

@@ -407,8 +407,9 @@ def pairwise_table(results: pd.DataFrame, *, test: str | None = None,
 def choose_effect(row: Mapping, effect: str = "auto") -> str:
     """Name of the effect-size column to report for one row ("" if none available).
 
-    ``"auto"``: Cohen's d_z for mean statistics, Hodges-Lehmann for median statistics
-    (then the other effect columns in order), the first one that is not NaN.
+    ``"auto"``: the effect that matches the test's statistic — Wilcoxon r for the Wilcoxon
+    test, Hodges-Lehmann for median statistics, Cohen's d_z otherwise (then the other
+    effect columns in order) — the first one that is not NaN.
     """
     if effect != "auto":
         if effect not in EFFECTS:
@@ -416,7 +417,9 @@ def choose_effect(row: Mapping, effect: str = "auto") -> str:
                                  f"{effect!r}")
         return effect if effect in row else ""
     prefs = list(EFFECTS)
-    if str(row.get("statistic_kind", "mean")) == "median":
+    if str(row.get("test", "")) == "wilcoxon":
+        prefs = ["wilcoxon_r", "hodges_lehmann", "cohens_d", "hedges_g"]
+    elif str(row.get("statistic_kind", "mean")) == "median":
         prefs = ["hodges_lehmann", "wilcoxon_r", "cohens_d", "hedges_g"]
     for e in prefs:
         v = row.get(e, np.nan)
@@ -464,7 +467,7 @@ def checklist(results: pd.DataFrame, *, test: str | None = None, effect: str = "
             "dataset": r["dataset"], "metric": r["metric"],
             "comparison": f"{r['system_a']} − {r['system_b']}",
             "test": f"{r['test']} ({alt})",
-            "alpha": _fmt(r["alpha"]),
+            "alpha": f"{float(r['alpha']):g}",
             "n": "not computed" if not _finite(r.get("n")) else str(int(r["n"])),
             "estimate_ci": _with_ci(r.get("estimate"), r.get("ci_low"), r.get("ci_high"),
                                     pct),
