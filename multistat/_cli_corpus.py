@@ -86,6 +86,9 @@ def load_mt_command(
     sacrebleu_option: Annotated[Optional[list[str]], typer.Option(
         help="any other sacrebleu metric option KEY=VALUE (repeatable), e.g. "
              "chrf_word_order=2, ter_case_sensitive=true")] = None,
+    n_jobs: Annotated[int, typer.Option(
+        help="worker processes for the statistics extraction (helps TER on idle cores)")] =
+    1,
 ):
     """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu)."""
     from multistat import cube
@@ -104,7 +107,8 @@ def load_mt_command(
     study = load_translations(
         files if files is not None else Path(hypotheses), references, metrics=metrics,
         system_col=system_col, segment_col=segment_col, text_col=text_col,
-        reference_col=refs[0] if len(refs) == 1 else refs, dataset=dataset, **options)
+        reference_col=refs[0] if len(refs) == 1 else refs, dataset=dataset,
+        n_jobs=n_jobs, **options)
     cube.save(study, out)
     _echo_summary(study)
     typer.echo(f"wrote {out}")

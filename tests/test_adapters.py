@@ -473,3 +473,14 @@ def test_cli_load_labels(tmp_path):
     assert res.exit_code == 0, res.output
     study = cube.open_study(tmp_path / "c.nc")
     assert study["cls"].metric.values.tolist() == ["accuracy", "micro_f1", "macro_f1"]
+
+
+@needs_wmt
+def test_parallel_extraction_equals_serial(wmt):
+    hyp, ref = _subset(wmt, ["LIUM-NMT", "C-3MA", "xmu"], 100)
+    serial = load_translations(hyp, ref, metrics="bleu,chrf")
+    forked = load_translations(hyp, ref, metrics="bleu,chrf", n_jobs=2)
+    np.testing.assert_array_equal(serial["translations"].stats.values,
+                                  forked["translations"].stats.values)
+    with pytest.raises(ParameterError, match="`n_jobs` must be an integer >= 1"):
+        load_translations(hyp, ref, n_jobs=0)
