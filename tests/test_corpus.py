@@ -285,3 +285,19 @@ def test_type_one_error_sacrebleu_bootstrap_pvalue_over_rejects():
     assert rate["sacrebleu"] >= 0.09 and rate["sacrebleu"] >= rate["shifted"] + 0.035, rate
     # Moses' p tops out near 0.4 even when the observed difference is about 0
     assert moses.p_value.max() < 0.5 and shifted.p_value.max() > 0.9
+
+
+def test_evaluation_units_sum_corpus_statistics():
+    # expected behaviour agreed with units.py: statistics of a unit's instances are summed
+    # (a unit is a small corpus), so the corpus score of every system is unchanged
+    import multistat as ms
+    from multistat.adapters import from_statistics
+    rng = np.random.default_rng(8)
+    stats = _random_bleu_stats(rng, 3 * 50).reshape(3, 50, -1)
+    study = from_statistics(stats, "bleu")
+    units = ms.evaluation_units(study, size=5)
+    ds = units["statistics"].to_dataset()
+    assert ds.sizes["instance"] == 10 and ds.kind.values.tolist() == ["corpus"]
+    np.testing.assert_allclose(corpus_score(ds.stats.values[:, 0], "bleu"),
+                               corpus_score(stats, "bleu"), atol=1e-12)
+    np.testing.assert_array_equal(ds.stats.values[:, 0, 0], stats[:, :5].sum(1))
