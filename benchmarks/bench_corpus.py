@@ -27,7 +27,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-
 from _common import SHARED_DATA, machine, table
 
 DATA = SHARED_DATA / "wmt17-en-de"
@@ -66,9 +65,10 @@ def main(argv=None):
     ap.add_argument("--ter", action="store_true", help="also extract and check TER")
     args = ap.parse_args(argv)
     os.environ.setdefault("SACREBLEU_SEED", "12345")
+    from sacrebleu.significance import PairedTest
+
     import multistat as ms
     from multistat.errors import CompatibilityWarning
-    from sacrebleu.significance import PairedTest
 
     hyp = pd.read_csv(DATA / "hypotheses.tsv.gz", sep="\t", keep_default_na=False)
     ref = pd.read_csv(DATA / "references.tsv.gz", sep="\t", keep_default_na=False)
@@ -79,7 +79,6 @@ def main(argv=None):
     print(machine(), "| load average", os.getloadavg())
 
     # ------------------------------------------------------------------ extraction
-    metrics = ["bleu", "chrf"] + (["ter"] if args.ter else [])
     rows = []
     t_ms, study = extraction(["bleu", "chrf"])
     ours = corpus_scores(study)
@@ -216,8 +215,8 @@ def exact_reproduction(study, sb_stats, named, refs):
     and p-value rules (AR: strict > on |diff|; bs: compatibility formula)."""
     from multistat import cube
     from multistat.corpus import get_corpus_metric
-    from multistat.significance.resampling import bootstrap_pvalues
     from multistat.errors import CompatibilityWarning
+    from multistat.significance.resampling import bootstrap_pvalues
     ds = next(iter(cube.datasets(study).values()))
     n = ds.sizes["instance"]
     seed = int(os.environ.get("SACREBLEU_SEED", "12345"))

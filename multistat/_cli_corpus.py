@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -66,7 +66,7 @@ def load_mt_command(
     Path("study.nc"),
     metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, ter")] =
     "bleu,chrf",
-    dataset: Annotated[Optional[str], typer.Option(
+    dataset: Annotated[str | None, typer.Option(
         help="dataset name (default: folder of the hypotheses table, or 'translations')")] =
     None,
     system_col: Annotated[str, typer.Option(help="system column of the table")] = "system",
@@ -75,15 +75,15 @@ def load_mt_command(
     text_col: Annotated[str, typer.Option(help="hypothesis column")] = "hypothesis",
     reference_col: Annotated[str, typer.Option(
         help="reference column(s), comma-separated for several references")] = "reference",
-    tokenize: Annotated[Optional[str], typer.Option(
+    tokenize: Annotated[str | None, typer.Option(
         help="BLEU tokenizer (sacrebleu: 13a, intl, zh, char, none, ...)")] = None,
     lowercase: Annotated[bool, typer.Option(
         help="lowercase before BLEU and chrF (sacrebleu -lc)")] = False,
-    smooth_method: Annotated[Optional[str], typer.Option(
+    smooth_method: Annotated[str | None, typer.Option(
         help="BLEU smoothing: exp | floor | add-k | none")] = None,
-    smooth_value: Annotated[Optional[float], typer.Option(
+    smooth_value: Annotated[float | None, typer.Option(
         help="value for floor / add-k smoothing")] = None,
-    sacrebleu_option: Annotated[Optional[list[str]], typer.Option(
+    sacrebleu_option: Annotated[list[str] | None, typer.Option(
         help="any other sacrebleu metric option KEY=VALUE (repeatable), e.g. "
              "chrf_word_order=2, ter_case_sensitive=true")] = None,
     n_jobs: Annotated[int, typer.Option(
@@ -123,7 +123,7 @@ def load_labels_command(
         help="comma-separated: accuracy, macro_f1, micro_f1, macro_precision, "
              "macro_recall, micro_precision, micro_recall, precision, recall, f1 (one per "
              "class) or f1[<class>]")] = "accuracy,macro_f1",
-    dataset: Annotated[Optional[str], typer.Option(help="dataset name (default: stem)")] =
+    dataset: Annotated[str | None, typer.Option(help="dataset name (default: stem)")] =
     None,
     gold_col: Annotated[str, typer.Option(help="gold label column")] = "gold",
     pred_col: Annotated[str, typer.Option(help="predicted label column")] = "prediction",

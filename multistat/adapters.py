@@ -30,11 +30,15 @@ import pandas as pd
 from multistat import cube
 from multistat._validation import check_int
 from multistat.corpus import CorpusMetric, corpus_metric_name, get_corpus_metric
-from multistat.errors import (DataValidationError, InputFileError, ParameterError,
-                              ParameterTypeError)
+from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
 
-__all__ = ["from_statistics", "load_labels", "load_translations", "TRANSLATION_METRICS",
-           "LABEL_METRICS"]
+__all__ = [
+    "LABEL_METRICS",
+    "TRANSLATION_METRICS",
+    "from_statistics",
+    "load_labels",
+    "load_translations",
+]
 
 # --------------------------------------------------------------------------- translation
 # metric label -> (sacrebleu class name, corpus-metric family, fixed options)

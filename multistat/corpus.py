@@ -412,8 +412,8 @@ def _make_bleu(*, smooth_method="exp", smooth_value=None, max_ngram_order=4,
     if smooth_method in ("exp", "none"):
         value = None                                  # sacrebleu ignores it
     n = max_ngram_order
-    params = dict(smooth_method=smooth_method, smooth_value=value,
-                  max_ngram_order=n, effective_order=bool(effective_order))
+    params = {"smooth_method": smooth_method, "smooth_value": value,
+                  "max_ngram_order": n, "effective_order": bool(effective_order)}
 
     def fn(summed):
         return _bleu_fn(summed, max_ngram_order=n, smooth_method=smooth_method,
@@ -454,8 +454,8 @@ def _make_chrf(*, char_order=6, word_order=0, beta=2, eps_smoothing=False) -> Co
     order = char_order + word_order
     if order < 1:
         raise ParameterError("chrF needs char_order + word_order >= 1; got 0")
-    params = dict(char_order=char_order, word_order=word_order, beta=beta,
-                  eps_smoothing=bool(eps_smoothing))
+    params = {"char_order": char_order, "word_order": word_order, "beta": beta,
+                  "eps_smoothing": bool(eps_smoothing)}
 
     def fn(summed):
         return _chrf_fn(summed, order=order, beta=beta, eps_smoothing=bool(eps_smoothing))
@@ -530,10 +530,10 @@ def _make_macro(kind: str):
 
 
 def _register_builtins() -> None:
-    _register_family("bleu", _make_bleu, dict(smooth_method="exp", smooth_value=None,
-                                                max_ngram_order=4, effective_order=False))
-    _register_family("chrf", _make_chrf, dict(char_order=6, word_order=0, beta=2,
-                                                eps_smoothing=False))
+    _register_family("bleu", _make_bleu, {"smooth_method": "exp", "smooth_value": None,
+                                                "max_ngram_order": 4, "effective_order": False})
+    _register_family("chrf", _make_chrf, {"char_order": 6, "word_order": 0, "beta": 2,
+                                                "eps_smoothing": False})
     _register_family("ter", _make_ter, {})
     _register_family("accuracy", lambda: CorpusMetric(
         "accuracy", 2, _quiet(_accuracy_fn), True, ("correct", "total"),

@@ -17,11 +17,10 @@ import pytest
 from multistat import cube
 from multistat.adapters import from_statistics, load_labels, load_translations
 from multistat.corpus import get_corpus_metric, register_corpus_metric
-from multistat.errors import (DataValidationError, InputFileError, ParameterError,
-                              ParameterTypeError)
+from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
 
 sacrebleu = pytest.importorskip("sacrebleu")
-from sacrebleu.metrics import BLEU, CHRF, TER  # noqa: E402
+from sacrebleu.metrics import BLEU, CHRF, TER
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wmt17-en-de"
 needs_wmt = pytest.mark.skipif(not (DATA / "hypotheses.tsv.gz").exists(),
@@ -437,7 +436,7 @@ def test_cli_load_mt_table_and_text_folder(tmp_path):
     assert res.exit_code == 0, res.output
     assert "2 systems x 2 metrics x 3 instances" in res.output
     study = cube.open_study(tmp_path / "s.nc")
-    ds = study[list(study.children)[0]].to_dataset()
+    ds = study[next(iter(study.children))].to_dataset()
     sig = json.loads(ds.attrs["sacrebleu"])
     assert "case:lc" in sig["bleu"] and "case:mixed" in sig["ter"]
     direct = load_translations(hyp, ref, metrics="bleu,ter", lowercase=True,

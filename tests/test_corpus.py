@@ -11,8 +11,14 @@ import numpy as np
 import pytest
 
 from multistat import corpus
-from multistat.corpus import (CORPUS_METRICS, corpus_metric_name, corpus_score,
-                              get_corpus_metric, register_corpus_metric, sum_stats_by_unit)
+from multistat.corpus import (
+    CORPUS_METRICS,
+    corpus_metric_name,
+    corpus_score,
+    get_corpus_metric,
+    register_corpus_metric,
+    sum_stats_by_unit,
+)
 from multistat.errors import ParameterError, ParameterTypeError
 
 sacrebleu_metrics = pytest.importorskip("sacrebleu.metrics")
@@ -270,7 +276,7 @@ def test_type_one_error_sacrebleu_bootstrap_pvalue_over_rejects():
     stats = np.stack([edits, ref_len], -1).reshape(2 * D, n, 2).astype(float)
     study = from_statistics(stats, "ter")
     pairs = [(str(2 * d), str(2 * d + 1)) for d in range(D)]
-    common = dict(pairs=pairs, n_resamples=1000, seed=3, effect_sizes=False)
+    common = {"pairs": pairs, "n_resamples": 1000, "seed": 3, "effect_sizes": False}
     shifted = ms.compare(study, tests=("bootstrap", "permutation"), ci_method="percentile",
                          **common)
     with warnings.catch_warnings():
