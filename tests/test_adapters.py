@@ -483,3 +483,37 @@ def test_parallel_extraction_equals_serial(wmt):
                                   forked["translations"].stats.values)
     with pytest.raises(ParameterError, match="`n_jobs` must be an integer >= 1"):
         load_translations(hyp, ref, n_jobs=0)
+
+
+@needs_wmt
+def test_multiple_references_and_empty_hypotheses(wmt, tmp_path):
+    # second reference: another system's output stands in for a second human reference
+    hyp, ref = _subset(wmt, ["LIUM-NMT", "C-3MA", "FBK"], 60)
+    ref2 = hyp[hyp.system == "FBK"].sort_values("segment").hypothesis.tolist()
+    hyp = hyp[hyp.system != "FBK"].copy()
+    hyp.loc[hyp.index[:5], "hypothesis"] = ""                   # empty outputs
+    refs = ref.sort_values("segment").assign(ref2=ref2)
+    study = load_translations(hyp, refs, metrics="bleu,chrf,ter",
+                              reference_col=["reference", "ref2"])
+    streams = [refs.reference.tolist(), ref2]
+    for metric, obj in (("bleu", BLEU()), ("chrf", CHRF()), ("ter", TER())):
+        expected = {s: obj.corpus_score(g.sort_values("segment").hypothesis.tolist(),
+                                        streams).score for s, g in hyp.groupby("system")}
+        assert _max_diff(_corpus_scores(study, metric), expected) < 1e-9, metric
+    assert "nrefs:2" in json.loads(study["translations"].attrs["sacrebleu"])["bleu"]
+    # the same through plain-text files, references given as a list of files
+    files = {}
+    for s in pd.unique(hyp.system):                      # same system order as the table
+        files[s] = tmp_path / f"{s}.txt"
+        files[s].write_text("\n".join(hyp[hyp.system == s].sort_values("segment").hypothesis)
+                            + "\n", encoding="utf-8")
+    for k, stream in enumerate(streams):
+        (tmp_path / f"ref{k}.txt").write_text("\n".join(stream) + "\n", encoding="utf-8")
+    text = load_translations(files, [tmp_path / "ref0.txt", tmp_path / "ref1.txt"],
+                             metrics="bleu,chrf,ter")
+    np.testing.assert_array_equal(text["translations"].stats.values,
+                                  study["translations"].stats.values)
+    (tmp_path / "short.txt").write_text("a\nb\n", encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"reference file .*short\.txt has 2 lines but "
+                                             r"reference file .*ref0\.txt has 60"):
+        load_translations(files, [tmp_path / "ref0.txt", tmp_path / "short.txt"])
