@@ -517,3 +517,20 @@ def test_multiple_references_and_empty_hypotheses(wmt, tmp_path):
     with pytest.raises(InputFileError, match=r"reference file .*short\.txt has 2 lines but "
                                              r"reference file .*ref0\.txt has 60"):
         load_translations(files, [tmp_path / "ref0.txt", tmp_path / "short.txt"])
+
+
+@needs_wmt
+def test_system_intervals_match_sacrebleu_bootstrap_ci(sb_paired, wmt):
+    # sacrebleu's corpus_score(n_bootstrap=1000) reports half the width of the 2.5-97.5 %
+    # percentile range of resampled corpus BLEU; multistat's per-system percentile interval
+    # (10,000 resamples) must have the same width within Monte Carlo error (~5 % here)
+    from multistat.compare import system_scores
+    study, _ = sb_paired
+    hyp, ref = _subset(wmt, ["LIUM-NMT"])
+    sb = BLEU().corpus_score(hyp.sort_values("segment").hypothesis.tolist(),
+                             [ref.sort_values("segment").reference.tolist()],
+                             n_bootstrap=1000)
+    ours = system_scores(study, n_resamples=10_000, seed=0)
+    row = ours[(ours.system == "LIUM-NMT") & (ours.metric == "bleu")].iloc[0]
+    assert row.score == pytest.approx(sb.score, abs=1e-9)
+    assert (row.ci_high - row.ci_low) / 2 == pytest.approx(sb._ci, rel=0.15)
