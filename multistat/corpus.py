@@ -124,13 +124,20 @@ _FAMILIES: dict[str, tuple[Callable[..., CorpusMetric], dict[str, Any]]] = {}
 _NAME_RE = re.compile(r"^\s*([A-Za-z_][\w\-+.]*)\s*(?:\((.*)\))?\s*$")
 
 
-def _quiet(fn):
-    """Wrap ``fn`` so 0/0 and x/0 inside ``np.where`` branches do not warn."""
-    @functools.wraps(fn)
-    def wrapped(summed):
+class _Quiet:
+    """Wrap ``fn`` so 0/0 and x/0 inside ``np.where`` branches do not warn (picklable when
+    ``fn`` is, so metric functions can travel to process or cluster workers)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, summed):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return fn(np.asarray(summed, dtype=np.float64))
-    return wrapped
+            return self.fn(np.asarray(summed, dtype=np.float64))
+
+
+_quiet = _Quiet
 
 
 def register_corpus_metric(name: str, fn: Callable[[np.ndarray], np.ndarray], n_stats: int,
@@ -415,9 +422,8 @@ def _make_bleu(*, smooth_method="exp", smooth_value=None, max_ngram_order=4,
     params = {"smooth_method": smooth_method, "smooth_value": value,
                   "max_ngram_order": n, "effective_order": bool(effective_order)}
 
-    def fn(summed):
-        return _bleu_fn(summed, max_ngram_order=n, smooth_method=smooth_method,
-                        smooth_value=value, effective_order=bool(effective_order))
+    fn = functools.partial(_bleu_fn, max_ngram_order=n, smooth_method=smooth_method,
+                           smooth_value=value, effective_order=bool(effective_order))
 
     names = ("hyp_len", "ref_len") + tuple(f"matches_{i}" for i in range(1, n + 1)) + \
         tuple(f"totals_{i}" for i in range(1, n + 1))
@@ -457,8 +463,8 @@ def _make_chrf(*, char_order=6, word_order=0, beta=2, eps_smoothing=False) -> Co
     params = {"char_order": char_order, "word_order": word_order, "beta": beta,
                   "eps_smoothing": bool(eps_smoothing)}
 
-    def fn(summed):
-        return _chrf_fn(summed, order=order, beta=beta, eps_smoothing=bool(eps_smoothing))
+    fn = functools.partial(_chrf_fn, order=order, beta=beta,
+                           eps_smoothing=bool(eps_smoothing))
 
     names = tuple(f"{w}_{kind}{i}" for kind, orders in (("char", char_order),
                                                          ("word", word_order))
@@ -504,6 +510,16 @@ def _f1_fn(s):
 _CLASS_FNS = {"precision": _precision_fn, "recall": _recall_fn, "f1": _f1_fn}
 
 
+def _macro_fn(summed, *, k, per_class):
+    s = summed.reshape(summed.shape[:-1] + (k, 3))
+    # classes absent from gold and predictions of the (re)sample are left out, as
+    # scikit-learn's default labels (unique_labels(y_true, y_pred)) do
+    present = s.sum(axis=-1) > 0
+    value = np.where(present, per_class(s), 0.0).sum(axis=-1)
+    count = present.sum(axis=-1)
+    return np.where(count > 0, value / np.where(count > 0, count, 1), 0.0)
+
+
 def _make_macro(kind: str):
     per_class = _CLASS_FNS[kind]
 
@@ -511,16 +527,7 @@ def _make_macro(kind: str):
         if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
             raise ParameterError(f"`n_classes` must be an integer >= 1; got {n_classes!r}")
         k = n_classes
-
-        def fn(summed):
-            s = summed.reshape(summed.shape[:-1] + (k, 3))
-            # classes absent from gold and predictions of the (re)sample are left out,
-            # as scikit-learn's default labels (unique_labels(y_true, y_pred)) do
-            present = s.sum(axis=-1) > 0
-            value = np.where(present, per_class(s), 0.0).sum(axis=-1)
-            count = present.sum(axis=-1)
-            return np.where(count > 0, value / np.where(count > 0, count, 1), 0.0)
-
+        fn = functools.partial(_macro_fn, k=k, per_class=per_class)
         names = tuple(f"{w}_{c}" for c in range(k) for w in ("tp", "fp", "fn"))
         return CorpusMetric(f"macro_{kind}", 3 * k, _quiet(fn), True, names,
                             f"macro-averaged {kind} over classes (scikit-learn's "

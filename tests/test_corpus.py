@@ -307,3 +307,14 @@ def test_evaluation_units_sum_corpus_statistics():
     np.testing.assert_allclose(corpus_score(ds.stats.values[:, 0], "bleu"),
                                corpus_score(stats, "bleu"), atol=1e-12)
     np.testing.assert_array_equal(ds.stats.values[:, 0, 0], stats[:, :5].sum(1))
+
+
+def test_builtin_metric_functions_pickle():
+    # process and cluster schedulers may ship the function to workers
+    import pickle
+    for name in ("bleu", "bleu(smooth_method=floor)", "chrf(word_order=2)", "ter",
+                 "accuracy", "f1", "micro_f1", "macro_f1(n_classes=3)"):
+        m = get_corpus_metric(name)
+        back = pickle.loads(pickle.dumps(m.fn))
+        x = np.abs(np.random.default_rng(0).normal(5, 2, (4, m.n_stats)))
+        np.testing.assert_array_equal(back(x), m.fn(x))
