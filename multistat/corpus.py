@@ -17,7 +17,8 @@ over the leading axes (pure numpy, no Python loop), so the engine can call it on
 ``(resamples, systems or pairs, n_stats)`` block.
 
 Metrics with options are *families*: a canonical name such as ``"bleu"`` (sacrebleu's
-defaults) or ``"bleu(smooth_method=floor)"`` names one configuration; the registry builds
+defaults) or ``"bleu(smooth_method=floor,smooth_value=0.1)"`` names one configuration
+(options at their defaults are left out; :func:`corpus_metric_name` builds it); the registry builds
 and caches it on first use (:func:`get_corpus_metric`), so a study saved to NetCDF, whose
 ``corpus_fn`` coordinate stores the name, finds the same function when reopened.
 
@@ -36,8 +37,41 @@ Built-in families (statistics layout in brackets):
 * ``macro_precision``, ``macro_recall``, ``macro_f1`` — unweighted mean over classes,
   option ``n_classes`` [tp, fp, fn of class 1, then of class 2, ...].
 
+Formulas (sums over the corpus or resample; sacrebleu's code followed operation by
+operation so scores agree to rounding):
+
+* BLEU: ``BP = exp(1 - r/c)`` if ``c < r`` (0 if ``c = 0``) else 1, with ``c``, ``r`` the
+  hypothesis and closest-reference lengths; ``p_n = 100 m_n / t_n``; ``exp`` smoothing
+  replaces a zero ``m_n`` by ``100 / (2^k t_n)`` for the k-th zero order, ``floor`` by
+  ``100 v / t_n``, ``add-k`` adds ``v`` to ``m_n`` and ``t_n`` for n >= 2; orders from the
+  first ``t_n = 0`` on contribute ``log 0 := -9999999999`` (sacrebleu's ``my_log``);
+  ``BLEU = BP exp(sum_n log p_n / N)`` (``N`` the effective order if ``effective_order``),
+  and 0 when no n-gram matches at all.
+* chrF (sacrebleu default, effective-order averaging): per order ``P_n = m_n / h_n``,
+  ``R_n = m_n / r_n``, averaged over the orders with ``h_n > 0`` and ``r_n > 0``;
+  ``chrF = 100 (1 + b^2) P R / (b^2 P + R)``. With ``eps_smoothing=True`` the per-order
+  F-scores (``eps = 1e-16`` for undefined P, R, F) are averaged instead.
+* TER: ``100 edits / ref_len`` (100 if ``ref_len = 0 < edits``, 0 if both are 0).
+* ``P = tp/(tp+fp)``, ``R = tp/(tp+fn)``, ``F1 = 2tp/(2tp+fp+fn)``, 0 for 0/0
+  (scikit-learn's ``zero_division=0``); macro averages run over classes with
+  ``tp + fp + fn > 0`` in the (re)sample, as scikit-learn's default labels do.
+
 Tokenization and lowercasing do not change the function (they change the statistics);
 the adapters record them in the dataset attributes (sacrebleu signature).
+
+References
+----------
+Papineni, K., Roukos, S., Ward, T., Zhu, W.-J. (2002). BLEU: a method for automatic
+evaluation of machine translation. ACL. https://doi.org/10.3115/1073083.1073135
+
+Popović, M. (2015). chrF: character n-gram F-score for automatic MT evaluation. WMT.
+https://doi.org/10.18653/v1/W15-3049
+
+Snover, M. et al. (2006). A study of translation edit rate with targeted human
+annotation. AMTA.
+
+Post, M. (2018). A call for clarity in reporting BLEU scores. WMT.
+https://doi.org/10.18653/v1/W18-6319
 """
 
 from __future__ import annotations
