@@ -202,6 +202,14 @@ def test_translation_input_errors(tmp_path):
         load_translations(pd.concat([hyp, hyp.iloc[:1]]), ref)
     with pytest.raises(DataValidationError, match="duplicated segment"):
         load_translations(hyp, pd.concat([ref, ref.iloc[:1]]))
+    nan_hyp = hyp.astype({"hypothesis": object})
+    nan_hyp.loc[1, "hypothesis"] = None
+    with pytest.raises(DataValidationError, match=r"column 'hypothesis' has 1 missing"):
+        load_translations(nan_hyp, ref)
+    nan_ref = ref.astype({"reference": object})
+    nan_ref.loc[0, "reference"] = None
+    with pytest.raises(DataValidationError, match=r"`references`: column 'reference' has 1"):
+        load_translations(hyp, nan_ref)
     with pytest.raises(InputFileError, match="no such file"):
         load_translations(tmp_path / "nope.tsv", ref)
     with pytest.raises(ParameterTypeError, match="must be a path or a pandas DataFrame"):
