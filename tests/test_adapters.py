@@ -542,3 +542,18 @@ def test_system_intervals_match_sacrebleu_bootstrap_ci(sb_paired, wmt):
     row = ours[(ours.system == "LIUM-NMT") & (ours.metric == "bleu")].iloc[0]
     assert row.score == pytest.approx(sb.score, abs=1e-9)
     assert (row.ci_high - row.ci_low) / 2 == pytest.approx(sb._ci, rel=0.15)
+
+
+def test_table_formats_and_unreadable_file(tmp_path):
+    hyp, ref = _tiny()
+    hyp.to_json(tmp_path / "h.jsonl", orient="records", lines=True)
+    ref.to_csv(tmp_path / "r.csv", index=False)
+    hyp.to_parquet(tmp_path / "h.parquet")
+    a = load_translations(tmp_path / "h.jsonl", tmp_path / "r.csv", metrics="bleu")
+    b = load_translations(tmp_path / "h.parquet", ref, metrics="bleu", dataset="x")
+    assert list(b.children) == ["x"]
+    np.testing.assert_array_equal(next(iter(a.children.values())).stats.values,
+                                  b["x"].stats.values)
+    (tmp_path / "bad.parquet").write_text("not parquet", encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"bad\.parquet: cannot read table"):
+        load_translations(tmp_path / "bad.parquet", ref)
