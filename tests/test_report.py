@@ -335,7 +335,7 @@ def test_power_curve_lines_are_the_table():
         np.testing.assert_array_equal(ln.get_ydata(), g["power"])
     target = next(ln for ln in ax.lines if len(ln.get_ydata()) == 2)
     assert list(target.get_ydata()) == [0.8, 0.8]
-    assert ax.get_xscale() == "log"  # 10 .. 1000 spans more than 20x
+    assert ax.get_xscale() == "log"  # 10 .. 1000 spans more than 8x
     with pytest.raises(DataValidationError, match=r"power table lacks column 'power'"):
         plots.power_curve(table.drop(columns="power"))
     with pytest.raises(ParameterError, match=r"`hue` 'delta' is not a column"):
@@ -469,3 +469,20 @@ def test_choose_effect_follows_the_test():
     # corpus metrics: every effect NaN -> none reported
     assert tables.choose_effect({**row, **dict.fromkeys(tables.EFFECTS, nan)}) == ""
     assert tables.choose_effect(row, "hedges_g") == "hedges_g"
+
+
+def test_power_curve_of_a_card_scenario_shows_type_m():
+    from multistat.power import simulate_mcnemar
+
+    sims = pd.concat([simulate_mcnemar(n=n, delta=d, agreement=0.9, n_simulations=300,
+                                       seed=0).to_frame()
+                      for d in (0.02, 0.04) for n in (250, 1000, 4000)], ignore_index=True)
+    fig = plots.power_curve(sims, title="McNemar, P_a = 0.9")
+    power_ax, m_ax = fig.axes[:2]
+    for ax, col in ((power_ax, "power"), (m_ax, "type_m")):
+        lines = [ln for ln in ax.lines if len(ln.get_xdata()) == 3]
+        assert len(lines) == 2  # one per true_effect
+        for ln, (_, g) in zip(lines, sims.groupby("true_effect")):
+            np.testing.assert_array_equal(ln.get_ydata(), g.sort_values("n")[col])
+    assert [t.get_text() for t in power_ax.get_legend().get_texts()][:2] == \
+        ["true_effect = 0.02", "true_effect = 0.04"]

@@ -320,21 +320,30 @@ _HUES = ("delta", "true_effect", "effect_size", "effect", "difference", "agreeme
 
 
 def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str | None = None,
-                target: float = 0.8, title: str = "", se: str | None = "power_se") -> Figure:
+                target: float = 0.8, title: str = "", se: str | None = "power_se",
+                type_m: str | None = "type_m") -> Figure:
     """Power against sample size, one line per value of ``hue``, with the target line.
 
     Parameters
     ----------
     table : plain DataFrame with at least the columns ``x`` (sample size, default ``n``) and
         ``y`` (power in [0, 1], default ``power``); optionally ``hue`` (default: the first of
-        ``delta, true_effect, effect_size, effect, difference, agreement, test`` that varies) and ``se``
-        (Monte Carlo standard error of the power, drawn as a ±1.96 se band).
+        ``delta, true_effect, effect_size, effect, difference, agreement, test`` that
+        varies), ``se`` (Monte Carlo standard error of the power, drawn as a ±1.96 se band)
+        and ``type_m`` (Gelman & Carlin's exaggeration ratio among significant results, as
+        in :class:`multistat.power.simulation.SimulationResult`): when present a second
+        panel shows it against n with the no-exaggeration line at 1.
     target : the power drawn as a dashed horizontal line (80 % by convention)
     title : figure title
 
     Returns
     -------
-    matplotlib Figure. The x axis is logarithmic when the sizes span more than 20×.
+    matplotlib Figure. The x axis is logarithmic when the sizes span more than 8×.
+
+    References
+    ----------
+    Card, D. et al. (2020). With Little Power Comes Great Responsibility. EMNLP.
+    doi:10.18653/v1/2020.emnlp-main.745
     """
     for c in (x, y):
         if c not in table:
@@ -347,8 +356,11 @@ def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str
     elif hue not in table:
         raise ParameterError(f"`hue` {hue!r} is not a column of the power table; has "
                              f"{list(table.columns)}")
-    fig = Figure(figsize=(6.4, 4.0))
-    ax = fig.add_subplot()
+    with_m = bool(type_m and type_m in table
+                  and np.isfinite(pd.to_numeric(table[type_m], errors="coerce")).any())
+    fig = Figure(figsize=(11.0, 4.0) if with_m else (6.4, 4.0))
+    axes = fig.subplots(1, 2) if with_m else [fig.add_subplot()]
+    ax = axes[0]
     groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=True))
     pal = sns.color_palette("colorblind", max(len(groups), 1))
     markers = "osD^vP*Xh<>p"
@@ -356,29 +368,39 @@ def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str
         g = g.sort_values(x)
         xs, ys = g[x].to_numpy(dtype=float), g[y].to_numpy(dtype=float)
         label = None if level is None else _t(f"{hue} = {_fmt_level(level)}")
-        ax.plot(xs, ys, marker=markers[i % len(markers)], markersize=4, color=pal[i % len(pal)],
-                label=label, linewidth=1.4)
+        style = {"marker": markers[i % len(markers)], "markersize": 4,
+                 "color": pal[i % len(pal)], "linewidth": 1.4}
+        ax.plot(xs, ys, label=label, **style)
         if se and se in g:
             s = g[se].to_numpy(dtype=float)
             ax.fill_between(xs, np.clip(ys - 1.96 * s, 0, 1), np.clip(ys + 1.96 * s, 0, 1),
                             color=pal[i % len(pal)], alpha=0.18, linewidth=0)
+        if with_m:
+            axes[1].plot(xs, pd.to_numeric(g[type_m], errors="coerce").to_numpy(dtype=float),
+                         label=label, **style)
     ax.axhline(target, color="#444444", linestyle="--", linewidth=1,
                label=f"{100 * target:g} % power")
+    ax.set_ylim(0, 1.02)
+    ax.set_ylabel("power")
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    if with_m:
+        axes[1].axhline(1, color="#444444", linestyle="--", linewidth=1,
+                        label="no exaggeration")
+        axes[1].set_ylabel("Type-M (exaggeration: |significant estimate| / |true|)")
+        axes[1].legend(fontsize=8, frameon=False, loc="upper right")
     xs_all = table[x].to_numpy(dtype=float)
     xs_all = xs_all[np.isfinite(xs_all) & (xs_all > 0)]
-    if xs_all.size and xs_all.max() / xs_all.min() > 20:
-        ax.set_xscale("log")
     ticks = np.unique(xs_all)
-    if 1 < ticks.size <= 12:
-        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-        ax.minorticks_off()
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("sample size n" if x == "n" else _t(x))
-    ax.set_ylabel("power")
-    ax.grid(color="#e5e5e5", linewidth=0.6)
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    for a in axes:
+        if xs_all.size and xs_all.max() / xs_all.min() > 8:
+            a.set_xscale("log")
+        if 1 < ticks.size <= 12:
+            a.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            a.minorticks_off()
+        a.set_xlabel("sample size n" if x == "n" else _t(x))
+        a.grid(color="#e5e5e5", linewidth=0.6)
     if title:
-        ax.set_title(_t(title), fontsize=10)
+        fig.suptitle(_t(title), fontsize=10)
     fig.set_layout_engine("constrained")
     return fig
 
