@@ -147,7 +147,10 @@ def test_tails_point_the_same_way_and_two_sided_looks_at_the_sign(fn):
     l_ = fn(x, y, alternative="less", n_resamples=4000).p_value
     t = fn(x, y, n_resamples=4000).p_value
     assert g < 0.05 and l_ > 0.95
-    assert t == pytest.approx(min(1, 2 * min(g, l_)))
+    if fn is bootstrap_test:  # equal-tailed: twice the smaller tail
+        assert t == pytest.approx(min(1, 2 * min(g, l_)))
+    else:  # symmetric null: #{|T*| >= |T|}, the same quantity within Monte Carlo error
+        assert abs(t - min(1, 2 * min(g, l_))) <= 3 / 4000
     # swapping the systems swaps the tails
     assert fn(y, x, alternative="less", n_resamples=4000).p_value == pytest.approx(g)
 
@@ -158,6 +161,17 @@ def test_p_value_is_never_zero_and_not_floored_at_a_grid(fn):
     y = np.arange(50.0)
     p = fn(x, y, alternative="greater", n_resamples=999).p_value
     assert p == pytest.approx(1 / 1000)
+
+
+def test_permutation_two_sided_counts_absolute_values():
+    rng = np.random.default_rng(21)
+    x, y = rng.normal(0.1, 1, 60), rng.normal(0, 1, 60)
+    from multistat import resampling as eng
+
+    d = x - y
+    null = eng.sign_flips(eng.block_rng(0, "", "permutation", 0), 999, 60) @ d / 60
+    want = (np.sum(np.abs(null) >= abs(d.mean()) - 1e-12) + 1) / 1000
+    assert permutation_test(x, y, n_resamples=999, seed=0).p_value == pytest.approx(want)
 
 
 def test_identical_systems_give_p_one():

@@ -19,8 +19,10 @@ difference; ``delta`` is ``null_value``):
   ``(#{|theta*| - mean|theta*| > |theta_hat|} + 1) / (B + 1)``, which is NOT a valid
   two-sided p (about half of it near 0.05, capped near 0.4 when theta_hat is 0); it warns.
 * permutation: each instance's difference ``d_i - delta`` keeps or flips its sign with
-  probability 1/2 (swapping a and b); same counting as above on the sign-flipped
-  statistic; all ``2**n`` sign vectors are enumerated (exact p, no +1) when
+  probability 1/2 (swapping a and b); one-sided p as above on the sign-flipped
+  statistic; the null is symmetric about 0 by construction, so the two-sided p counts
+  ``#{|T*| >= |T|}`` (the same quantity as twice the smaller tail, with less Monte Carlo
+  error); all ``2**n`` sign vectors are enumerated (exact p, no +1) when
   ``2**n <= n_resamples``. For corpus metrics the swap is of the instance statistics.
 
 Intervals for theta (bootstrap): ``percentile``, ``bca`` (default; jackknife acceleration,
@@ -309,7 +311,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             null = fn(total[a] + moved) - fn(total[b] - moved)
             obs = sys_obs[a] - sys_obs[b]
             est_all.append(obs[:, None])
-            p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact
+            p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True
                                                )[:, None])
         est = np.concatenate(est_all)
         p = np.concatenate(p_all)
@@ -325,7 +327,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             est = obs_mean[a] - obs_mean[b]
             est_all.append(est)
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
-                                               exact=exact))
+                                               exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
     else:
         est_all, p_all = [], []
@@ -336,7 +338,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                 d.reshape(-1, n), **run)
             null = null.reshape((null.shape[0],) + obs.shape)
             est_all.append(obs + null_value)
-            p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact))
+            p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
     note = np.full(shape, "exact enumeration of all 2^n sign flips" if exact else
                    "no interval from a permutation test; see the bootstrap row",
