@@ -1,0 +1,328 @@
+"""Sign test and Wilcoxon signed-rank test: agreement with scipy in every exposed mode,
+direction, symmetry, Hodges-Lehmann estimate and intervals (coverage by simulation),
+degenerate input and errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from multistat.errors import ConstantInputWarning, ParameterError, ParameterTypeError
+from multistat.significance import REGISTRY, sign_test, wilcoxon
+from multistat.significance.rank import (
+    hodges_lehmann,
+    signed_rank_pmf,
+    walsh_order_statistics,
+)
+
+ALTS = ["two-sided", "less", "greater"]
+
+
+def _quiet(func, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func(*args, **kwargs)
+
+
+@pytest.fixture
+def tied_batch():
+    """Rows with ties and zeros (scores on a 0.5 grid)."""
+    rng = np.random.default_rng(7)
+    x = np.round(rng.normal(0.3, 1.0, size=(25, 12)) * 2) / 2
+    y = np.round(rng.normal(0.0, 1.0, size=(25, 12)) * 2) / 2
+    return x, y
+
+
+# ----------------------------------------------------------------------------- sign test
+@pytest.mark.parametrize("alternative", ALTS)
+@pytest.mark.parametrize("null_value", [0.0, 0.5])
+def test_sign_matches_binomtest(tied_batch, alternative, null_value):
+    # reference: scipy.stats.binomtest(#positives, #non-zero, 0.5, alternative)
+    x, y = tied_batch
+    res = sign_test(x, y, alternative=alternative, null_value=null_value)
+    d = x - y - null_value
+    for i in range(d.shape[0]):
+        k, m = int((d[i] > 0).sum()), int((d[i] != 0).sum())
+        ref = stats.binomtest(k, m, 0.5, alternative=alternative).pvalue
+        assert abs(res.p_value[i] - ref) <= 1e-10
+        assert res.statistic[i] == k and res.n[i] == m
+    np.testing.assert_array_equal(res.estimate, np.median(x - y, axis=-1))
+
+
+@pytest.mark.parametrize("alternative", ALTS)
+def test_sign_split_zeros(alternative):
+    # 3 zeros -> one dropped, one to each side: k = 5 + 1, m = 5 + 2 + 2
+    d = np.r_[np.ones(5), -np.ones(2), np.zeros(3)]
+    res = sign_test(d, np.zeros_like(d), alternative=alternative, zero_method="split")
+    ref = stats.binomtest(6, 9, 0.5, alternative=alternative).pvalue
+    assert abs(res.p_value - ref) <= 1e-12 and res.n == 9 and res.extra["n_zero"] == 3
+
+
+def test_sign_direction():
+    rng = np.random.default_rng(2)
+    y = rng.normal(size=40)
+    x = y + 1 + rng.normal(0, 0.3, size=40)
+    assert sign_test(x, y, alternative="greater").p_value < 1e-8
+    assert sign_test(x, y, alternative="less").p_value > 0.99
+
+
+def test_sign_interval_is_order_statistics():
+    # n = 30, 95 %: k = 10 since P(B <= 9) = 0.0214 <= 0.025 < P(B <= 10) = 0.0494
+    # (binomial(30, 1/2) cdf from scipy.stats.binom)
+    assert stats.binom.cdf(9, 30, 0.5) <= 0.025 < stats.binom.cdf(10, 30, 0.5)
+    rng = np.random.default_rng(4)
+    d = rng.exponential(size=30)
+    res = sign_test(d, np.zeros(30))
+    s = np.sort(d)
+    assert res.ci_low == s[9] and res.ci_high == s[20]
+    greater = sign_test(d, np.zeros(30), alternative="greater")
+    # one-sided 95 %: largest k with P(B <= k-1) <= 0.05 -> k = 11 (P(B <= 10) = 0.049)
+    assert greater.ci_low == s[10] and greater.ci_high == np.inf
+
+
+def test_sign_interval_unbounded_when_n_small():
+    res = sign_test([1.0, 2.0, 3.0, 4.0, 5.0], np.zeros(5))
+    assert res.ci_low == -np.inf and res.ci_high == np.inf and "too small" in res.note
+
+
+def test_sign_interval_coverage():
+    # 4000 replications, n = 30, skewed (exponential) differences, true median ln 2.
+    # The order-statistic interval is conservative: its exact coverage is
+    # 1 - 2 P(B <= 9) = 0.9572 (binomial(30, 1/2)).
+    reps, n = 4000, 30
+    rng = np.random.default_rng(30)
+    d = rng.exponential(size=(reps, n))
+    res = sign_test(d, np.zeros_like(d))
+    cover = np.mean((res.ci_low <= np.log(2)) & (np.log(2) <= res.ci_high))
+    exact = 1 - 2 * stats.binom.cdf(9, 30, 0.5)
+    assert abs(cover - 0.95) <= 0.02
+    assert abs(cover - exact) <= 3 * np.sqrt(exact * (1 - exact) / reps)
+
+
+def test_sign_all_zero():
+    with pytest.warns(ConstantInputWarning, match="all differences equal the null value"):
+        res = sign_test([1.0, 2.0], [1.0, 2.0])
+    assert np.isnan(res.p_value) and res.n == 0 and "no signs" in res.note
+
+
+# ----------------------------------------------------------------------------- Wilcoxon
+def _flip_reference(d, zero_method, alternative):
+    """p-value of W+ by complete enumeration of the 2^n sign flips (independent reference:
+    ranks of |d| from scipy.stats.rankdata, zeros handled as scipy documents)."""
+    n = d.size
+    absd = np.abs(d)
+    if zero_method == "wilcox":
+        keep = d != 0
+        ranks = np.zeros(n)
+        ranks[keep] = stats.rankdata(absd[keep])
+        const = 0.0
+    else:
+        ranks = stats.rankdata(absd)
+        const = ranks[d == 0].sum() / 2 if zero_method == "zsplit" else 0.0
+        ranks = np.where(d == 0, 0.0, ranks)
+    signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+    null = (signs * np.sign(d) > 0) @ ranks + const
+    obs = ranks[d > 0].sum() + const
+    greater, less = np.mean(null >= obs - 1e-9), np.mean(null <= obs + 1e-9)
+    return {"greater": greater, "less": less,
+            "two-sided": min(1.0, 2 * min(greater, less))}[alternative]
+
+
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+@pytest.mark.parametrize("correction", [False, True])
+@pytest.mark.parametrize("alternative", ALTS)
+def test_wilcoxon_grid_approx(tied_batch, zero_method, correction, alternative):
+    # reference: scipy.stats.wilcoxon(method="asymptotic", axis=-1) on the whole batch
+    x, y = tied_batch
+    res = _quiet(wilcoxon, x, y, zero_method=zero_method, method="approx",
+                 correction=correction, alternative=alternative)
+    ref = _quiet(stats.wilcoxon, x, y, zero_method=zero_method, method="asymptotic",
+                 correction=correction, alternative=alternative, axis=-1)
+    np.testing.assert_allclose(res.p_value, ref.pvalue, rtol=0, atol=1e-10)
+    if alternative != "two-sided":  # scipy reports W+ (and a signed z) only when one-sided
+        np.testing.assert_allclose(res.statistic, ref.statistic, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(res.extra["z"], ref.zstatistic, rtol=0, atol=1e-10)
+    else:
+        np.testing.assert_allclose(np.minimum(res.statistic, 12 * 13 / 2 - res.statistic -
+                                              _zero_rank_sum(x - y, zero_method)),
+                                   ref.statistic, rtol=0, atol=1e-10)
+
+
+def _zero_rank_sum(d, zero_method):
+    """Rank mass that is in neither W+ nor W- (Pratt's zeros)."""
+    if zero_method == "pratt":
+        z = (d == 0).sum(-1)
+        return z * (z + 1) / 2
+    if zero_method == "wilcox":
+        z = (d == 0).sum(-1)
+        n = d.shape[-1]
+        return n * (n + 1) / 2 - (n - z) * (n - z + 1) / 2
+    return 0.0
+
+
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+@pytest.mark.parametrize("method", ["exact", "auto"])
+@pytest.mark.parametrize("alternative", ALTS)
+def test_wilcoxon_grid_exact(tied_batch, zero_method, method, alternative):
+    # With ties/zeros and n = 12, multistat "exact" (and "auto", scipy's rule) is the exact
+    # sign-flip distribution. References: scipy.stats.wilcoxon with method=
+    # PermutationMethod() (complete enumeration of 2^12 flips) resp. method="auto", row by
+    # row for 3 rows (scipy's permutation test is slow); complete enumeration written out
+    # here for all 25 rows. (The continuity correction does not apply to exact p-values.)
+    x, y = tied_batch
+    for correction in (False, True):
+        res = _quiet(wilcoxon, x, y, zero_method=zero_method, method=method,
+                     correction=correction, alternative=alternative)
+        for i in range(x.shape[0]):
+            ref = _flip_reference(x[i] - y[i], zero_method, alternative)
+            assert abs(res.p_value[i] - ref) <= 1e-10, i
+    scipy_method = stats.PermutationMethod() if method == "exact" else "auto"
+    for i in range(3):
+        ref = _quiet(stats.wilcoxon, x[i], y[i], zero_method=zero_method,
+                     method=scipy_method, alternative=alternative)
+        assert abs(res.p_value[i] - ref.pvalue) <= 1e-10, i
+        if alternative != "two-sided":
+            assert abs(res.statistic[i] - ref.statistic) <= 1e-10
+
+
+@pytest.mark.parametrize("alternative", ALTS)
+@pytest.mark.parametrize("correction", [False, True])
+def test_wilcoxon_larger_n(alternative, correction):
+    # n = 30: without ties "auto" is exact (scipy "exact"), with ties it is the normal
+    # approximation (scipy "auto" -> "asymptotic"); method="exact" with ties at n = 16
+    # against complete enumeration of the 2^16 flips
+    rng = np.random.default_rng(8)
+    x = rng.normal(0.3, 1, size=(10, 30))
+    y = rng.normal(0.0, 1, size=(10, 30))
+    xt, yt = np.round(x, 1), np.round(y, 1)
+    for a, b, method, scipy_method in [
+        (x, y, "auto", "exact"), (x, y, "exact", "exact"), (x, y, "approx", "asymptotic"),
+        (xt, yt, "auto", "asymptotic"),
+    ]:
+        res = _quiet(wilcoxon, a, b, method=method, correction=correction,
+                     alternative=alternative)
+        ref = _quiet(stats.wilcoxon, a, b, method=scipy_method, correction=correction,
+                     alternative=alternative, axis=-1)
+        np.testing.assert_allclose(res.p_value, ref.pvalue, rtol=0, atol=1e-10)
+    for i in range(3):  # scipy "auto" decides per call: one row at a time
+        ref = _quiet(stats.wilcoxon, xt[i], yt[i], correction=correction,
+                     alternative=alternative)
+        assert abs(_quiet(wilcoxon, xt[i], yt[i], correction=correction,
+                          alternative=alternative).p_value - ref.pvalue) <= 1e-10
+    res = _quiet(wilcoxon, xt[:3, :16], yt[:3, :16], method="exact", alternative=alternative)
+    for i in range(3):
+        ref = _flip_reference(xt[i, :16] - yt[i, :16], "wilcox", alternative)
+        assert abs(res.p_value[i] - ref) <= 1e-10
+
+
+def test_wilcoxon_null_value_shifts(tied_batch):
+    x, y = tied_batch
+    res = _quiet(wilcoxon, x, y, null_value=0.5, method="approx", alternative="greater")
+    for i in range(x.shape[0]):
+        ref = _quiet(stats.wilcoxon, x[i] - y[i] - 0.5, method="asymptotic",
+                     alternative="greater")
+        assert abs(res.p_value[i] - ref.pvalue) <= 1e-10
+
+
+@pytest.mark.parametrize("method", ["exact", "approx", "auto"])
+def test_wilcoxon_direction(method):
+    # the peer-tool bug: one-sided direction reversed. x clearly greater -> "greater" small
+    rng = np.random.default_rng(9)
+    y = rng.normal(size=25)
+    x = y + 1.0 + rng.normal(0, 0.5, size=25)
+    greater = wilcoxon(x, y, alternative="greater", method=method)
+    less = wilcoxon(x, y, alternative="less", method=method)
+    assert greater.p_value < 1e-4 and less.p_value > 0.999
+    assert greater.statistic > 25 * 26 / 4 and greater.estimate > 0.5
+
+
+@pytest.mark.parametrize("method", ["exact", "approx"])
+def test_wilcoxon_swap_symmetry(tied_batch, method):
+    x, y = tied_batch
+    a = _quiet(wilcoxon, x, y, method=method)
+    b = _quiet(wilcoxon, y, x, method=method)
+    np.testing.assert_allclose(a.estimate, -b.estimate, atol=1e-15)
+    np.testing.assert_allclose(a.p_value, b.p_value, atol=1e-13)
+    np.testing.assert_allclose(a.ci_low, -b.ci_high, atol=1e-15)
+
+
+def test_signed_rank_pmf_matches_scipy_exact():
+    # untied: the pmf of W+ for n = 20 reproduces scipy's exact one-sided p-values
+    pmf = signed_rank_pmf(2 * np.arange(1, 21)[None, :])[0, ::2]
+    assert abs(pmf.sum() - 1) < 1e-14
+    # reference: scipy's exact p for data whose positive ranks are 1..7 (W+ = 28)
+    ref = stats.wilcoxon(np.r_[np.arange(1.0, 8.0), -np.arange(8.0, 21.0)],
+                         method="exact", alternative="less").pvalue  # W+ = 28
+    assert abs(pmf[:29].sum() - ref) <= 1e-12
+
+
+def test_hodges_lehmann_brute_force():
+    rng = np.random.default_rng(12)
+    for n in (7, 40, 800):  # n = 800 uses the O(n)-memory selection path
+        d = np.round(rng.standard_t(4, size=n), 2)
+        i, j = np.triu_indices(n)
+        walsh = np.sort((d[i] + d[j]) / 2)
+        est, low, high = hodges_lehmann(d, np.zeros(n))
+        assert est == np.median(walsh)
+    d = np.sort(np.round(rng.normal(size=(3, 120)), 1), axis=-1)
+    ks = [0, 17, 3630, 7259]
+    np.testing.assert_array_equal(walsh_order_statistics(d, ks),
+                                  walsh_order_statistics(d, ks, dense_row_max=1))
+
+
+def test_hodges_lehmann_interval_inverts_exact_test():
+    # the exact interval is the set of shifts theta not rejected by scipy's exact two-sided
+    # Wilcoxon test of d - theta at the achieved level (n = 20: k = 53, alpha* = 0.0446)
+    rng = np.random.default_rng(13)
+    d = rng.normal(0.4, 1.0, size=20)
+    res = wilcoxon(d, np.zeros(20), method="exact")
+    i, j = np.triu_indices(20)
+    walsh = np.sort((d[i] + d[j]) / 2)
+    k = int(np.flatnonzero(walsh == res.ci_low)[0]) + 1
+    assert walsh[-k] == res.ci_high
+    eps = 1e-9
+    p_in = stats.wilcoxon(d - (res.ci_low + eps), method="exact").pvalue
+    p_out = stats.wilcoxon(d - (res.ci_low - eps), method="exact").pvalue
+    assert p_in > 0.05 >= p_out
+    assert res.estimate == np.median(walsh)
+
+
+@pytest.mark.parametrize("n", [30, 60])
+def test_hodges_lehmann_interval_coverage(n):
+    # 4000 replications, symmetric t(5) differences centred at 0.3; n = 30 uses the exact
+    # critical value, n = 60 the normal approximation
+    reps = 4000
+    rng = np.random.default_rng(100 + n)
+    d = 0.3 + rng.standard_t(5, size=(reps, n))
+    res = wilcoxon(d, np.zeros_like(d), method="auto" if n <= 50 else "approx")
+    cover = np.mean((res.ci_low <= 0.3) & (0.3 <= res.ci_high))
+    assert abs(cover - 0.95) <= 0.02, cover
+
+
+def test_wilcoxon_degenerate():
+    with pytest.warns(ConstantInputWarning, match=r"Wilcoxon test: all differences.*1 of 2"):
+        res = wilcoxon([[1.0, 2.0, 3.0], [1.0, 2.0, 4.0]], [[1.0, 2.0, 3.0], [0.0, 1.0, 1.0]])
+    assert np.isnan(res.p_value[0]) and np.isfinite(res.p_value[1])
+    assert "W+ undefined" in res.note[0]
+
+
+def test_registered():
+    assert REGISTRY["wilcoxon"].func is wilcoxon and REGISTRY["wilcoxon"].assumes_symmetric
+    assert REGISTRY["sign"].func is sign_test and not REGISTRY["sign"].assumes_symmetric
+    assert REGISTRY["sign"].statistic_kinds == ("median",)
+
+
+@pytest.mark.parametrize("func, kwargs, error, match", [
+    (wilcoxon, dict(zero_method="drop"), ParameterError,
+     r"`zero_method` must be one of 'wilcox', 'pratt', 'zsplit'; got 'drop'"),
+    (wilcoxon, dict(method="permutation"), ParameterError, r"`method` must be one of 'auto'"),
+    (wilcoxon, dict(correction=1), ParameterTypeError, r"`correction` must be True or False"),
+    (wilcoxon, dict(alternative="greather"), ParameterError, r"`alternative` must be one of"),
+    (sign_test, dict(zero_method="wilcox"), ParameterError,
+     r"`zero_method` must be one of 'drop', 'split'; got 'wilcox'"),
+    (sign_test, dict(confidence_level=95), ParameterError, r"`confidence_level` must be in"),
+])
+def test_bad_parameters(func, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        func([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 1.0, 1.0], **kwargs)
