@@ -37,7 +37,8 @@ def report_command(
                           "compare --systems-out`) for the leaderboards")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
-                       "the first test of the run")] = None,
+                       "the one --analysis recommends for most pairs, else the first test "
+                       "of the run")] = None,
     effect: Annotated[str, typer.Option(
         "--effect", help="effect size in the tables: auto, cohens_d, hedges_g, wilcoxon_r, "
                          "hodges_lehmann")] = "auto",

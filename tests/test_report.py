@@ -486,3 +486,18 @@ def test_power_curve_of_a_card_scenario_shows_type_m():
             np.testing.assert_array_equal(ln.get_ydata(), g.sort_values("n")[col])
     assert [t.get_text() for t in power_ax.get_legend().get_texts()][:2] == \
         ["true_effect = 0.02", "true_effect = 0.04"]
+
+
+def test_shown_test_follows_the_analysis(results, study, tmp_path):
+    analysis = ms.analyze(study)
+    chosen = tables.recommended_tests(results, analysis)
+    for metric in METRICS:
+        an = analysis[analysis["metric"] == metric]
+        counts = an["recommended"].str.split(",").explode().str.strip().value_counts()
+        counts = counts[counts.index.isin(["t", "wilcoxon", "bootstrap"])]  # tests run
+        assert chosen[("realsumm", metric)] == counts.index[0]
+    path = rhtml.write_report(results, tmp_path, analysis=analysis, histogram_pairs=None)
+    lb = pd.read_csv(tmp_path / "tables" / "leaderboard.csv")
+    assert {(m, t) for m, t in zip(lb["metric"], lb["test"])} == \
+        {(m, chosen[("realsumm", m)]) for m in METRICS}
+    assert "the test the data analysis recommends for most pairs" in path.read_text()

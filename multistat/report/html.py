@@ -171,8 +171,10 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         ``dataset, metric, system, score, ci_low, ci_high``: the leaderboard scores and
         intervals; otherwise they are computed from ``study`` (see
         :func:`multistat.report.tables.system_scores`)
-    test : which test the leaderboards, heatmaps and pairwise tables show (default: the
-        first test of the run per dataset × metric); the checklist lists every test
+    test : which test the leaderboards, heatmaps and pairwise tables show. Default: with
+        ``analysis``, per dataset × metric the test the analysis recommends for most pairs
+        (among the tests run); otherwise the first test of the run. The checklist files
+        list every test.
     effect : effect-size column of the tables (``"auto"``, ``"cohens_d"``, ...)
     annotate : value written in heatmap cells (``"estimate"``, an effect column or None)
     histogram_pairs : ``"top2"`` (the two best systems of each dataset × metric), None, or
@@ -208,6 +210,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
 
+    if test is None and analysis is not None:
+        test = _tables.recommended_tests(res, analysis) or None
     chosen = _tables.primary_tests(res, test)
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
@@ -230,8 +234,10 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     parts.append("</section>")
 
     # ------------------------------------------------------------------ overview
+    why = ("the test the data analysis recommends for most pairs" if analysis is not None
+           and test is not None and not isinstance(test, str) else "the test shown below")
     parts.append('<section id="overview"><h2>Overview</h2>'
-                 "<p>One line per dataset × metric: the test shown below, how many pairs "
+                 f"<p>One line per dataset × metric: {why}, how many pairs "
                  "differ significantly after the multiple-comparison correction, and the "
                  "leader.</p>")
     parts.append(_table(_overview(res, lb_all, chosen), cls="overview",

@@ -181,7 +181,11 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     hib = bool(part["higher_is_better"].iloc[0])
     what = _tables.effect_label(value)
     if value == "estimate":
-        what = "A − B" if factor == 1 else f"(A − B) × {factor:g}"
+        kinds = set(part["statistic_kind"].astype(str)) if "statistic_kind" in part else set()
+        what = ("Hodges-Lehmann estimate of A − B" if test == "wilcoxon" else
+                "median of A − B" if kinds == {"median"} else
+                "corpus score A − B" if kinds == {"corpus"} else "mean of A − B")
+        what = what if factor == 1 else f"{what} (× {factor:g})"
     else:
         what = f"{what} of A − B"
     fig.suptitle(_t(f"{_short(dataset, 60)} · {_short(metric, 60)}"), fontsize=12,

@@ -89,15 +89,19 @@ def _meta(results) -> dict:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def primary_tests(results: pd.DataFrame, test: str | None = None) -> dict[tuple, str]:
+def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
     """The test shown for each ``(dataset, metric)``.
 
-    ``test`` given: that test wherever it was run (a ParameterError if it was run nowhere).
-    Otherwise the first test of the run metadata's ``tests`` order (else of the table's
-    row order) present for that dataset × metric.
+    ``test`` a name: that test wherever it was run (a ParameterError if it was run
+    nowhere). A mapping ``{(dataset, metric): name}``: those choices (the others get the
+    default). None: the first test of the run metadata's ``tests`` order (else of the
+    table's row order) present for that dataset × metric.
     """
     order = [str(t) for t in _meta(results).get("tests", [])] or []
     order += [t for t in pd.unique(results["test"].astype(str)) if t not in order]
+    chosen = test if isinstance(test, Mapping) else {}
+    if isinstance(test, Mapping):
+        test = None
     if test is not None and test not in set(results["test"].astype(str)):
         raise ParameterError(f"`test` {test!r} is not in the results; tests run: "
                              f"{', '.join(order)}")
@@ -108,7 +112,36 @@ def primary_tests(results: pd.DataFrame, test: str | None = None) -> dict[tuple,
             if test in present:
                 out[key] = test
             continue
-        out[key] = next(t for t in order if t in present)
+        pick = chosen.get(key)
+        out[key] = pick if pick in present else next(t for t in order if t in present)
+    return out
+
+
+def recommended_tests(results: pd.DataFrame, analysis: pd.DataFrame) -> dict[tuple, str]:
+    """Per ``(dataset, metric)``, the test the data analysis recommends for most pairs.
+
+    Counts, over the pairs of :func:`multistat.analyze`'s table, every test named in the
+    ``recommended`` column (comma-separated) that was also run in ``results``; the most
+    frequent wins, ties going to the run's test order. Dataset × metric combinations
+    without a recommended test that was run are left out (the default applies).
+    """
+    if "recommended" not in analysis:
+        return {}
+    order = [str(t) for t in _meta(results).get("tests", [])]
+    order += [t for t in pd.unique(results["test"].astype(str)) if t not in order]
+    run = {k: set(g["test"].astype(str))
+           for k, g in results.groupby(["dataset", "metric"], sort=False)}
+    out = {}
+    an = analysis.assign(dataset=analysis["dataset"].astype(str),
+                         metric=analysis["metric"].astype(str))
+    for key, g in an.groupby(["dataset", "metric"], sort=False):
+        counts: dict[str, int] = {}
+        for rec in g["recommended"].dropna().astype(str):
+            for t in (x.strip() for x in rec.split(",")):
+                if t in run.get(key, ()):
+                    counts[t] = counts.get(t, 0) + 1
+        if counts:
+            out[key] = max(counts, key=lambda t: (counts[t], -order.index(t)))
     return out
 
 
