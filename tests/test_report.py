@@ -28,6 +28,7 @@ from multistat.report import html as rhtml
 from multistat.report import plots, tables
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT_DATA = Path(__file__).resolve().parents[1] / "data"
 REALSUMM = DATA / "realsumm" / "scores.csv.gz"
 METRICS = ["litepyramid_recall", "rouge_1_f_score"]
 SYSTEMS = ["abs/bart_out", "abs/semsim_out", "ext/refresh_out", "abs/t5_out_11B",
@@ -501,3 +502,21 @@ def test_shown_test_follows_the_analysis(results, study, tmp_path):
     assert {(m, t) for m, t in zip(lb["metric"], lb["test"])} == \
         {(m, chosen[("realsumm", m)]) for m in METRICS}
     assert "the test the data analysis recommends for most pairs" in path.read_text()
+
+
+def test_winner_of_significant_zero_median_estimates():
+    # binary scores: the sign test's and Wilcoxon's median/Hodges-Lehmann estimates are 0
+    # for most pairs while the test is significant; the better system is the one with
+    # more wins on the discordant instances, i.e. the higher accuracy (pandas on the file)
+    demo = ROOT_DATA / "demo.parquet"
+    study = ms.load(demo)
+    res = ms.compare(study, tests=("sign", "wilcoxon"), metrics=["correct"],
+                     effect_sizes=False)
+    df = tables.check_results(res)
+    zero = df[df["significant"] & (df["estimate"] == 0)]
+    assert len(zero) >= 10
+    raw = pd.read_parquet(demo)
+    acc = raw[raw["metric"] == "correct"].groupby(["dataset", "system"])["score"].mean()
+    for _, r in zero.iterrows():
+        better = max((r["system_a"], r["system_b"]), key=lambda s: acc[(r["dataset"], s)])
+        assert r["winner"] == better

@@ -192,8 +192,8 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
                  fontweight="bold", y=1 - 0.12 / height, va="top")
     ax.set_title(_t(f"{test} test, α = {alpha}, {corr} correction · "
                     f"{'higher' if hib else 'lower'} is better\n"
-                    f"cell = {what} for row system A vs column system B; "
-                    f"systems ordered best first"), fontsize=9, pad=8)
+                    f"cell: {what}, A = row, B = column; best first"),
+                 fontsize=9, pad=8)
     handles = [Patch(facecolor=BETTER, label="row significantly better"),
                Patch(facecolor=WORSE, label="row significantly worse"),
                Patch(facecolor=NS, label="not significant")]

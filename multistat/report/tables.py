@@ -48,7 +48,9 @@ def check_results(results) -> pd.DataFrame:
     Added columns: ``significant`` (bool; ``reject`` if present, else ``p_adjusted < alpha``,
     else ``p_value < alpha``; NaN p-values are never significant), ``higher_is_better``
     (True when absent) and ``winner`` (``system_a``, ``system_b`` or ``""``: the
-    significantly better system in the sense of ``higher_is_better``).
+    significantly better system in the sense of ``higher_is_better``; the direction comes
+    from the estimate, or from the test statistic when the estimate is 0, see
+    :func:`_direction`).
     """
     if not isinstance(results, pd.DataFrame):
         raise ParameterTypeError(f"`results` must be a pandas DataFrame (the compare table); "
@@ -76,12 +78,42 @@ def check_results(results) -> pd.DataFrame:
     if "higher_is_better" not in df:
         df["higher_is_better"] = True
     df["higher_is_better"] = df["higher_is_better"].astype("boolean").fillna(True).astype(bool)
-    est = pd.to_numeric(df["estimate"], errors="coerce")
-    a_better = np.where(df["higher_is_better"], est > 0, est < 0)
-    b_better = np.where(df["higher_is_better"], est < 0, est > 0)
+    direction = _direction(df)
+    a_better = np.where(df["higher_is_better"], direction > 0, direction < 0)
+    b_better = np.where(df["higher_is_better"], direction < 0, direction > 0)
     df["winner"] = np.where(df["significant"] & a_better, df["system_a"],
                             np.where(df["significant"] & b_better, df["system_b"], ""))
     return df
+
+
+def _num(df: pd.DataFrame, col: str) -> np.ndarray:
+    if col not in df:
+        return np.full(len(df), np.nan)
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
+
+
+def _direction(df: pd.DataFrame) -> np.ndarray:
+    """Sign of the difference a − b that a significant result points to (+1, −1, 0).
+
+    The estimate minus ``null_value`` where it is not zero. A median or Hodges-Lehmann
+    estimate is often exactly 0 on discrete scores (binary, Likert) while the test is
+    significant; then the test's own statistic decides: the sign test's number of positive
+    differences against n/2, Wilcoxon's W+ against n(n+1)/4; then the signed Wilcoxon r,
+    then the difference of the systems' scores.
+    """
+    est = _num(df, "estimate") - np.nan_to_num(_num(df, "null_value"))
+    out = np.sign(est)
+    out[~np.isfinite(out)] = 0
+    test = df["test"].astype(str).to_numpy()
+    stat, n = _num(df, "statistic"), _num(df, "n")
+    fallbacks = [np.where(test == "sign", np.sign(stat - n / 2), np.nan),
+                 np.where(test == "wilcoxon", np.sign(stat - n * (n + 1) / 4), np.nan),
+                 np.sign(_num(df, "wilcoxon_r")),
+                 np.sign(_num(df, "score_a") - _num(df, "score_b"))]
+    for fb in fallbacks:
+        todo = (out == 0) & np.isfinite(fb) & (fb != 0)
+        out[todo] = fb[todo]
+    return out
 
 
 def _meta(results) -> dict:
