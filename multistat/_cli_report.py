@@ -43,8 +43,10 @@ def report_command(
         "--effect", help="effect size in the tables: auto, cohens_d, hedges_g, wilcoxon_r, "
                          "hodges_lehmann")] = "auto",
     annotate: Annotated[str, typer.Option(
-        "--annotate", help="value in the heatmap cells: estimate, cohens_d, hedges_g, "
-                           "wilcoxon_r, hodges_lehmann, or none")] = "estimate",
+        "--annotate", help="value in the heatmap cells: auto (the estimate, or the score "
+                           "difference when most estimates are 0), estimate, "
+                           "score_difference, cohens_d, hedges_g, wilcoxon_r, "
+                           "hodges_lehmann, or none")] = "auto",
     histograms: Annotated[str, typer.Option(
         "--histograms", help="top2: histograms of the two best systems per dataset x "
                              "metric (needs --study); none: no histograms")] = "top2",
@@ -57,8 +59,9 @@ def report_command(
     from multistat.report import write_report
 
     check_choice("--histograms", histograms, ("top2", "none"))
-    check_choice("--annotate", annotate, ("estimate", "cohens_d", "hedges_g", "wilcoxon_r",
-                                          "hodges_lehmann", "none"))
+    check_choice("--annotate", annotate, ("auto", "estimate", "score_difference", "cohens_d",
+                                          "hedges_g", "wilcoxon_r", "hodges_lehmann",
+                                          "none"))
     dpi = check_int("--dpi", dpi, minimum=20)
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,

@@ -520,3 +520,23 @@ def test_winner_of_significant_zero_median_estimates():
     for _, r in zero.iterrows():
         better = max((r["system_a"], r["system_b"]), key=lambda s: acc[(r["dataset"], s)])
         assert r["winner"] == better
+
+
+def test_heatmap_auto_annotation_falls_back_to_score_difference():
+    study = ms.load(ROOT_DATA / "demo.parquet")
+    res = ms.compare(study, tests=("wilcoxon",), metrics=["correct"], datasets=["newstest"],
+                     effect_sizes=False)
+    fig = plots.heatmap(res, "newstest", "correct")
+    ax = fig.axes[0]
+    assert "score(A) − score(B) (× 100)" in ax.get_title()
+    order = [t.get_text() for t in ax.get_yticklabels()]
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+             for t in ax.texts}
+    raw = pd.read_parquet(ROOT_DATA / "demo.parquet")
+    acc = raw[(raw["metric"] == "correct") & (raw["dataset"] == "newstest")] \
+        .groupby("system")["score"].mean()
+    for i, a in enumerate(order):
+        for j, b in enumerate(order):
+            if i != j:
+                assert float(texts[(i, j)]) == pytest.approx(100 * (acc[a] - acc[b]),
+                                                             abs=0.051)

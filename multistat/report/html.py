@@ -148,7 +148,7 @@ def _open_study(study):
 
 def write_report(results, out_dir, *, analysis=None, power=None, study=None, systems=None,
                  test: str | None = None, effect: str = "auto",
-                 annotate: str | None = "estimate", histogram_pairs="top2",
+                 annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
                  max_power_figures: int = 24) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
@@ -176,7 +176,9 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         (among the tests run); otherwise the first test of the run. The checklist files
         list every test.
     effect : effect-size column of the tables (``"auto"``, ``"cohens_d"``, ...)
-    annotate : value written in heatmap cells (``"estimate"``, an effect column or None)
+    annotate : value written in heatmap cells (``"auto"``, ``"estimate"``,
+        ``"score_difference"``, an effect column or None; see
+        :func:`multistat.report.plots.heatmap`)
     histogram_pairs : ``"top2"`` (the two best systems of each dataset × metric), None, or
         a list of ``(dataset, metric, system_a, system_b)``; needs ``study``
     title : report title

@@ -78,7 +78,7 @@ def _scale(values: np.ndarray, standardized: bool) -> tuple[float, int]:
 
 
 def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | None = None,
-            annotate: str | None = "estimate", study=None, scores=None,
+            annotate: str | None = "auto", study=None, scores=None,
             order=None) -> Figure:
     """Pairwise heatmap of one dataset × metric: who significantly beats whom.
 
@@ -88,10 +88,13 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     dataset, metric : which comparison family to draw
     test : which test's corrected decisions to show (default: the primary test, see
         :func:`multistat.report.tables.primary_tests`)
-    annotate : column written in each cell for row − column: ``"estimate"`` (difference in
-        metric units, rescaled by a power of ten the title states), an effect-size column
-        (``"cohens_d"``, ``"hedges_g"``, ``"wilcoxon_r"``, ``"hodges_lehmann"``) or
-        ``None`` for no numbers
+    annotate : value written in each cell for row − column: ``"estimate"`` (the test's
+        estimate of A − B in metric units — mean, median, Hodges-Lehmann or corpus
+        difference — rescaled by a power of ten the title states), ``"score_difference"``
+        (difference of the systems' scores, ``score_a − score_b``), an effect-size column
+        (``"cohens_d"``, ``"hedges_g"``, ``"wilcoxon_r"``, ``"hodges_lehmann"``), ``None``
+        for no numbers, or ``"auto"``: the estimate, unless most estimates are exactly 0
+        (medians of binary or Likert differences) and the score difference is known
     study, scores : sources of the per-system scores that order the axes (see
         :func:`multistat.report.tables.system_scores`)
     order : explicit system order (best first) instead
@@ -116,10 +119,15 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     if order is None:
         lb = _tables.leaderboard(sub, study=study, scores=scores, test=test)
         order = list(lb["system"])
+    part = sub[sub["test"] == test]
     value = annotate or "estimate"
+    if value == "auto":
+        est = pd.to_numeric(part["estimate"], errors="coerce")
+        degenerate = (est == 0).mean() > 0.5
+        value = "score_difference" if degenerate and {"score_a", "score_b"} <= set(part) \
+            else "estimate"
     eff, dec, _ = _tables.pairwise_matrix(sub, str(dataset), str(metric), test=test,
                                           value=value, order=order)
-    part = sub[sub["test"] == test]
     k = len(order)
     standardized = value in ("cohens_d", "hedges_g", "wilcoxon_r")
     factor, decimals = _scale(eff.to_numpy(dtype=float), standardized)
@@ -180,7 +188,9 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     corr = "no" if corr in ("", "None", "none", "nan") else corr
     hib = bool(part["higher_is_better"].iloc[0])
     what = _tables.effect_label(value)
-    if value == "estimate":
+    if value == "score_difference":
+        what = "score(A) − score(B)" if factor == 1 else f"score(A) − score(B) (× {factor:g})"
+    elif value == "estimate":
         kinds = set(part["statistic_kind"].astype(str)) if "statistic_kind" in part else set()
         what = ("Hodges-Lehmann estimate of A − B" if test == "wilcoxon" else
                 "median of A − B" if kinds == {"median"} else

@@ -400,7 +400,7 @@ def pairwise_matrix(results: pd.DataFrame, dataset: str, metric: str, *, test: s
     """Square views for a heatmap: ``(effect, decision, p_adjusted)``.
 
     ``effect.loc[r, c]`` is ``value`` for row − column (antisymmetric: the mirrored cell is
-    the negated value); ``decision.loc[r, c]`` is +1 when the row system is significantly
+    the negated value; ``"score_difference"`` is ``score_a − score_b``); ``decision.loc[r, c]`` is +1 when the row system is significantly
     better (after correction, in the sense of ``higher_is_better``), −1 when significantly
     worse, 0 when not significant, NaN when the pair was not compared (and on the
     diagonal); ``p_adjusted`` (or ``p_value`` if uncorrected) is symmetric.
@@ -410,9 +410,12 @@ def pairwise_matrix(results: pd.DataFrame, dataset: str, metric: str, *, test: s
     if part.empty:
         raise ParameterError(f"no rows for dataset {dataset!r}, metric {metric!r}, test "
                              f"{test!r} in `results`")
+    if value == "score_difference" and {"score_a", "score_b"} <= set(part.columns):
+        part = part.assign(score_difference=_num(part, "score_a") - _num(part, "score_b"))
     if value not in part:
         raise ParameterError(f"`value` {value!r} is not a column of the results; use "
-                             f"'estimate' or one of {[e for e in EFFECTS if e in part]}")
+                             f"'estimate', 'score_difference' or one of "
+                             f"{[e for e in EFFECTS if e in part]}")
     systems = list(order) if order is not None else list(
         pd.unique(pd.concat([part["system_a"], part["system_b"]])))
     pos = {s: i for i, s in enumerate(systems)}
