@@ -32,7 +32,11 @@ from multistat.significance.parametric import (
     _scalar,
     _warn,
 )
-from multistat.significance.rank import EXACT_MAX_N, _hl_and_interval, _signed_rank_parts
+from multistat.significance.rank import (
+    _hl_and_interval,
+    _signed_rank_parts,
+    _walsh_exact_rows,
+)
 
 __all__ = [
     "EffectSize", "cohens_dz", "hedges_g", "hedges_correction", "wilcoxon_r",
@@ -351,7 +355,8 @@ def hodges_lehmann(x, y, *, confidence_level=0.95):
     See :func:`multistat.significance.rank.hodges_lehmann`: Walsh averages include
     :math:`i = j` (the inversion of the signed-rank test; the manual's eq. 18 excludes
     them), interval :math:`[W_{(k)}, W_{(M+1-k)}]` with the exact signed-rank critical
-    value for :math:`n \le 50` and its normal approximation above.
+    value for :math:`n \le 50` without ties or zero differences and its normal
+    approximation otherwise (the rule of ``wilcoxon(method="auto")``).
 
     References
     ----------
@@ -360,7 +365,8 @@ def hodges_lehmann(x, y, *, confidence_level=0.95):
     """
     diff, level = _prepare(x, y, confidence_level)
     n = diff.shape[-1]
-    est, low, high, unbounded = _hl_and_interval(diff, level, "two-sided", n <= EXACT_MAX_N)
+    est, low, high, unbounded = _hl_and_interval(diff, level, "two-sided",
+                                                 _walsh_exact_rows(diff, "auto"))
     notes = _notes(diff.shape[:-1])
     _add_note(notes, unbounded, f"n = {n} is too small for a Walsh-average interval at level "
                                 f"{level}: interval is unbounded")

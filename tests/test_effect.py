@@ -91,6 +91,16 @@ def test_hodges_lehmann_is_the_wilcoxon_estimate(batch):
     np.testing.assert_array_equal(hl.ci_high, w.ci_high)
 
 
+def test_hodges_lehmann_interval_rule_matches_wilcoxon_auto():
+    # tied rows (n = 20) use the normal-approximation critical value in both places
+    rng = np.random.default_rng(24)
+    x = np.round(rng.normal(0.3, 1, size=(4, 20)), 1)
+    y = np.round(rng.normal(0.0, 1, size=(4, 20)), 1)
+    hl, w = effect.hodges_lehmann(x, y), wilcoxon(x, y)
+    np.testing.assert_array_equal(hl.ci_low, w.ci_low)
+    np.testing.assert_array_equal(hl.ci_high, w.ci_high)
+
+
 def test_effect_sizes_columns(batch):
     x, y = batch
     out = effect.effect_sizes(x, y, confidence_level=0.9)

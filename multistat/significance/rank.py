@@ -6,6 +6,8 @@ interval) that :mod:`multistat.effect` reuses.
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 from scipy import stats
 
@@ -292,57 +294,87 @@ _WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
 
 def _count_walsh(s, t, strict):
     """Per ``i``, the end index ``e_i`` with ``(s_i + s_j)/2 <= t`` (``<`` if strict) for
-    exactly ``j < e_i``, computed with the same floating-point expression as the averages."""
+    exactly ``j < e_i``, computed with the same floating-point expression as the averages.
+
+    ``searchsorted`` on ``2t - s_i`` gives the boundary up to rounding; the fix-up moves
+    it by whole groups of equal ``s_j`` (which share the predicate) until the predicate
+    holds before and fails after it - one or two steps."""
     n = s.size
     e = np.searchsorted(s, 2.0 * t - s, side="left" if strict else "right")
+    idx = np.arange(n)
 
-    def ok(i_idx, j_idx):
-        w = (s[i_idx] + s[j_idx]) / 2.0
+    def ok(j_idx):
+        w = (s + s[j_idx]) / 2.0
         return w < t if strict else w <= t
 
-    idx = np.arange(n)
-    for _ in range(n + 2):  # fix-up of rounding at the boundary; converges in a few steps
-        down = (e > 0) & ~ok(idx, np.clip(e - 1, 0, n - 1))
-        up = (e < n) & ok(idx, np.clip(e, 0, n - 1))
+    for _ in range(n + 2):
+        prev = np.clip(e - 1, 0, n - 1)
+        down = (e > 0) & ~ok(prev)
+        nxt = np.clip(e, 0, n - 1)
+        up = (e < n) & ok(nxt)
         if not (down.any() or up.any()):
             break
-        e = e - down + up
+        e = np.where(down, np.searchsorted(s, s[prev], side="left"), e)
+        e = np.where(up & ~down, np.searchsorted(s, s[nxt], side="right"), e)
     return np.maximum(e, idx)
 
 
-def _walsh_select_row(s, k, rng):
+def _walsh_select_row(s, k, rng, sample_size=1024):
     """The ``k``-th smallest (0-based) Walsh average ``(s_i + s_j)/2, i <= j`` of sorted
-    ``s`` without materialising all of them (randomised selection over the implicit
-    sorted matrix; memory O(n), about O(n log n log n) time)."""
+    ``s`` without materialising all of them.
+
+    Selection over the implicit sorted Walsh matrix (row i holds j >= i, increasing in
+    j): the candidates are a range of columns per row. Each round draws ``sample_size``
+    candidates, takes two sample quantiles bracketing the target (Floyd & Rivest 1975),
+    counts the averages below them with one ``searchsorted`` per bound (O(n log n)) and
+    keeps only the columns between them; a handful of rounds leaves O(n) candidates,
+    which are enumerated. Memory O(n + sample_size).
+    """
     n = s.size
-    lo = np.arange(n)
+    idx = np.arange(n)
+    lo = idx.copy()
     hi = np.full(n, n)
     below = 0
     while True:
         cnt = np.maximum(hi - lo, 0)
         total = int(cnt.sum())
+        csum = np.cumsum(cnt)
         if total <= 4 * n + 64:
-            ii = np.repeat(np.arange(n), cnt)
-            start = np.cumsum(cnt) - cnt
-            jj = lo[ii] + (np.arange(total) - start[ii])
+            ii = np.repeat(idx, cnt)
+            jj = lo[ii] + (np.arange(total) - (csum - cnt)[ii])
             vals = np.sort((s[ii] + s[jj]) / 2.0)
             return vals[k - below]
-        r = int(rng.integers(total))
-        csum = np.cumsum(cnt)
-        i = int(np.searchsorted(csum, r, side="right"))
-        j = lo[i] + r - (csum[i] - cnt[i])
-        pivot = (s[i] + s[j]) / 2.0
-        e_lt = _count_walsh(s, pivot, strict=True)
-        n_lt = int(np.sum(e_lt - np.arange(n)))
-        if k < n_lt:
+        draw = rng.integers(total, size=sample_size)
+        ii = np.searchsorted(csum, draw, side="right")
+        jj = lo[ii] + draw - (csum[ii] - cnt[ii])
+        sample = np.sort((s[ii] + s[jj]) / 2.0)
+        pos = (k - below) / total * sample_size
+        gap = 3.0 * np.sqrt(sample_size)
+        p_lo = sample[max(int(pos - gap), 0)]
+        p_hi = sample[min(int(pos + gap), sample_size - 1)]
+        e_lt = _count_walsh(s, p_lo, strict=True)
+        n_lt = int(np.sum(e_lt - idx))
+        if k < n_lt:  # target below the lower bound
             hi = np.minimum(hi, e_lt)
             continue
-        e_le = _count_walsh(s, pivot, strict=False)
-        n_le = int(np.sum(e_le - np.arange(n)))
-        if k < n_le:
-            return pivot
-        lo = np.maximum(lo, e_le)
-        below = n_le
+        e_le = _count_walsh(s, p_hi, strict=False)
+        n_le = int(np.sum(e_le - idx))
+        if k >= n_le:  # target above the upper bound
+            lo = np.maximum(lo, e_le)
+            below = n_le
+            continue
+        if p_lo == p_hi:  # n_lt <= k < n_le: the target is this (tied) value
+            return p_lo
+        new_lo, new_hi = np.maximum(lo, e_lt), np.minimum(hi, e_le)
+        if int(np.maximum(new_hi - new_lo, 0).sum()) < total:
+            lo, hi, below = new_lo, new_hi, n_lt
+            continue
+        # no progress (heavy ties between two values): split at p_lo itself
+        e_le_lo = _count_walsh(s, p_lo, strict=False)
+        n_le_lo = int(np.sum(e_le_lo - idx))
+        if k < n_le_lo:
+            return p_lo
+        lo, hi, below = np.maximum(lo, e_le_lo), new_hi, n_le_lo
 
 
 def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX):
@@ -387,12 +419,44 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
     return out.reshape(*lead, len(ranks))
 
 
+def _walsh_exact_rows(diff, method="auto"):
+    """Rows whose Walsh interval uses the exact signed-rank critical value: no ties in
+    ``|x - y|`` and no zero differences (the continuous case the exact distribution is
+    for), and ``method`` "exact", or "auto" with ``n <= 50``."""
+    if method == "approx":
+        return np.zeros(diff.shape[:-1], dtype=bool)
+    absd = np.sort(np.abs(diff), axis=-1)
+    clean = ~np.any(absd[..., 1:] == absd[..., :-1], axis=-1) & ~np.any(diff == 0, axis=-1)
+    if method == "auto":
+        clean &= diff.shape[-1] <= EXACT_MAX_N
+    return clean
+
+
+_HL_CACHE: dict = {}  # one entry: the Wilcoxon test and effect_sizes share the work
+
+
 def _hl_and_interval(diff, level, alternative, exact):
     """Hodges-Lehmann estimate and Walsh-average interval for each row of ``diff``.
 
     ``exact`` (array over rows) selects the exact or normal-approximation critical value.
-    Returns ``(estimate, low, high, unbounded_mask)``.
+    Returns ``(estimate, low, high, unbounded_mask)``. The last result is kept (keyed by
+    a hash of the data and the arguments), so the Wilcoxon test followed by
+    :func:`multistat.effect.effect_sizes` on the same pairs selects the Walsh order
+    statistics once.
     """
+    diff = np.ascontiguousarray(diff, dtype=np.float64)
+    exact_arr = np.array(np.broadcast_to(np.asarray(exact, bool), diff.shape[:-1]))
+    key = (diff.shape, float(level), alternative,
+           hashlib.blake2b(diff.tobytes() + exact_arr.tobytes(), digest_size=16).digest())
+    hit = _HL_CACHE.get("last")
+    if hit is not None and hit[0] == key:
+        return tuple(np.copy(v) for v in hit[1])
+    out = _hl_and_interval_compute(diff, level, alternative, exact_arr)
+    _HL_CACHE["last"] = (key, tuple(np.copy(v) for v in out))
+    return out
+
+
+def _hl_and_interval_compute(diff, level, alternative, exact):
     sorted_d = np.sort(diff, axis=-1)
     n = diff.shape[-1]
     n_walsh = n * (n + 1) // 2
@@ -435,8 +499,8 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
         One-sided alternatives give one-sided intervals.
     confidence_level : float
     exact : bool or None
-        Exact signed-rank critical value (default when ``n <= 50``) or the normal
-        approximation.
+        Exact signed-rank critical value or its normal approximation; default (None):
+        exact for rows with ``n <= 50`` and no ties or zeros among the differences.
 
     Returns
     -------
@@ -468,10 +532,10 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     diff = x - y
     n = diff.shape[-1]
     if exact is None:
-        exact = n <= EXACT_MAX_N
+        exact = _walsh_exact_rows(diff, "auto")
     elif not isinstance(exact, (bool, np.bool_)):
         raise ParameterTypeError(f"`exact` must be True, False or None; got {exact!r}")
-    est, low, high, _ = _hl_and_interval(diff, level, alternative, bool(exact))
+    est, low, high, _ = _hl_and_interval(diff, level, alternative, exact)
     return _scalar(est), _scalar(low), _scalar(high)
 
 
@@ -530,8 +594,9 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     numerator moves 1/2 towards 0 (two-sided) or in the direction of the alternative.
     ``"greater"`` uses :math:`P(Z \ge z)`, ``"less"`` :math:`P(Z \le z)`, two-sided
     :math:`2\min`. The interval (see :func:`hodges_lehmann`) uses all :math:`n`
-    differences; its critical value is exact where the test ran exactly on untied data,
-    the normal approximation otherwise. Per-row work is vectorized except the exact
+    differences; its critical value is exact when ``x - y`` has no ties or zeros and
+    ``method`` is "exact" (or "auto" with :math:`n \le 50`), the normal approximation
+    otherwise. Per-row work is vectorized except the exact
     distribution with ties (a dynamic program over rows, still vectorized) and the
     selection of Walsh order statistics for very large :math:`n` (per row, O(n) memory).
 
@@ -606,9 +671,7 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         _warn(np.ones(shape, bool), SmallSampleWarning,
               "Wilcoxon test: fewer than 2 pairs, the interval is unbounded")
 
-    ci_exact = use_exact & ~has_ties & (n_zero == 0)
-    # the interval's critical value does not depend on the null value: ties/zeros of d
-    # (not d - delta) decide only through the test; use exact values where the test did.
+    ci_exact = _walsh_exact_rows(diff, method)
 
     def interval(level, notes=None):
         est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact)
