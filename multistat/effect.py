@@ -39,8 +39,14 @@ from multistat.significance.rank import (
 )
 
 __all__ = [
-    "EffectSize", "cohens_dz", "hedges_g", "hedges_correction", "wilcoxon_r",
-    "hodges_lehmann", "effect_sizes", "EFFECT_COLUMNS",
+    "EFFECT_COLUMNS",
+    "EffectSize",
+    "cohens_dz",
+    "effect_sizes",
+    "hedges_correction",
+    "hedges_g",
+    "hodges_lehmann",
+    "wilcoxon_r",
 ]
 
 EFFECT_COLUMNS = (
@@ -116,7 +122,7 @@ def _nct_noncentrality(t, df, prob):
         lo = np.where(grow_lo, lo - width, lo)
         hi = np.where(grow_hi, hi + width, hi)
     res = elementwise.find_root(f, (lo, hi), args=(t, df, prob),
-                                tolerances=dict(xatol=1e-12, xrtol=1e-12))
+                                tolerances={"xatol": 1e-12, "xrtol": 1e-12})
     return np.where(res.success, res.x, np.nan)
 
 

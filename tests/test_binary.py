@@ -188,12 +188,12 @@ def test_non_binary_input():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(method="chi2"), ParameterError, r"`method` must be one of 'exact', 'midp', "
-                                          r"'asymptotic'; got 'chi2'"),
-    (dict(correction="yes"), ParameterTypeError, r"`correction` must be True or False"),
-    (dict(null_value=0.1), ParameterError, r"`null_value` must be 0 for McNemar"),
-    (dict(alternative="two_sided"), ParameterError, r"`alternative` must be one of"),
-    (dict(confidence_level=0), ParameterError, r"`confidence_level` must be in"),
+    ({"method": "chi2"}, ParameterError, (r"`method` must be one of 'exact', 'midp', "
+                                          r"'asymptotic'; got 'chi2'")),
+    ({"correction": "yes"}, ParameterTypeError, r"`correction` must be True or False"),
+    ({"null_value": 0.1}, ParameterError, r"`null_value` must be 0 for McNemar"),
+    ({"alternative": "two_sided"}, ParameterError, r"`alternative` must be one of"),
+    ({"confidence_level": 0}, ParameterError, r"`confidence_level` must be in"),
 ])
 def test_bad_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -27,10 +27,10 @@ def test_cohens_dz_and_noncentral_t_interval(batch):
     n = 35
     for idx in np.ndindex(2, 3):
         t = res.estimate[idx] * np.sqrt(n)
-        lo = optimize.brentq(lambda nc: stats.nct.cdf(t, n - 1, nc) - 0.95, t - 8, t + 8,
-                             xtol=1e-14) / np.sqrt(n)
-        hi = optimize.brentq(lambda nc: stats.nct.cdf(t, n - 1, nc) - 0.05, t - 8, t + 8,
-                             xtol=1e-14) / np.sqrt(n)
+        def f(nc, t, prob):
+            return stats.nct.cdf(t, n - 1, nc) - prob
+        lo = optimize.brentq(f, t - 8, t + 8, args=(t, 0.95), xtol=1e-14) / np.sqrt(n)
+        hi = optimize.brentq(f, t - 8, t + 8, args=(t, 0.05), xtol=1e-14) / np.sqrt(n)
         assert abs(res.ci_low[idx] - lo) <= 1e-10 and abs(res.ci_high[idx] - hi) <= 1e-10
 
 
@@ -72,7 +72,7 @@ def test_projection_counts_are_walsh_counts():
     rng = np.random.default_rng(23)
     d = np.round(rng.normal(0.2, 1, size=(5, 25)), 1)
     _, g = effect._walsh_projection_variance(d)
-    i, j = np.triu_indices(25)
+    _i, _j = np.triu_indices(25)
     for r in range(5):
         keep = d[r] != 0
         dd = d[r][keep]

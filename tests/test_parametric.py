@@ -99,11 +99,11 @@ def test_registered():
 
 
 @pytest.mark.parametrize("kwargs, error, match", [
-    (dict(alternative="bigger"), ParameterError, r"`alternative` must be one of .*'bigger'"),
-    (dict(alternative=1), ParameterTypeError, r"`alternative` must be one of"),
-    (dict(confidence_level=1.0), ParameterError, r"`confidence_level` must be in \(0, 1\)"),
-    (dict(confidence_level="0.9"), ParameterTypeError, r"`confidence_level` must be a real"),
-    (dict(null_value=np.nan), ParameterError, r"`null_value` must be a finite real"),
+    ({"alternative": "bigger"}, ParameterError, r"`alternative` must be one of .*'bigger'"),
+    ({"alternative": 1}, ParameterTypeError, r"`alternative` must be one of"),
+    ({"confidence_level": 1.0}, ParameterError, r"`confidence_level` must be in \(0, 1\)"),
+    ({"confidence_level": "0.9"}, ParameterTypeError, r"`confidence_level` must be a real"),
+    ({"null_value": np.nan}, ParameterError, r"`null_value` must be a finite real"),
 ])
 def test_bad_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -263,7 +263,7 @@ def test_hodges_lehmann_brute_force():
         d = np.round(rng.standard_t(4, size=n), 2)
         i, j = np.triu_indices(n)
         walsh = np.sort((d[i] + d[j]) / 2)
-        est, low, high = hodges_lehmann(d, np.zeros(n))
+        est, _low, _high = hodges_lehmann(d, np.zeros(n))
         assert est == np.median(walsh)
     d = np.sort(np.round(rng.normal(size=(3, 120)), 1), axis=-1)
     ks = [0, 17, 3630, 7259]
@@ -314,14 +314,14 @@ def test_registered():
 
 
 @pytest.mark.parametrize("func, kwargs, error, match", [
-    (wilcoxon, dict(zero_method="drop"), ParameterError,
+    (wilcoxon, {"zero_method": "drop"}, ParameterError,
      r"`zero_method` must be one of 'wilcox', 'pratt', 'zsplit'; got 'drop'"),
-    (wilcoxon, dict(method="permutation"), ParameterError, r"`method` must be one of 'auto'"),
-    (wilcoxon, dict(correction=1), ParameterTypeError, r"`correction` must be True or False"),
-    (wilcoxon, dict(alternative="greather"), ParameterError, r"`alternative` must be one of"),
-    (sign_test, dict(zero_method="wilcox"), ParameterError,
+    (wilcoxon, {"method": "permutation"}, ParameterError, r"`method` must be one of 'auto'"),
+    (wilcoxon, {"correction": 1}, ParameterTypeError, r"`correction` must be True or False"),
+    (wilcoxon, {"alternative": "greather"}, ParameterError, r"`alternative` must be one of"),
+    (sign_test, {"zero_method": "wilcox"}, ParameterError,
      r"`zero_method` must be one of 'drop', 'split'; got 'wilcox'"),
-    (sign_test, dict(confidence_level=95), ParameterError, r"`confidence_level` must be in"),
+    (sign_test, {"confidence_level": 95}, ParameterError, r"`confidence_level` must be in"),
 ])
 def test_bad_parameters(func, kwargs, error, match):
     with pytest.raises(error, match=match):

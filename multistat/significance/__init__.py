@@ -10,19 +10,24 @@ Importing this package registers every test in
 * bootstrap / permutation tests from :mod:`~multistat.significance.resampling`
 """
 
-from multistat.significance import binary, parametric, rank
+from multistat.significance import binary, parametric, rank, resampling
 from multistat.significance._base import REGISTRY, TestResult, TestSpec, get_test, register
 from multistat.significance.binary import mcnemar
 from multistat.significance.parametric import paired_t
 from multistat.significance.rank import sign_test, wilcoxon
 
-import importlib.util as _util
-
-if _util.find_spec("multistat.significance.resampling") is not None:  # lead's module;
-    from multistat.significance import resampling  # noqa: F401  (guard goes once it exists)
-
 __all__ = [
-    "REGISTRY", "TestResult", "TestSpec", "get_test", "register",
-    "paired_t", "sign_test", "wilcoxon", "mcnemar",
-    "parametric", "rank", "binary",
+    "REGISTRY",
+    "TestResult",
+    "TestSpec",
+    "binary",
+    "get_test",
+    "mcnemar",
+    "paired_t",
+    "parametric",
+    "rank",
+    "register",
+    "resampling",
+    "sign_test",
+    "wilcoxon",
 ]

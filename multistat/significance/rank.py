@@ -25,8 +25,12 @@ from multistat.significance.parametric import (
 )
 
 __all__ = [
-    "sign_test", "wilcoxon", "hodges_lehmann", "signed_rank_pmf", "walsh_order_statistics",
     "EXACT_MAX_N",
+    "hodges_lehmann",
+    "sign_test",
+    "signed_rank_pmf",
+    "walsh_order_statistics",
+    "wilcoxon",
 ]
 
 #: ``method="auto"`` uses the exact null distribution up to this many pairs (as scipy).
@@ -245,8 +249,8 @@ def _signed_rank_parts(d, zero_method):
         ranks = np.where(is_zero, 0.0, ranks)
     sd = np.sqrt(np.maximum(var24, 0.0) / 24.0)
     has_ties = (tie_all - tie_zero) > 0  # ties among the non-zero |d|
-    return dict(ranks=ranks, w_plus=w_plus, mean=mean, sd=sd, count=count,
-                n_zero=n_zero, has_ties=has_ties)
+    return {"ranks": ranks, "w_plus": w_plus, "mean": mean, "sd": sd, "count": count,
+                "n_zero": n_zero, "has_ties": has_ties}
 
 
 def _exact_signed_rank_p(ranks, w_plus, alternative):
@@ -530,7 +534,7 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     level = check_probability("confidence_level", confidence_level)
     x, y = as_pairs(x, y)
     diff = x - y
-    n = diff.shape[-1]
+    diff.shape[-1]
     if exact is None:
         exact = _walsh_exact_rows(diff, "auto")
     elif not isinstance(exact, (bool, np.bool_)):
