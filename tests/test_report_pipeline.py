@@ -1,0 +1,116 @@
+"""The default DVC pipeline, run with real DVC in a copy of the repository's files.
+
+The copy gets the repository's ``dvc.yaml``, ``params.yaml``, ``.dvc/config`` and
+``data/``; only the Monte Carlo sizes (``compare.n_resamples``, ``power.n_simulations``)
+and the figure resolution are lowered to keep the test short. Checked: ``dvc repro``
+writes the reports; a second run is a no-op; changing one parameter reruns exactly the
+stages that depend on it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import multistat as ms
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict:
+    env = dict(os.environ, DVC_NO_ANALYTICS="1", MPLBACKEND="Agg",
+               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.pop("DVC_SITE_CACHE_DIR", None)
+    return env
+
+
+def _run(args, cwd) -> subprocess.CompletedProcess:
+    out = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True,
+                         timeout=900, check=False)
+    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def _ran(out: subprocess.CompletedProcess) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", out.stdout))
+
+
+def _set(project: Path, key: str, value) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    node = params
+    *path, last = key.split(".")
+    for k in path:
+        node = node[k]
+    node[last] = value
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+def _init(project: Path) -> None:
+    _run(["git", "init", "-q"], project)
+    _run([str(BIN / "dvc"), "init", "-q"], project)
+    _run([str(BIN / "dvc"), "config", "core.analytics", "false"], project)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    project = tmp_path_factory.mktemp("pipeline")
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "data", project / "data")
+    _init(project)
+    shutil.copy(ROOT / ".dvc" / "config", project / ".dvc" / "config")  # parsing.list
+    _set(project, "compare.n_resamples", 200)
+    _set(project, "power.n_simulations", 100)
+    _set(project, "report.dpi", 50)
+    first = _run([str(BIN / "dvc"), "repro"], project)
+    stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
+    return project, first, stages
+
+
+def test_repro_writes_the_reports(project):
+    project, first, _ = project
+    assert {"load", "units", "analyze", "compare", "report"} <= _ran(first)
+    assert any(s.startswith("power@") for s in _ran(first))
+    reports = project / "reports"
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    assert 'class="leaderboard"' in html and "data:image/png;base64," in html
+    heatmaps = sorted(p.name for p in (reports / "figures").glob("heatmap_*.png"))
+    assert "heatmap_newstest__sent_bleu.png" in heatmaps and len(heatmaps) == 6
+    res = ms.read_parquet(reports / "results.parquet")
+    assert res.attrs["multistat"]["n_resamples"] == 200
+    assert (reports / "tables" / "leaderboard_newstest__sent_bleu.tex").exists()
+    assert list((reports / "power").glob("*.parquet"))
+
+
+def test_second_repro_is_a_noop(project):
+    project, _, _ = project
+    again = _run([str(BIN / "dvc"), "repro"], project)
+    assert _ran(again) == set()
+    status = _run([str(BIN / "dvc"), "status"], project)
+    assert "up to date" in status.stdout
+
+
+def test_one_parameter_reruns_only_its_dependents(project):
+    project, _, _ = project
+    _set(project, "compare.alpha", 0.01)
+    out = _run([str(BIN / "dvc"), "repro"], project)
+    assert _ran(out) == {"compare", "report"}
+    res = ms.read_parquet(project / "reports" / "results.parquet")
+    assert set(res["alpha"]) == {0.01}
+
+
+def test_power_parameter_reruns_power_and_report(project):
+    project, _, _ = project
+    _set(project, "power.n_simulations", 120)
+    ran = _ran(_run([str(BIN / "dvc"), "repro"], project))
+    deltas = yaml.safe_load((project / "params.yaml").read_text())["power"]["deltas"]
+    assert ran == {"report"} | {f"power@{d}" for d in deltas}
