@@ -192,6 +192,16 @@ def cohens_dz(x, y, *, confidence_level=0.95):
     Steiger, J. H., & Fouladi, R. T. (1997). Noncentrality interval estimation and the
     evaluation of statistical models. In What If There Were No Significance Tests?
     doi:10.4324/9781315827353
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> d = np.array([0.3, -0.1, 0.5, 0.2, 0.4, 0.0, 0.6, 0.1, -0.2, 0.3])
+    >>> res = cohens_dz(d, np.zeros(10))
+    >>> t = res.estimate * np.sqrt(10)  # d_z * sqrt(n) is the paired t statistic
+    >>> bool(np.isclose(stats.nct.cdf(t, 9, res.ci_low * np.sqrt(10)), 0.975))
+    True
     """
     diff, level = _prepare(x, y, confidence_level)
     d, low, high, notes = _dz_parts(diff, level, "Cohen's d")

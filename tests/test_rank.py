@@ -326,3 +326,24 @@ def test_registered():
 def test_bad_parameters(func, kwargs, error, match):
     with pytest.raises(error, match=match):
         func([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 1.0, 1.0], **kwargs)
+
+
+def test_other_levels_recomputed():
+    rng = np.random.default_rng(40)
+    x, y = rng.normal(0.2, 1, size=(3, 40)), rng.normal(0, 1, size=(3, 40))
+    for func in (wilcoxon, sign_test):
+        low, high = func(x, y).confidence_interval(0.8)
+        ref = func(x, y, confidence_level=0.8)
+        np.testing.assert_array_equal(low, ref.ci_low)
+        np.testing.assert_array_equal(high, ref.ci_high)
+        assert np.all((ref.ci_high - ref.ci_low) <= (func(x, y).ci_high - func(x, y).ci_low))
+
+
+def test_exact_method_beyond_auto_range():
+    # method="exact" at n = 60 (no ties): the pmf DP agrees with the normal approximation
+    # to within its error, and matches scipy's exact p-value (scipy allows exact at any n)
+    rng = np.random.default_rng(41)
+    x, y = rng.normal(0.3, 1, size=60), rng.normal(0, 1, size=60)
+    res = wilcoxon(x, y, method="exact", alternative="greater")
+    ref = stats.wilcoxon(x, y, method="exact", alternative="greater").pvalue
+    assert abs(res.p_value - ref) <= 1e-10

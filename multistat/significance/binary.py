@@ -161,6 +161,17 @@ def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0
     Fagerland, M. W., Lydersen, S., & Laake, P. (2013). The McNemar test for binary
     matched-pairs data: mid-p and asymptotic are better than exact conditional.
     BMC Med Res Methodol 13, 91. doi:10.1186/1471-2288-13-91
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+    >>> x = np.array([1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 0])  # system a correct?
+    >>> y = np.array([1, 0, 0, 0, 1, 0, 1, 1, 0, 0, 1, 0])  # system b correct?
+    >>> res = mcnemar(x, y)  # b = 5 (only a right), c = 1 (only b right)
+    >>> ref = sm_mcnemar([[3, 5], [1, 3]], exact=True).pvalue
+    >>> int(res.extra["b"]), int(res.extra["c"]), bool(np.isclose(res.p_value, ref))
+    (5, 1, True)
     """
     x, y, alternative, null_value, confidence_level = _check_common(
         x, y, alternative, null_value, confidence_level)

@@ -112,6 +112,16 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     ----------
     Hollander, M., Wolfe, D. A., & Chicken, E. (2013). Nonparametric Statistical Methods
     (3rd ed.), ch. 3. Wiley. doi:10.1002/9781119196037
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> x = np.array([3.0, 4.5, 2.0, 5.0, 4.0, 3.5, 6.0, 4.0])
+    >>> y = np.array([2.5, 4.0, 2.0, 4.0, 4.5, 3.0, 5.0, 3.0])
+    >>> res = sign_test(x, y)  # one zero difference dropped: 6 positives among 7
+    >>> int(res.statistic), int(res.n), bool(np.isclose(res.p_value, stats.binomtest(6, 7).pvalue))
+    (6, 7, True)
     """
     x, y, alternative, null_value, confidence_level = _check_common(
         x, y, alternative, null_value, confidence_level)
@@ -603,6 +613,17 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     otherwise. Per-row work is vectorized except the exact
     distribution with ties (a dynamic program over rows, still vectorized) and the
     selection of Walsh order statistics for very large :math:`n` (per row, O(n) memory).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> x = np.array([0.61, 0.72, 0.55, 0.80, 0.67, 0.74, 0.59, 0.66])
+    >>> y = np.array([0.58, 0.70, 0.57, 0.71, 0.60, 0.69, 0.60, 0.61])
+    >>> res = wilcoxon(x, y, alternative="greater")
+    >>> ref = stats.wilcoxon(x, y, alternative="greater")
+    >>> bool(np.isclose(res.p_value, ref.pvalue)), bool(res.statistic == ref.statistic)
+    (True, True)
 
     References
     ----------
