@@ -540,3 +540,27 @@ def test_heatmap_auto_annotation_falls_back_to_score_difference():
             if i != j:
                 assert float(texts[(i, j)]) == pytest.approx(100 * (acc[a] - acc[b]),
                                                              abs=0.051)
+
+
+def test_effect_sizes_in_checklist_and_heatmap(study):
+    res = ms.compare(study, tests=("t", "wilcoxon"), metrics=["rouge_1_f_score"])
+    assert res["cohens_d"].notna().all()
+    ck = tables.checklist(res)
+    for (_, row), (_, ref) in zip(ck.iterrows(), res.iterrows()):
+        name = "cohens_d" if ref["test"] == "t" else "wilcoxon_r"
+        label = "Cohen's d_z" if name == "cohens_d" else "Wilcoxon r"
+        assert row["effect_size_ci"] == (
+            f"{label} {tables._fmt(ref[name])} [{tables._fmt(ref[name + '_ci_low'])}, "
+            f"{tables._fmt(ref[name + '_ci_high'])}] (95% CI)")
+    fig = plots.heatmap(res, "realsumm", "rouge_1_f_score", test="t", annotate="cohens_d",
+                        study=study)
+    ax = fig.axes[0]
+    assert "Cohen's d_z of A − B" in ax.get_title()
+    order = [t.get_text() for t in ax.get_yticklabels()]
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text()
+             for t in ax.texts}
+    t = res[res["test"] == "t"]
+    for a, b, d in zip(t["system_a"], t["system_b"], t["cohens_d"]):
+        i, j = order.index(a), order.index(b)
+        assert texts[(i, j)] in (f"{d:+.2f}", "0.00") and texts[(j, i)] in (f"{-d:+.2f}",
+                                                                            "0.00")
