@@ -266,7 +266,7 @@ def test_hodges_lehmann_brute_force():
         est, _low, _high = hodges_lehmann(d, np.zeros(n))
         assert est == np.median(walsh)
     d = np.sort(np.round(rng.normal(size=(3, 120)), 1), axis=-1)
-    ks = [0, 17, 3630, 7259]
+    ks = [0, 17, 18, 3629, 3630, 3631, 7258, 7259]  # adjacent ranks: the "next" shortcut
     np.testing.assert_array_equal(walsh_order_statistics(d, ks),
                                   walsh_order_statistics(d, ks, dense_row_max=1))
 

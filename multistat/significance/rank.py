@@ -391,6 +391,16 @@ def _walsh_select_row(s, k, rng, sample_size=1024):
         lo, hi, below = np.maximum(lo, e_le_lo), new_hi, n_le_lo
 
 
+def _walsh_next(s, value, k):
+    """The ``k``-th smallest Walsh average given that the ``(k-1)``-th equals ``value``."""
+    idx = np.arange(s.size)
+    e_le = _count_walsh(s, value, strict=False)
+    if int(np.sum(e_le - idx)) > k:  # value is repeated
+        return value
+    ok = e_le < s.size
+    return float(np.min((s[ok] + s[e_le[ok]]) / 2.0))
+
+
 def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX):
     """Order statistics of the Walsh averages ``(d_i + d_j)/2, i <= j`` of each row.
 
@@ -429,7 +439,13 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
     else:
         rng = np.random.default_rng(0)  # pivots only; the result does not depend on it
         for r in range(flat.shape[0]):
-            out[r] = [_walsh_select_row(flat[r], k, rng) for k in ranks]
+            found: dict[int, float] = {}
+            for k in sorted(set(ranks)):
+                if k - 1 in found:  # the next order statistic: one count, no selection
+                    found[k] = _walsh_next(flat[r], found[k - 1], k)
+                else:
+                    found[k] = _walsh_select_row(flat[r], k, rng)
+            out[r] = [found[k] for k in ranks]
     return out.reshape(*lead, len(ranks))
 
 
