@@ -6,6 +6,7 @@ interval) that :mod:`multistat.effect` reuses.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -35,6 +36,8 @@ __all__ = [
 
 #: ``method="auto"`` uses the exact null distribution up to this many pairs (as scipy).
 EXACT_MAX_N = 50
+#: largest n for which the Walsh interval uses the exact critical value (method="exact")
+EXACT_CI_MAX_N = 400
 #: ``method="auto"`` with ties or zeros: exact conditional (permutation) distribution up
 #: to this many pairs (scipy's deterministic permutation test, 2**13 < 9999 resamples).
 EXACT_TIES_MAX_N = 13
@@ -266,7 +269,9 @@ def _signed_rank_parts(d, zero_method):
 def _exact_signed_rank_p(ranks, w_plus, alternative):
     """Exact sign-flip p-values of W+ for rows of ``ranks`` (2-D), via the pmf of 2W+."""
     doubled = np.rint(2.0 * ranks).astype(np.int64)
-    pmf = signed_rank_pmf(doubled)
+    # rows with the same multiset of ranks (all untied rows of one n) share one pmf
+    unique, inverse = np.unique(np.sort(doubled, axis=-1), axis=0, return_inverse=True)
+    pmf = signed_rank_pmf(unique)[np.ravel(inverse)]
     obs2 = np.rint(2.0 * w_plus).astype(np.int64)
     cdf = np.cumsum(pmf, axis=-1)
     sf = np.cumsum(pmf[:, ::-1], axis=-1)[:, ::-1]  # sf[s] = P(S >= s)
@@ -283,6 +288,7 @@ def _exact_signed_rank_p(ranks, w_plus, alternative):
     return np.clip(2.0 * np.minimum(p_less, p_greater), 0.0, 1.0)
 
 
+@functools.lru_cache(maxsize=64)
 def _signed_rank_lower_rank(n, tail, exact):
     """Walsh-average rank ``k`` of the lower interval end (1-based; 0 = unbounded).
 
@@ -455,13 +461,14 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
 def _walsh_exact_rows(diff, method="auto"):
     """Rows whose Walsh interval uses the exact signed-rank critical value: no ties in
     ``|x - y|`` and no zero differences (the continuous case the exact distribution is
-    for), and ``method`` "exact", or "auto" with ``n <= 50``."""
+    for), and ``method`` "exact" with ``n <= 400`` (above, the O(n^3) distribution costs
+    seconds and the continuity-corrected normal value is as good), or "auto" with
+    ``n <= 50``."""
     if method == "approx":
         return np.zeros(diff.shape[:-1], dtype=bool)
     absd = np.sort(np.abs(diff), axis=-1)
     clean = ~np.any(absd[..., 1:] == absd[..., :-1], axis=-1) & ~np.any(diff == 0, axis=-1)
-    if method == "auto":
-        clean &= diff.shape[-1] <= EXACT_MAX_N
+    clean &= diff.shape[-1] <= (EXACT_MAX_N if method == "auto" else EXACT_CI_MAX_N)
     return clean
 
 
@@ -628,8 +635,8 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     ``"greater"`` uses :math:`P(Z \ge z)`, ``"less"`` :math:`P(Z \le z)`, two-sided
     :math:`2\min`. The interval (see :func:`hodges_lehmann`) uses all :math:`n`
     differences; its critical value is exact when ``x - y`` has no ties or zeros and
-    ``method`` is "exact" (or "auto" with :math:`n \le 50`), the normal approximation
-    otherwise. Per-row work is vectorized except the exact
+    ``method`` is "exact" with :math:`n \le 400` (or "auto" with :math:`n \le 50`), the
+    normal approximation otherwise. Per-row work is vectorized except the exact
     distribution with ties (a dynamic program over rows, still vectorized) and the
     selection of Walsh order statistics for very large :math:`n` (per row, O(n) memory).
 
