@@ -138,24 +138,9 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     every row. Constant differences (skewness undefined) warn and count as symmetric.
     """
     alpha = check_probability("alpha", alpha)
-    all_ds = cube.datasets(study)
-    datasets = [datasets] if isinstance(datasets, str) else datasets
-    metrics = [metrics] if isinstance(metrics, str) else metrics
-    if datasets is not None:
-        unknown = [d for d in datasets if d not in all_ds]
-        if unknown:
-            raise ParameterError(f"`datasets`: unknown dataset(s) {unknown}; the study has "
-                                 f"{list(all_ds)}")
-    if metrics is not None:
-        known = {str(m) for ds in all_ds.values() for m in ds.metric.values}
-        unknown = [m for m in metrics if m not in known]
-        if unknown:
-            raise ParameterError(f"`metrics`: unknown metric(s) {unknown}; the study has "
-                                 f"{sorted(known)}")
+    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
     rows = []
     for name, ds in all_ds.items():
-        if datasets is not None and name not in datasets:
-            continue
         score = np.asarray(ds[cube.SCORE].values)
         idx = cube.pair_indices(ds.system.values, pairs)
         ia = np.array([a for a, _ in idx])

@@ -167,19 +167,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
      seed) = _compare_iv(study, tests, statistic, alternative, null_value, alpha,
                          confidence_level, n_resamples, seed, correction, scheduler,
                          ci_method, bootstrap_pvalue)
-    all_ds = cube.datasets(study)
-    if datasets is not None:
-        unknown = [d for d in datasets if d not in all_ds]
-        if unknown:
-            raise ParameterError(f"`datasets`: unknown dataset(s) {unknown}; the study has "
-                                 f"{list(all_ds)}")
-        all_ds = {k: v for k, v in all_ds.items() if k in datasets}
-    if metrics is not None:
-        known = {str(m) for ds in all_ds.values() for m in ds.metric.values}
-        unknown = [m for m in metrics if m not in known]
-        if unknown:
-            raise ParameterError(f"`metrics`: unknown metric(s) {unknown}; the study has "
-                                 f"{sorted(known)}")
+    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
     bar = None
     if progress:
         from tqdm.auto import tqdm

@@ -139,6 +139,9 @@ def datasets(study: xr.DataTree) -> dict[str, xr.Dataset]:
     return {name: node.to_dataset() for name, node in study.children.items()}
 
 
+_datasets = datasets  # for functions whose `datasets` parameter shadows it
+
+
 def from_frame(frame: pd.DataFrame) -> xr.DataTree:
     """Study from a validated long frame (``multistat.read_scores`` output).
 
@@ -346,3 +349,29 @@ def load(path, **read_options) -> xr.DataTree:
     from multistat.io import read_scores
 
     return from_frame(read_scores(path, **read_options))
+
+
+def select(study, *, datasets=None, metrics=None) -> tuple[dict[str, xr.Dataset],
+                                                          list[str] | None]:
+    """``({name: Dataset}, metrics)`` restricted to the named datasets; unknown names are
+    an error naming them and what the study has. A single string counts as one name."""
+    all_ds = datasets_ = _datasets(study)
+    if isinstance(datasets, str):
+        datasets = [datasets]
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if datasets is not None:
+        unknown = [d for d in datasets if d not in all_ds]
+        if unknown:
+            raise ParameterError(f"`datasets`: unknown dataset(s) {unknown}; the study has "
+                                 f"{list(all_ds)}")
+        datasets_ = {k: v for k, v in all_ds.items() if k in datasets}
+    if metrics is not None:
+        known = {str(m) for ds in datasets_.values() for m in ds.metric.values}
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise ParameterError(f"`metrics`: unknown metric(s) {unknown}; the study has "
+                                 f"{sorted(known)}")
+        metrics = list(metrics)
+    return datasets_, metrics
+
