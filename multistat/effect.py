@@ -33,6 +33,7 @@ from multistat.significance.parametric import (
     _warn,
 )
 from multistat.significance.rank import (
+    _abs_sort_info,
     _hl_and_interval,
     _signed_rank_parts,
     _walsh_exact_rows,
@@ -248,26 +249,38 @@ def hedges_g(x, y, *, confidence_level=0.95):
 
 
 # ----------------------------------------------------------------------------- Wilcoxon r
-def _walsh_projection_variance(d):
+def _walsh_projection_variance(d, info=None):
     r"""Hajek-projection estimate of :math:`\mathrm{Var}(W^+)` for each row; zeros of ``d``
     are excluded (Wilcoxon's zero method).
 
     :math:`W^+ = \sum_{i \le j} h(d_i, d_j)` with :math:`h = 1\{d_i + d_j > 0\} +
     \frac12 1\{d_i + d_j = 0\}`; its projection is :math:`\sum_i g_i` with
     :math:`g_i = \sum_j h(d_i, d_j)` (all j), so :math:`\widehat{\mathrm{Var}}(W^+) =
-    m\, s_g^2`. Counts come from ranks of the concatenation ``[d, -d]`` (vectorized).
+    m\, s_g^2`. The counts come from one sort of :math:`|d|` (``info``, from
+    :func:`multistat.significance.rank._abs_sort_info`, shared with the ranks): for
+    :math:`d_i > 0`, :math:`\#\{j: d_j \le -d_i\}` is the number of negative
+    :math:`d_j` with :math:`|d_j| \ge |d_i|`; for :math:`d_i < 0`,
+    :math:`\#\{j: d_j \le |d_i|\}` is all negatives plus the positives with
+    :math:`|d_j| \le |d_i|` - prefix counts over the sorted :math:`|d|`, taken at the
+    ends of each tie group.
     """
-    dz = np.where(d == 0, np.nan, d)
-    m = np.count_nonzero(~np.isnan(dz), axis=-1)
-    both = np.concatenate([dz, -dz], axis=-1)
-    n = d.shape[-1]
-    rmax_b = stats.rankdata(both, method="max", axis=-1, nan_policy="omit")[..., n:]
-    rmin_b = stats.rankdata(both, method="min", axis=-1, nan_policy="omit")[..., n:]
-    rmax_neg = stats.rankdata(-dz, method="max", axis=-1, nan_policy="omit")
-    rmin_neg = stats.rankdata(-dz, method="min", axis=-1, nan_policy="omit")
-    le = rmax_b - rmax_neg  # #{j: d_j <= -d_i}
-    lt = rmin_b - rmin_neg  # #{j: d_j <  -d_i}
-    g = (m[..., None] - le) + 0.5 * (le - lt)
+    order, start, end = _abs_sort_info(d) if info is None else info
+    ds = np.take_along_axis(d, order, axis=-1)
+    neg, pos = ds < 0, ds > 0
+    zero_col = np.zeros(d.shape[:-1] + (1,))
+    cneg = np.concatenate([zero_col, np.cumsum(neg, axis=-1)], axis=-1)  # before position
+    cpos = np.concatenate([zero_col, np.cumsum(pos, axis=-1)], axis=-1)
+    tneg = cneg[..., -1:]
+    m = np.count_nonzero(d, axis=-1)
+    neg_ge = tneg - np.take_along_axis(cneg, start, axis=-1)  # negatives, |d_j| >= |d_i|
+    neg_gt = tneg - np.take_along_axis(cneg, end + 1, axis=-1)
+    pos_le = np.take_along_axis(cpos, end + 1, axis=-1)  # positives, |d_j| <= |d_i|
+    pos_lt = np.take_along_axis(cpos, start, axis=-1)
+    le = np.where(pos, neg_ge, tneg + pos_le)  # #{j: d_j <= -d_i}, zeros excluded
+    lt = np.where(pos, neg_gt, tneg + pos_lt)  # #{j: d_j <  -d_i}
+    g_sorted = np.where(ds == 0, np.nan, (m[..., None] - le) + 0.5 * (le - lt))
+    g = np.empty(d.shape)
+    np.put_along_axis(g, order, g_sorted, axis=-1)  # original order: same sums as before
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_g = np.nansum(g, axis=-1) / m
         var_g = np.nansum((g - mean_g[..., None]) ** 2, axis=-1) / (m - 1)
@@ -321,7 +334,8 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
     diff, level = _prepare(x, y, confidence_level)
     shape = diff.shape[:-1]
     notes = _notes(shape)
-    parts = _signed_rank_parts(diff, "wilcox")
+    info = _abs_sort_info(diff)  # one sort of |d| for the ranks and the projection
+    parts = _signed_rank_parts(diff, "wilcox", info)
     m = parts["count"]
     bad = (m < 2) | (parts["sd"] == 0)
     _add_note(notes, bad, "fewer than 2 non-zero differences: Wilcoxon r undefined")
@@ -330,7 +344,7 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = parts["sd"] * np.sqrt(m)
         r = (parts["w_plus"] - parts["mean"]) / scale
-        var_w, _ = _walsh_projection_variance(diff)
+        var_w, _ = _walsh_projection_variance(diff, info)
         # interval for p = E[W+]/C on the logit scale (delta method), C = m(m+1)/2
         total = m * (m + 1) / 2.0
         p_hat = parts["w_plus"] / total
