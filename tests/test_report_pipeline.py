@@ -1,7 +1,7 @@
 """The default DVC pipeline, run with real DVC in a copy of the repository's files.
 
-The copy gets the repository's ``dvc.yaml``, ``params.yaml``, ``.dvc/config`` and
-``data/``; only the Monte Carlo sizes (``compare.n_resamples``, ``power.n_simulations``)
+The copy gets the repository's ``dvc.yaml``, ``params.yaml``, ``.dvc/config``,
+``.dvcignore``, ``data/`` and ``multistat/`` (a code dependency of the stages); only the Monte Carlo sizes (``compare.n_resamples``, ``power.n_simulations``)
 and the figure resolution are lowered to keep the test short. Checked: ``dvc repro``
 writes the reports; a second run is a no-op; changing one parameter reruns exactly the
 stages that depend on it.
@@ -66,8 +66,12 @@ def project(tmp_path_factory):
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(ROOT / name, project / name)
     shutil.copytree(ROOT / "data", project / "data")
+    # the stages depend on the code too (hashed only; the installed multistat runs)
+    shutil.copytree(ROOT / "multistat", project / "multistat",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     _init(project)
     shutil.copy(ROOT / ".dvc" / "config", project / ".dvc" / "config")  # parsing.list
+    shutil.copy(ROOT / ".dvcignore", project / ".dvcignore")
     _set(project, "compare.n_resamples", 200)
     _set(project, "power.n_simulations", 100)
     _set(project, "report.dpi", 50)
@@ -106,6 +110,13 @@ def test_one_parameter_reruns_only_its_dependents(project):
     assert _ran(out) == {"compare", "report"}
     res = ms.read_parquet(project / "reports" / "results.parquet")
     assert set(res["alpha"]) == {0.01}
+
+
+def test_changed_report_code_reruns_only_the_report(project):
+    project, _, _ = project
+    plots = project / "multistat" / "report" / "plots.py"
+    plots.write_text(plots.read_text() + "\n# changed\n")
+    assert _ran(_run([str(BIN / "dvc"), "repro"], project)) == {"report"}
 
 
 def test_power_parameter_reruns_power_and_report(project):
