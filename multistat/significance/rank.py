@@ -328,110 +328,448 @@ def _signed_rank_lower_rank(n, tail, exact):
     return max(int(np.floor(m + 0.5 - stats.norm.isf(tail) * sd)), 0)
 
 
-_WALSH_DENSE_ROW_MAX = 250_000  # n(n+1)/2 up to which rows are materialised (n <~ 700)
+_WALSH_DENSE_ROW_MAX = 8_000  # n(n+1)/2 up to which rows are materialised (n <= 125)
 _WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
+_WALSH_SPARSE_CHUNK = 2_000_000  # rows x n of one batch of the implicit selection
 
 
-def _count_walsh(s, t, strict):
-    """Per ``i``, the end index ``e_i`` with ``(s_i + s_j)/2 <= t`` (``<`` if strict) for
-    exactly ``j < e_i``, computed with the same floating-point expression as the averages.
+class _WalshRows:
+    """Sorted rows ``S`` (R, n) and what exact counting of their Walsh averages needs."""
 
-    ``searchsorted`` on ``2t - s_i`` gives the boundary up to rounding; the fix-up moves
-    it by whole groups of equal ``s_j`` (which share the predicate) until the predicate
-    holds before and fails after it - one or two steps."""
-    n = s.size
-    e = np.searchsorted(s, 2.0 * t - s, side="left" if strict else "right")
-    idx = np.arange(n)
+    def __init__(self, S):
+        self.S = S
+        self.R, self.n = S.shape
+        self.flat = S.ravel()
+        idx = np.arange(self.n)
+        new = np.ones(S.shape, dtype=bool)
+        new[:, 1:] = S[:, 1:] != S[:, :-1]
+        last = np.ones(S.shape, dtype=bool)
+        last[:, :-1] = new[:, 1:]
+        # tie groups of each row: first index, and one past the last index
+        self.gstart = np.maximum.accumulate(np.where(new, idx, 0), axis=1).ravel()
+        self.gend = (np.minimum.accumulate(np.where(last, idx, self.n - 1)[:, ::-1],
+                                           axis=1)[:, ::-1] + 1).ravel()
 
-    def ok(j_idx):
-        w = (s + s[j_idx]) / 2.0
-        return w < t if strict else w <= t
+    def row_search(self, rows, values, side):
+        """``searchsorted(S[rows[k]], values[k])`` for all k; ``rows`` must be sorted."""
+        out = np.empty(values.size, dtype=np.int64)
+        bounds = np.searchsorted(rows, np.arange(self.R + 1))
+        S = self.S
+        for r in np.flatnonzero(np.diff(bounds)):
+            a, b = bounds[r], bounds[r + 1]
+            out[a:b] = np.searchsorted(S[r], values[a:b], side=side)
+        return out
 
-    for _ in range(n + 2):
-        prev = np.clip(e - 1, 0, n - 1)
-        down = (e > 0) & ~ok(prev)
-        nxt = np.clip(e, 0, n - 1)
-        up = (e < n) & ok(nxt)
-        if not (down.any() or up.any()):
-            break
-        if down.any():
-            e[down] = np.searchsorted(s, s[prev[down]], side="left")
-        up &= ~down
-        if up.any():
-            e[up] = np.searchsorted(s, s[nxt[up]], side="right")
-    return np.maximum(e, idx)
+    def count(self, rows, t, want_lt=True):
+        """For pivots ``t`` (one per entry of ``rows``): ragged ``(owner, i, e_le, e_lt)``
+        over ``i`` with ``s_i <= t`` and the counts ``#{W <= t}``, ``#{W < t}``.
 
+        ``e_le[i]`` / ``e_lt[i]``: the ``j`` with ``(s_i + s_j)/2 <= t`` (``< t``) are
+        exactly ``j < e``, evaluated with the same floating-point expression as the
+        averages (``searchsorted`` on ``2t - s_i`` finds the boundary up to rounding; the
+        fix-up moves it by whole tie groups).
+        """
+        n, flat = self.n, self.flat
+        # pivots grouped by row: one searchsorted per row over all of its pivots' queries
+        perm = np.argsort(rows, kind="stable")
+        rows_s, t_s = rows[perm], t[perm]
+        h = self.row_search(rows_s, t_s, "right")  # #{i: W_ii = s_i <= t}
+        total = int(h.sum())
+        owner_s = np.repeat(np.arange(rows.size), h)
+        ii = np.arange(total) - np.repeat(np.cumsum(h) - h, h)
+        base = rows_s[owner_s] * n
+        si = flat[base + ii]
+        tv = t_s[owner_s]
+        e = self.row_search(rows_s[owner_s], 2.0 * tv - si, "right")
+        owner = perm[owner_s]
+        np.clip(e, 0, n, out=e)
+        # fix-up: W(i, e-1) <= t < W(i, e)
+        sel = None
+        while sel is None or sel.size:
+            if sel is None:
+                es, b, s_, t_ = e, base, si, tv
+            else:
+                es, b, s_, t_ = e[sel], base[sel], si[sel], tv[sel]
+            jm = np.maximum(es - 1, 0)
+            down = (es > 0) & ~((s_ + flat[b + jm]) / 2.0 <= t_)
+            jp = np.minimum(es, n - 1)
+            up = (es < n) & ((s_ + flat[b + jp]) / 2.0 <= t_) & ~down
+            es = np.where(down, self.gstart[b + jm], es)
+            es = np.where(up, self.gend[b + jp], es)
+            if sel is None:
+                sel = np.flatnonzero(down | up)
+                e = es
+            else:
+                e[sel] = es
+                sel = sel[down | up]
+        e_le = e
+        c_le = np.bincount(owner, weights=e_le - ii, minlength=rows.size).astype(np.int64)
+        if not want_lt:
+            return owner, ii, e_le, None, c_le, None
+        e_lt = e_le.copy()
+        sel = np.flatnonzero(e_lt > 0)
+        while sel.size:
+            es = e_lt[sel]
+            b = base[sel]
+            jm = es - 1
+            down = (si[sel] + flat[b + jm]) / 2.0 >= tv[sel]  # == t: not < t
+            e_lt[sel] = np.where(down, self.gstart[b + jm], es)
+            sel = sel[down & (e_lt[sel] > 0)]
+        c_lt = np.bincount(owner, weights=np.maximum(e_lt - ii, 0), minlength=rows.size)
+        return owner, ii, e_le, e_lt, c_le, c_lt.astype(np.int64)
 
-def _walsh_select_row(s, k, rng, sample_size=2048):
-    """The ``k``-th smallest (0-based) Walsh average ``(s_i + s_j)/2, i <= j`` of sorted
-    ``s`` without materialising all of them.
-
-    Selection over the implicit sorted Walsh matrix (row i holds j >= i, increasing in
-    j): the candidates are a range of columns per row. Each round draws ``sample_size``
-    candidates, takes two sample quantiles bracketing the target (Floyd & Rivest 1975),
-    counts the averages below them with one ``searchsorted`` per bound (O(n log n)) and
-    keeps only the columns between them; a handful of rounds leaves O(n) candidates,
-    which are enumerated. Memory O(n + sample_size).
-    """
-    n = s.size
-    idx = np.arange(n)
-    lo = idx.copy()
-    hi = np.full(n, n)
-    below = 0
-    while True:
-        cnt = np.maximum(hi - lo, 0)
+    def candidates(self, rows, lo, hi):
+        """Walsh averages with ``max(lo_i, i) <= j < hi_i`` for each row of ``lo``/``hi``
+        (V, n): ragged ``(owner, values)`` and the counts per row."""
+        n = self.n
+        idx = np.arange(n)
+        start = np.maximum(lo, idx)
+        cnt = np.maximum(hi - start, 0).ravel()
         total = int(cnt.sum())
-        csum = np.cumsum(cnt)
-        if total <= 4 * n + 64:
-            ii = np.repeat(idx, cnt)
-            jj = lo[ii] + (np.arange(total) - (csum - cnt)[ii])
-            vals = np.sort((s[ii] + s[jj]) / 2.0)
-            return vals[k - below]
-        draw = rng.integers(total, size=sample_size)
-        ii = np.searchsorted(csum, draw, side="right")
-        jj = lo[ii] + draw - (csum[ii] - cnt[ii])
-        sample = np.sort((s[ii] + s[jj]) / 2.0)
-        pos = (k - below) / total * sample_size
-        gap = 3.0 * np.sqrt(sample_size)
-        p_lo = sample[max(int(pos - gap), 0)]
-        p_hi = sample[min(int(pos + gap), sample_size - 1)]
-        e_lt = _count_walsh(s, p_lo, strict=True)
-        n_lt = int(np.sum(e_lt - idx))
-        if k < n_lt:  # target below the lower bound
-            hi = np.minimum(hi, e_lt)
-            continue
-        e_le = _count_walsh(s, p_hi, strict=False)
-        n_le = int(np.sum(e_le - idx))
-        if k >= n_le:  # target above the upper bound
-            lo = np.maximum(lo, e_le)
-            below = n_le
-            continue
-        if p_lo == p_hi:  # n_lt <= k < n_le: the target is this (tied) value
-            return p_lo
-        new_lo, new_hi = np.maximum(lo, e_lt), np.minimum(hi, e_le)
-        if int(np.maximum(new_hi - new_lo, 0).sum()) < total:
-            lo, hi, below = new_lo, new_hi, n_lt
-            continue
-        # no progress (heavy ties between two values): split at p_lo itself
-        e_le_lo = _count_walsh(s, p_lo, strict=False)
-        n_le_lo = int(np.sum(e_le_lo - idx))
-        if k < n_le_lo:
-            return p_lo
-        lo, hi, below = np.maximum(lo, e_le_lo), new_hi, n_le_lo
+        cell = np.repeat(np.arange(cnt.size), cnt)
+        first = np.cumsum(cnt) - cnt
+        jj = start.ravel()[cell] + (np.arange(total) - first[cell])
+        owner = cell // n
+        ii = cell - owner * n
+        base = rows[owner] * n
+        vals = (self.flat[base + ii] + self.flat[base + jj]) / 2.0
+        return owner, vals, cnt.reshape(lo.shape).sum(axis=1)
 
 
-def _walsh_next(s, value, k):
-    """The ``k``-th smallest Walsh average given that the ``(k-1)``-th equals ``value``."""
-    idx = np.arange(s.size)
-    e_le = _count_walsh(s, value, strict=False)
-    if int(np.sum(e_le - idx)) > k:  # value is repeated
-        return value
-    ok = e_le < s.size
-    return float(np.min((s[ok] + s[e_le[ok]]) / 2.0))
+def _sample_pivots(W, rows, lo, hi, c_lo, c_hi, ka, kb, rng, m, z):
+    """Two pivots per row: quantiles, around the wanted ranks, of ``m`` candidates drawn
+    uniformly (with replacement) without materialising the candidates."""
+    n = W.n
+    start = np.maximum(lo, np.arange(n))
+    cnt = np.maximum(hi - start, 0).ravel()
+    cum = np.cumsum(cnt)
+    cs = c_hi - c_lo
+    first = cum[n - 1::n] - cs  # candidates before each row
+    draw = np.floor(rng.random((rows.size, m)) * cs[:, None]).astype(np.int64)
+    draw = np.minimum(draw, cs[:, None] - 1)
+    draw.sort(axis=1)
+    g = (draw + first[:, None]).ravel()
+    cell = np.searchsorted(cum, g, side="right")
+    i = cell % n
+    j = start.ravel()[cell] + (g - (cum[cell] - cnt[cell]))
+    base = np.repeat(rows, m) * n
+    samp = np.sort(((W.flat[base + i] + W.flat[base + j]) / 2.0).reshape(rows.size, m),
+                   axis=1)
+    pa = (ka - c_lo) / cs
+    pb = (kb + 1 - c_lo) / cs
+    gap = z * np.sqrt(m * np.maximum(pa * (1 - pa), 1.0 / m)) + 1
+    ia = np.clip(np.floor(pa * m - gap).astype(np.int64), 0, m - 1)
+    ib = np.clip(np.ceil(pb * m + gap).astype(np.int64), 0, m - 1)
+    r = np.arange(rows.size)
+    return np.stack([samp[r, ia], samp[r, ib]], axis=1)
+
+
+
+def _group_ranks(ranks):
+    groups = []  # adjacent ranks share one search
+    i = 0
+    while i < len(ranks):
+        if i + 1 < len(ranks) and ranks[i + 1] == ranks[i] + 1:
+            groups.append((ranks[i], ranks[i + 1]))
+            i += 2
+        else:
+            groups.append((ranks[i], ranks[i]))
+            i += 1
+    return groups
+
+
+def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb=64):
+    """Exact order statistics ``ka`` and ``kb`` (``kb`` = ``ka`` or ``ka + 1``) of the
+    Walsh averages of rows ``vrow``: each round counts two pivots per row exactly and
+    keeps the candidates between the tightest bounds; next pivots by interpolation of
+    the exact counts, or (no finite bracket / slow progress / ties) as quantiles of a
+    sample of the candidates; at most ``c_max`` candidates are enumerated and sorted."""
+    n = W.n
+    N = n * (n + 1) // 2
+    V = vrow.size
+    ka = ka.copy()
+    kb = kb.copy()
+    k_orig = np.stack([ka, kb], axis=1)
+    ans = np.full((V, 2), np.nan)
+    got = np.zeros((V, 2), dtype=bool)
+    t_lo = np.full(V, -np.inf)
+    c_lo = np.zeros(V, dtype=np.int64)
+    t_hi = np.full(V, np.inf)
+    c_hi = np.full(V, N, dtype=np.int64)
+    lo = np.zeros((V, n), dtype=np.int64)
+    hi = np.full((V, n), n, dtype=np.int64)
+    active = np.ones(V, dtype=bool)
+    last_c = np.full(V, N, dtype=np.int64)
+
+    for _round in range(200):
+        vs = np.flatnonzero(active)
+        if not vs.size:
+            break
+        piv = piv[vs]
+        rows2 = np.concatenate([vrow[vs], vrow[vs]])
+        t2 = np.concatenate([piv[:, 0], piv[:, 1]])
+        owner, ii, e_le, e_lt, c_le, c_lt = W.count(rows2, t2)
+        nv = vs.size
+        for half in (0, 1):
+            sl = slice(half * nv, (half + 1) * nv)
+            t, cle, clt = t2[sl], c_le[sl], c_lt[sl]
+            a, b = ka[vs], kb[vs]
+            # answers: ranks k with c_lt <= k < c_le equal t
+            hit = []
+            for col, k in ((0, a), (1, b)):
+                h_ = (clt <= k) & (k < cle) & ~got[vs, col]
+                ans[vs[h_], col] = t[h_]
+                got[vs[h_], col] = True
+                hit.append(h_)
+            ga, gb = got[vs, 0], got[vs, 1]
+            both = ga & gb
+            # a pivot equal to one rank of the pair: the other lies above / below it
+            st_up = hit[0] & ~gb
+            st_dn = hit[1] & ~ga
+            ka[vs[st_up]] = kb[vs[st_up]]
+            kb[vs[st_dn]] = ka[vs[st_dn]]
+            lower = ((cle <= a) | st_up) & ~both & (cle > c_lo[vs])
+            upper = ((clt > b) | st_dn) & ~both & (clt < c_hi[vs])
+            m_ent = (owner >= half * nv) & (owner < (half + 1) * nv)
+            own = owner[m_ent] - half * nv
+            i_ent = ii[m_ent]
+            for mask, arr, e_arr, tt, cc, cnew in ((lower, lo, e_le[m_ent], t_lo, c_lo, cle),
+                                                   (upper, hi, e_lt[m_ent], t_hi, c_hi, clt)):
+                if not mask.any():
+                    continue
+                vsel = vs[mask]
+                arr[vsel] = 0
+                ent = mask[own]
+                arr[vs[own[ent]], i_ent[ent]] = e_arr[ent]
+                tt[vsel] = t[mask]
+                cc[vsel] = cnew[mask]
+        done = got[vs, 0] & got[vs, 1]
+        active[vs[done]] = False
+        vs = vs[~done]
+        csize = c_hi[vs] - c_lo[vs]
+        small = csize <= c_max
+        active[vs[small]] = False
+        vs = vs[~small]
+        if not vs.size:
+            break
+        csize = c_hi[vs] - c_lo[vs]
+        # next pivots: interpolation inside a finite bracket that shrank well, else sample
+        piv = np.full((vs.size, 2), np.nan)
+        fin = np.isfinite(t_lo[vs]) & np.isfinite(t_hi[vs]) & (csize * 4 <= last_c[vs])
+        if fin.any():
+            f = vs[fin]
+            slope = (c_hi[f] - c_lo[f]) / (t_hi[f] - t_lo[f])
+            mu = np.maximum(frac * (c_hi[f] - c_lo[f]), 16.0)
+            pa = t_lo[f] + (ka[f] - mu - c_lo[f]) / slope
+            pb = t_lo[f] + (kb[f] + 1 + mu - c_lo[f]) / slope
+            # a pivot is used only strictly inside the bracket
+            pa = np.where((ka[f] - mu > c_lo[f]) & (pa > t_lo[f]) & (pa < t_hi[f]), pa, np.nan)
+            pb = np.where((kb[f] + 1 + mu < c_hi[f]) & (pb > t_lo[f]) & (pb < t_hi[f]), pb,
+                          np.nan)
+            piv[fin, 0] = pa
+            piv[fin, 1] = pb
+        last_c[vs] = csize
+        need = ~fin | (np.isnan(piv[:, 0]) & np.isnan(piv[:, 1]))
+        if need.any():
+            f = vs[need]
+            piv[need] = _sample_pivots(W, vrow[f], lo[f], hi[f], c_lo[f], c_hi[f],
+                                       ka[f], kb[f], rng, m_fb, z)
+        # a missing interpolation pivot: reuse the other one
+        piv[:, 0] = np.where(np.isnan(piv[:, 0]), piv[:, 1], piv[:, 0])
+        piv[:, 1] = np.where(np.isnan(piv[:, 1]), piv[:, 0], piv[:, 1])
+        full = np.full((V, 2), np.nan)
+        full[vs] = piv
+        piv = full
+    rest = np.flatnonzero(~(got[:, 0] & got[:, 1]))
+    if rest.size:
+        owner_c, vals, cnt = W.candidates(vrow[rest], lo[rest], hi[rest])
+        rect = _rect_sort(owner_c, vals, cnt)
+        for col in (0, 1):
+            rloc = np.flatnonzero(~got[rest, col])
+            v = rest[rloc]
+            ans[v, col] = rect[rloc, k_orig[v, col] - c_lo[v]]
+    return ans
+
+
+def _rect_sort(owner, vals, cnt):
+    """Ragged values (grouped by ``owner``, ``cnt`` per group) as sorted rows of a
+    rectangle padded with +inf."""
+    width = int(cnt.max()) if cnt.size else 0
+    rect = np.full((cnt.size, max(width, 1)), np.inf)
+    first = np.cumsum(cnt) - cnt
+    rect[owner, np.arange(vals.size) - first[owner]] = vals
+    rect.sort(axis=1)
+    return rect
+
+
+def _approx_counts(W, rows, t, mid, weight):
+    """``#{W <= t}`` estimated from the rows ``i`` in ``mid`` (block centres, weights =
+    block lengths) of the implicit Walsh matrix: one ``searchsorted`` per block."""
+    perm = np.argsort(rows, kind="stable")
+    q = 2.0 * t[perm, None] - W.S[rows[perm][:, None], mid[None, :]]
+    e = np.empty(q.shape, dtype=np.int64)
+    e[perm] = W.row_search(np.repeat(rows[perm], mid.size), q.ravel(),
+                           "right").reshape(q.shape)
+    return np.maximum(e - mid, 0) @ weight
+
+
+def _approx_pivots(W, vrow, ka, kb, rng, *, m0=2048, block=7, iters=4, margin=None):
+    """Pivots just below rank ``ka`` and just above ``kb`` for each row, found on
+    approximate counts (block-centre rows of the Walsh matrix; regula falsi with the
+    Illinois modification, started from quantiles of a random sample of Walsh
+    averages; the margin on each side converted to a distance with the local density
+    of the sample). Only the pivots come from here: ranks are then counted exactly."""
+    n, R = W.n, W.R
+    N = n * (n + 1) // 2
+    S = W.S
+    if margin is None:
+        margin = 8.0 * np.sqrt(n) + 32.0
+    m0 = int(min(m0, N))
+    # pairs i <= j nearly uniformly (the diagonal has half weight: only pivots depend on it)
+    u = rng.integers(0, n, size=(2, R, m0))
+    rr = np.arange(R)[:, None] * n
+    sample = np.sort((W.flat[rr + u[0]] + W.flat[rr + u[1]]) / 2.0, axis=1)
+    V = vrow.size
+    rows = vrow
+    target = (ka + kb + 1) / 2.0
+    p = np.clip(target / N, 0.0, 1.0)
+    gap = 3.0 * np.sqrt(m0 * p * (1 - p)) + 2
+    ia = np.clip(np.floor(p * m0 - gap).astype(np.int64), 0, m0 - 1)
+    ib = np.clip(np.ceil(p * m0 + gap).astype(np.int64), 0, m0 - 1)
+    t_a, t_b = sample[rows, ia], sample[rows, ib]
+    # local density of the Walsh averages (ranks per unit) from the sample
+    w = max(16, m0 // 32)
+    ja = np.clip(np.round(p * m0).astype(np.int64) - w, 0, m0 - 1)
+    jb = np.clip(np.round(p * m0).astype(np.int64) + w, 0, m0 - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        density = (jb - ja) / m0 * N / (sample[rows, jb] - sample[rows, ja])
+    starts = np.arange(0, n, block)
+    mid = np.minimum(starts + block // 2, n - 1)
+    weight = (np.minimum(starts + block, n) - starts).astype(np.float64)
+    both = _approx_counts(W, np.concatenate([rows, rows]), np.concatenate([t_a, t_b]),
+                          mid, weight)
+    c_a, c_b = both[:V], both[V:]
+    # not bracketing: the whole range of the row
+    bad_a = c_a > target
+    t_a = np.where(bad_a, S[rows, 0], t_a)
+    c_a = np.where(bad_a, 0.0, c_a)
+    bad_b = c_b < target
+    t_b = np.where(bad_b, S[rows, -1], t_b)
+    c_b = np.where(bad_b, float(N), c_b)
+    g_a, g_b = c_a - target, c_b - target  # Illinois: these may be halved
+    side = np.zeros(V, dtype=np.int8)
+    for _ in range(iters):
+        den = g_b - g_a
+        ok = (den > 0) & (t_b > t_a)
+        t_new = np.where(ok, t_a - g_a * (t_b - t_a) / np.where(ok, den, 1.0), t_a)
+        t_new = np.clip(t_new, t_a, t_b)
+        c_new = _approx_counts(W, rows, t_new, mid, weight)
+        g_new = c_new - target
+        go_a = g_new <= 0
+        g_b = np.where(go_a, np.where(side == 1, g_b / 2, g_b), g_new)
+        g_a = np.where(go_a, g_new, np.where(side == -1, g_a / 2, g_a))
+        t_a = np.where(go_a, t_new, t_a)
+        c_a = np.where(go_a, c_new, c_a)
+        t_b = np.where(go_a, t_b, t_new)
+        c_b = np.where(go_a, c_b, c_new)
+        side = np.where(go_a, 1, -1).astype(np.int8)
+    use_a = np.abs(c_a - target) <= np.abs(c_b - target)
+    t_c = np.where(use_a, t_a, t_b)
+    c_c = np.where(use_a, c_a, c_b)
+    ok = np.isfinite(density) & (density > 0)
+    dens = np.where(ok, density, 1.0)
+    pa = np.where(ok, t_c - (c_c - ka + margin) / dens, t_a)
+    pb = np.where(ok, t_c + (kb + 1 + margin - c_c) / dens, t_b)
+    return np.stack([pa, pb], axis=1)
+
+
+def _fast_exact(W, vrow, ka, kb, piv, c_max):
+    """One exact pass: ``e(t_a)`` by search, ``e(t_b)`` by scanning forward from it;
+    rows whose pivots bracket their ranks with at most ``c_max`` candidates get their
+    answers by enumeration. Returns ``(ans, ok)``."""
+    n, flat = W.n, W.flat
+    V = vrow.size
+    t_a, t_b = piv[:, 0], piv[:, 1]
+    owner, ii, e_le, _e_lt, c_le, _c_lt = W.count(vrow, t_a, want_lt=False)
+    # ragged over i < h(t_b): candidates start at max(e_le(t_a), i)
+    h_b = W.row_search(vrow, t_b, "right")  # vrow is sorted
+    h_b = np.maximum(h_b, 0)
+    total = int(h_b.sum())
+    own_b = np.repeat(np.arange(V), h_b)
+    first_b = np.cumsum(h_b) - h_b
+    ii_b = np.arange(total) - first_b[own_b]
+    start = ii_b.copy()
+    h_a_ok = ii < h_b[owner]
+    start[first_b[owner[h_a_ok]] + ii[h_a_ok]] = np.maximum(e_le[h_a_ok], ii[h_a_ok])
+    base = vrow[own_b] * n
+    si = flat[base + ii_b]
+    tb = t_b[own_b]
+    end = start.copy()
+    sel = np.flatnonzero(end < n)
+    while sel.size:  # advance while W(i, end) < t_b, by whole tie groups
+        e_ = end[sel]
+        b_ = base[sel]
+        adv = (si[sel] + flat[b_ + e_]) / 2.0 < tb[sel]
+        sel = sel[adv]
+        end[sel] = W.gend[b_[adv] + e_[adv]]
+        sel = sel[end[sel] < n]
+    cnt = end - start
+    c_lt_b = c_le + np.bincount(own_b, weights=cnt, minlength=V).astype(np.int64)
+    C = c_lt_b - c_le
+    ok = (c_le <= ka) & (kb < c_lt_b) & (C <= c_max)
+    ans = np.full((V, 2), np.nan)
+    if ok.any():
+        keep = ok[own_b] & (cnt > 0)
+        o, st, cn = own_b[keep], start[keep], cnt[keep]
+        tot = int(cn.sum())
+        cell = np.repeat(np.arange(o.size), cn)
+        jj = st[cell] + (np.arange(tot) - (np.cumsum(cn) - cn)[cell])
+        b2 = base[keep][cell]
+        vals = (flat[b2 + ii_b[keep][cell]] + flat[b2 + jj]) / 2.0
+        vo = o[cell]
+        okv = np.flatnonzero(ok)
+        loc = np.full(V, -1)
+        loc[okv] = np.arange(okv.size)
+        rect = _rect_sort(loc[vo], vals, C[okv])
+        ans[okv, 0] = rect[np.arange(okv.size), ka[okv] - c_le[okv]]
+        ans[okv, 1] = rect[np.arange(okv.size), kb[okv] - c_le[okv]]
+    return ans, ok
+
+
+def _walsh_select_sparse(S, ranks, *, seed=0, c_max=None, **kw):
+    """Walsh order statistics ``ranks`` (sorted, distinct) of the sorted rows ``S``
+    (R, n) without materialising the averages (see :func:`walsh_order_statistics`)."""
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    R, n = S.shape
+    ranks = sorted({int(k) for k in ranks})
+    groups = _group_ranks(ranks)
+    G = len(groups)
+    W = _WalshRows(S)
+    rng = np.random.default_rng(seed)
+    vrow = np.repeat(np.arange(R), G)
+    ka = np.tile(np.array([g[0] for g in groups], dtype=np.int64), R)
+    kb = np.tile(np.array([g[1] for g in groups], dtype=np.int64), R)
+    if c_max is None:
+        c_max = max(4 * n, 2048)
+    piv = _approx_pivots(W, vrow, ka, kb, rng, **kw)
+    ans, ok = _fast_exact(W, vrow, ka, kb, piv, c_max)
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        ans[bad] = _exact_loop(W, vrow[bad], ka[bad], kb[bad], piv[bad], rng, c_max=c_max)
+    out = np.empty((R, len(ranks)))
+    ansr = ans.reshape(R, G, 2)
+    col_of = {}
+    for g, (a, b) in enumerate(groups):
+        col_of[a] = (g, 0)
+        col_of[b] = (g, 1)
+    for c, k in enumerate(ranks):
+        g, col = col_of[k]
+        out[:, c] = ansr[:, g, col]
+    return out
 
 
 def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX):
-    """Order statistics of the Walsh averages ``(d_i + d_j)/2, i <= j`` of each row.
+    r"""Order statistics of the Walsh averages ``(d_i + d_j)/2, i <= j`` of each row.
 
     Parameters
     ----------
@@ -441,13 +779,35 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         0-based positions wanted in the sorted Walsh averages (the same for every row).
     dense_row_max : int
         Up to this many Walsh averages per row they are materialised (in chunks of rows of
-        at most 4 million numbers) and partitioned; above it a randomised selection over
-        the implicit sorted Walsh matrix needs only O(n) memory (per row; faster for
-        n > ~500: 0.3 s against 1.4 s for 100 rows of n = 2000).
+        at most 4 million numbers) and partitioned; above it, a selection over the
+        implicit sorted Walsh matrix, vectorized across rows, needs O(rows x n) memory
+        (batches of 2 million) and is exact whatever the data (ties included).
 
     Returns
     -------
     ndarray, shape (..., len(ranks))
+
+    Notes
+    -----
+    Implicit selection (the idea of Monahan 1984 / Johnson & Mizoguchi 1978, across rows
+    at once): row ``i`` of the Walsh matrix, :math:`(s_i + s_j)/2` for :math:`j \ge i`,
+    increases in ``j``, so the number of averages :math:`\le t` is
+    :math:`\sum_{i: s_i \le t} (e_i - i)` with :math:`e_i` a ``searchsorted`` of
+    :math:`2t - s_i`, fixed up to agree exactly with the floating-point average.
+    (1) Pivots: regula falsi on approximate counts (every 7th row of the matrix) from
+    quantiles of a random sample of averages, placed :math:`8\sqrt n + 32` ranks below
+    and above the wanted ones. (2) The lower pivot is counted exactly, the upper one by
+    scanning forward from it; when they bracket the wanted ranks (almost always) the
+    few averages between them are enumerated and sorted. (3) Otherwise (heavy ties, a
+    missed bracket) rounds of exact counts at interpolated or sampled pivots shrink the
+    bracket; a pivot whose counts straddle a rank is that order statistic. The random
+    numbers only place pivots: the result is exact and does not depend on them.
+    360 rows of n = 2000, the three Wilcoxon ranks: about 0.2 s (was 1.2 s row by row).
+
+    References
+    ----------
+    Monahan, J. F. (1984). Algorithm 616: fast computation of the Hodges-Lehmann
+    location estimator. ACM TOMS 10(3), 265-270. doi:10.1145/1271.319414
     """
     sorted_d = np.asarray(sorted_d, dtype=np.float64)
     lead = sorted_d.shape[:-1]
@@ -465,16 +825,13 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
             walsh = (block[:, iu] + block[:, ju]) / 2.0
             walsh = np.partition(walsh, kth, axis=-1)
             out[start:start + rows_per_chunk] = walsh[:, ranks]
-    else:
-        rng = np.random.default_rng(0)  # pivots only; the result does not depend on it
-        for r in range(flat.shape[0]):
-            found: dict[int, float] = {}
-            for k in sorted(set(ranks)):
-                if k - 1 in found:  # the next order statistic: one count, no selection
-                    found[k] = _walsh_next(flat[r], found[k - 1], k)
-                else:
-                    found[k] = _walsh_select_row(flat[r], k, rng)
-            out[r] = [found[k] for k in ranks]
+    elif flat.shape[0]:
+        uniq = sorted(set(ranks))
+        col = [uniq.index(r) for r in ranks]
+        rows_per_chunk = max(1, _WALSH_SPARSE_CHUNK // n)
+        for start in range(0, flat.shape[0], rows_per_chunk):
+            res = _walsh_select_sparse(flat[start:start + rows_per_chunk], uniq)
+            out[start:start + rows_per_chunk] = res[:, col]
     return out.reshape(*lead, len(ranks))
 
 
