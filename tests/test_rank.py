@@ -347,3 +347,64 @@ def test_exact_method_beyond_auto_range():
     res = wilcoxon(x, y, method="exact", alternative="greater")
     ref = stats.wilcoxon(x, y, method="exact", alternative="greater").pvalue
     assert abs(res.p_value - ref) <= 1e-10
+
+
+def _walsh_brute(d, ks):
+    """All Walsh averages (d_i + d_j)/2, i <= j, written out and sorted (reference)."""
+    n = d.shape[-1]
+    i, j = np.triu_indices(n)
+    return np.sort((d[:, i] + d[:, j]) / 2.0, axis=-1)[:, ks]
+
+
+@pytest.mark.parametrize("kind", ["normal", "rounded", "likert", "three_values", "constant",
+                                  "scales", "ulps", "zeros"])
+def test_walsh_selection_across_rows_matches_brute_force(kind):
+    # the implicit selection (forced with dense_row_max=1) against complete enumeration,
+    # on data that stress its exact counting: ties of every size, values one ulp apart,
+    # rows on scales 1e-12..1e12 in one batch, ranks at the ends and adjacent ranks
+    rng = np.random.default_rng(50)
+    shape = (12, 240)
+    d = {"normal": rng.normal(0.2, 1, shape),
+         "rounded": np.round(rng.normal(0.2, 1, shape), 1),
+         "likert": rng.integers(-4, 5, shape).astype(float),
+         "three_values": rng.integers(-1, 2, shape).astype(float),
+         "constant": np.full(shape, 0.25),
+         "scales": rng.normal(size=shape) * np.logspace(-12, 12, shape[0])[:, None],
+         "ulps": 1.0 + rng.integers(0, 4, shape) * 2.0**-52,
+         "zeros": np.where(rng.random(shape) < 0.4, 0.0, rng.exponential(size=shape)),
+         }[kind]
+    d = np.sort(d, axis=-1)
+    n_walsh = 240 * 241 // 2
+    ks = [0, 1, 2000, (n_walsh - 1) // 2, n_walsh // 2, n_walsh - 2001, n_walsh - 1]
+    ks += sorted(rng.choice(n_walsh, 4, replace=False).tolist())
+    ref = _walsh_brute(d, ks)
+    np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
+
+
+@pytest.mark.parametrize("kind", ["normal", "rounded", "likert"])
+def test_walsh_selection_fallback_rounds(kind):
+    # pivots forced to miss (no margin, tiny sample) and tiny candidate budgets: the
+    # exact rounds (interpolated and sampled pivots, tie detection) must still be exact
+    from multistat.significance.rank import _walsh_select_sparse
+
+    rng = np.random.default_rng(51)
+    d = {"normal": rng.normal(size=(8, 150)),
+         "rounded": np.round(rng.normal(size=(8, 150)), 1),
+         "likert": rng.integers(-2, 3, (8, 150)).astype(float)}[kind]
+    d = np.sort(d, axis=-1)
+    n_walsh = 150 * 151 // 2
+    ks = sorted({0, 700, 701, (n_walsh - 1) // 2, n_walsh // 2, n_walsh - 1})  # distinct
+    ref = _walsh_brute(d, ks)
+    for kw in ({"c_max": 8}, {"c_max": 8, "m0": 8, "margin": 0.0, "iters": 0},
+               {"c_max": 40, "margin": -500.0}):
+        np.testing.assert_array_equal(_walsh_select_sparse(d, ks, **kw), ref)
+
+
+def test_walsh_selection_does_not_depend_on_the_seed():
+    from multistat.significance.rank import _walsh_select_sparse
+
+    d = np.sort(np.random.default_rng(52).standard_t(3, size=(20, 400)), axis=-1)
+    ks = [30000, 40099, 40100, 50000]
+    a = _walsh_select_sparse(d, ks, seed=0)
+    for seed in (1, 2):
+        np.testing.assert_array_equal(_walsh_select_sparse(d, ks, seed=seed), a)
