@@ -436,6 +436,33 @@ class _WalshRows:
         return owner, vals, cnt.reshape(lo.shape).sum(axis=1)
 
 
+def _fix_boundary(W, e, base, si, t, strict):
+    """Move each ``e`` to the exact boundary ``W(i, j) < t`` (``<= t`` unless strict) for
+    ``j < e`` and not for ``j >= e``, with ``W(i, j) = (s_i + s_j)/2`` evaluated as the
+    averages are; ``e`` is off by rounding only, so one or two moves by whole tie groups
+    of ``s_j`` (which share the predicate) suffice."""
+    n, flat = W.n, W.flat
+
+    def pred(j, sel):
+        w = (si[sel] + flat[base[sel] + j]) / 2.0
+        return w < t[sel] if strict else w <= t[sel]
+
+    e = np.clip(e, 0, n)
+    sel = np.arange(e.size)
+    while sel.size:
+        es = e[sel]
+        jm = np.maximum(es - 1, 0)
+        down = (es > 0) & ~pred(jm, sel)
+        jp = np.minimum(es, n - 1)
+        up = (es < n) & pred(jp, sel) & ~down
+        b = base[sel]
+        es = np.where(down, W.gstart[b + jm], es)
+        es = np.where(up, W.gend[b + jp], es)
+        e[sel] = es
+        sel = sel[down | up]
+    return e
+
+
 def _sample_pivots(W, rows, lo, hi, c_lo, c_hi, ka, kb, rng, m, z):
     """Two pivots per row: quantiles, around the wanted ranks, of ``m`` candidates drawn
     uniformly (with replacement) without materialising the candidates."""
@@ -613,15 +640,14 @@ def _approx_counts(W, rows, t, mid, weight):
     return np.maximum(e - mid, 0) @ weight
 
 
-def _approx_pivots(W, vrow, ka, kb, rng, *, m0=2048, block=7, iters=4, margin=None):
+def _approx_pivots(W, vrow, ka, kb, rng, *, m0=2048, block=7, iters=3, margin=None):
     """Pivots just below rank ``ka`` and just above ``kb`` for each row, found on
-    approximate counts (block-centre rows of the Walsh matrix; regula falsi with the
-    Illinois modification, started from quantiles of a random sample of Walsh
-    averages; the margin on each side converted to a distance with the local density
-    of the sample). Only the pivots come from here: ranks are then counted exactly."""
+    approximate counts (block-centre rows of the Walsh matrix): from the quantile of a
+    random sample of Walsh averages, a Newton step with the sample's local density, then
+    secant steps; the margin on each side is converted to a distance with the same
+    density. Only the pivots come from here: ranks are then counted exactly."""
     n, R = W.n, W.R
     N = n * (n + 1) // 2
-    S = W.S
     if margin is None:
         margin = 8.0 * np.sqrt(n) + 32.0
     m0 = int(min(m0, N))
@@ -629,57 +655,39 @@ def _approx_pivots(W, vrow, ka, kb, rng, *, m0=2048, block=7, iters=4, margin=No
     u = rng.integers(0, n, size=(2, R, m0))
     rr = np.arange(R)[:, None] * n
     sample = np.sort((W.flat[rr + u[0]] + W.flat[rr + u[1]]) / 2.0, axis=1)
-    V = vrow.size
     rows = vrow
     target = (ka + kb + 1) / 2.0
     p = np.clip(target / N, 0.0, 1.0)
-    gap = 3.0 * np.sqrt(m0 * p * (1 - p)) + 2
-    ia = np.clip(np.floor(p * m0 - gap).astype(np.int64), 0, m0 - 1)
-    ib = np.clip(np.ceil(p * m0 + gap).astype(np.int64), 0, m0 - 1)
-    t_a, t_b = sample[rows, ia], sample[rows, ib]
+    pos = np.clip(np.round(p * (m0 - 1)).astype(np.int64), 0, m0 - 1)
     # local density of the Walsh averages (ranks per unit) from the sample
     w = max(16, m0 // 32)
-    ja = np.clip(np.round(p * m0).astype(np.int64) - w, 0, m0 - 1)
-    jb = np.clip(np.round(p * m0).astype(np.int64) + w, 0, m0 - 1)
+    ja, jb = np.maximum(pos - w, 0), np.minimum(pos + w, m0 - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         density = (jb - ja) / m0 * N / (sample[rows, jb] - sample[rows, ja])
+    ok = np.isfinite(density) & (density > 0)
+    dens = np.where(ok, density, 1.0)
+    lo_t, hi_t = W.S[rows, 0], W.S[rows, -1]  # every Walsh average lies in between
     starts = np.arange(0, n, block)
     mid = np.minimum(starts + block // 2, n - 1)
     weight = (np.minimum(starts + block, n) - starts).astype(np.float64)
-    both = _approx_counts(W, np.concatenate([rows, rows]), np.concatenate([t_a, t_b]),
-                          mid, weight)
-    c_a, c_b = both[:V], both[V:]
-    # not bracketing: the whole range of the row
-    bad_a = c_a > target
-    t_a = np.where(bad_a, S[rows, 0], t_a)
-    c_a = np.where(bad_a, 0.0, c_a)
-    bad_b = c_b < target
-    t_b = np.where(bad_b, S[rows, -1], t_b)
-    c_b = np.where(bad_b, float(N), c_b)
-    g_a, g_b = c_a - target, c_b - target  # Illinois: these may be halved
-    side = np.zeros(V, dtype=np.int8)
+    t_prev = sample[rows, pos]
+    c_prev = _approx_counts(W, rows, t_prev, mid, weight)
+    t_cur = np.clip(t_prev + np.where(ok, (target - c_prev) / dens, 0.0), lo_t, hi_t)
+    t_best, c_best = t_prev, c_prev
     for _ in range(iters):
-        den = g_b - g_a
-        ok = (den > 0) & (t_b > t_a)
-        t_new = np.where(ok, t_a - g_a * (t_b - t_a) / np.where(ok, den, 1.0), t_a)
-        t_new = np.clip(t_new, t_a, t_b)
-        c_new = _approx_counts(W, rows, t_new, mid, weight)
-        g_new = c_new - target
-        go_a = g_new <= 0
-        g_b = np.where(go_a, np.where(side == 1, g_b / 2, g_b), g_new)
-        g_a = np.where(go_a, g_new, np.where(side == -1, g_a / 2, g_a))
-        t_a = np.where(go_a, t_new, t_a)
-        c_a = np.where(go_a, c_new, c_a)
-        t_b = np.where(go_a, t_b, t_new)
-        c_b = np.where(go_a, c_b, c_new)
-        side = np.where(go_a, 1, -1).astype(np.int8)
-    use_a = np.abs(c_a - target) <= np.abs(c_b - target)
-    t_c = np.where(use_a, t_a, t_b)
-    c_c = np.where(use_a, c_a, c_b)
-    ok = np.isfinite(density) & (density > 0)
-    dens = np.where(ok, density, 1.0)
-    pa = np.where(ok, t_c - (c_c - ka + margin) / dens, t_a)
-    pb = np.where(ok, t_c + (kb + 1 + margin - c_c) / dens, t_b)
+        c_cur = _approx_counts(W, rows, t_cur, mid, weight)
+        better = np.abs(c_cur - target) < np.abs(c_best - target)
+        t_best = np.where(better, t_cur, t_best)
+        c_best = np.where(better, c_cur, c_best)
+        dc = c_cur - c_prev
+        dt = t_cur - t_prev
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where((dc != 0) & (dt != 0), (target - c_cur) * dt / dc,
+                            (target - c_cur) / dens)
+        t_prev, c_prev = t_cur, c_cur
+        t_cur = np.clip(t_cur + np.where(np.isfinite(step), step, 0.0), lo_t, hi_t)
+    pa = t_best - (c_best - ka + margin) / dens
+    pb = t_best + (kb + 1 + margin - c_best) / dens
     return np.stack([pa, pb], axis=1)
 
 
@@ -704,15 +712,14 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
     base = vrow[own_b] * n
     si = flat[base + ii_b]
     tb = t_b[own_b]
+    # e_lt(t_b) >= start; where W(i, start) < t_b already, search 2 t_b - s_i and fix up
     end = start.copy()
-    sel = np.flatnonzero(end < n)
-    while sel.size:  # advance while W(i, end) < t_b, by whole tie groups
-        e_ = end[sel]
-        b_ = base[sel]
-        adv = (si[sel] + flat[b_ + e_]) / 2.0 < tb[sel]
-        sel = sel[adv]
-        end[sel] = W.gend[b_[adv] + e_[adv]]
-        sel = sel[end[sel] < n]
+    adv = np.flatnonzero(start < n)
+    adv = adv[(si[adv] + flat[base[adv] + start[adv]]) / 2.0 < tb[adv]]
+    if adv.size:
+        e = W.row_search(vrow[own_b[adv]], 2.0 * tb[adv] - si[adv], "left")
+        end[adv] = _fix_boundary(W, np.maximum(e, start[adv] + 1), base[adv], si[adv],
+                                 tb[adv], strict=True)
     cnt = end - start
     c_lt_b = c_le + np.bincount(own_b, weights=cnt, minlength=V).astype(np.int64)
     C = c_lt_b - c_le
