@@ -488,7 +488,14 @@ def _sample_pivots(W, rows, lo, hi, c_lo, c_hi, ka, kb, rng, m, z):
     ia = np.clip(np.floor(pa * m - gap).astype(np.int64), 0, m - 1)
     ib = np.clip(np.ceil(pb * m + gap).astype(np.int64), 0, m - 1)
     r = np.arange(rows.size)
-    return np.stack([samp[r, ia], samp[r, ib]], axis=1)
+    pa_v, pb_v = samp[r, ia], samp[r, ib]
+    # tied sample at the wanted position (heavy ties): count that value itself, it is
+    # probably the answer
+    pc = samp[r, np.clip(np.round((pa + pb) / 2 * (m - 1)).astype(np.int64), 0, m - 1)]
+    tied = np.count_nonzero(samp == pc[:, None], axis=1) >= 2
+    pb_v = np.where(tied & (pb_v == pc), pa_v, pb_v)
+    pa_v = np.where(tied, pc, pa_v)
+    return np.stack([pa_v, pb_v], axis=1)
 
 
 
@@ -505,12 +512,15 @@ def _group_ranks(ranks):
     return groups
 
 
-def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb=64):
+def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb=64,
+                state=None):
     """Exact order statistics ``ka`` and ``kb`` (``kb`` = ``ka`` or ``ka + 1``) of the
     Walsh averages of rows ``vrow``: each round counts two pivots per row exactly and
     keeps the candidates between the tightest bounds; next pivots by interpolation of
     the exact counts, or (no finite bracket / slow progress / ties) as quantiles of a
-    sample of the candidates; at most ``c_max`` candidates are enumerated and sorted."""
+    sample of the candidates; at most ``c_max`` candidates are enumerated and sorted.
+    ``state``: known bounds ``(t_lo, c_lo, lo, t_hi, c_hi, hi)``; the first pivots are
+    then sampled from the candidates between them (``piv`` is ignored)."""
     n = W.n
     N = n * (n + 1) // 2
     V = vrow.size
@@ -527,6 +537,10 @@ def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb
     hi = np.full((V, n), n, dtype=np.int64)
     active = np.ones(V, dtype=bool)
     last_c = np.full(V, N, dtype=np.int64)
+    if state is not None:
+        t_lo, c_lo, lo, t_hi, c_hi, hi = state
+        last_c = c_hi - c_lo
+        piv = _sample_pivots(W, vrow, lo, hi, c_lo, c_hi, ka, kb, rng, m_fb, z)
 
     for _round in range(200):
         vs = np.flatnonzero(active)
@@ -698,7 +712,7 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
     n, flat = W.n, W.flat
     V = vrow.size
     t_a, t_b = piv[:, 0], piv[:, 1]
-    owner, ii, e_le, _e_lt, c_le, _c_lt = W.count(vrow, t_a, want_lt=False)
+    owner, ii, e_le, e_lt, c_le, c_lt_a = W.count(vrow, t_a)
     # ragged over i < h(t_b): candidates start at max(e_le(t_a), i)
     h_b = W.row_search(vrow, t_b, "right")  # vrow is sorted
     h_b = np.maximum(h_b, 0)
@@ -740,7 +754,38 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
         rect = _rect_sort(loc[vo], vals, C[okv])
         ans[okv, 0] = rect[np.arange(okv.size), ka[okv] - c_le[okv]]
         ans[okv, 1] = rect[np.arange(okv.size), kb[okv] - c_le[okv]]
-    return ans, ok
+
+    def state(sub):
+        """Bounds known from the two exact counts, for the rows ``sub`` (sorted)."""
+        N = n * (n + 1) // 2
+        B = sub.size
+        loc = np.full(V, -1)
+        loc[sub] = np.arange(B)
+        t_lo = np.full(B, -np.inf)
+        c_lo = np.zeros(B, dtype=np.int64)
+        t_hi = np.full(B, np.inf)
+        c_hi = np.full(B, N, dtype=np.int64)
+        lo = np.zeros((B, n), dtype=np.int64)
+        hi = np.full((B, n), n, dtype=np.int64)
+        low_ok = (c_le[sub] <= ka[sub])
+        up_b = kb[sub] < c_lt_b[sub]
+        up_a = ~up_b & (kb[sub] < c_lt_a[sub])
+        li = loc[owner]
+        ent = (li >= 0)
+        ent_lo = ent & low_ok[np.maximum(li, 0)]
+        lo[li[ent_lo], ii[ent_lo]] = e_le[ent_lo]
+        t_lo[low_ok], c_lo[low_ok] = t_a[sub[low_ok]], c_le[sub[low_ok]]
+        hi[up_b | up_a] = 0
+        ent_ua = ent & up_a[np.maximum(li, 0)]
+        hi[li[ent_ua], ii[ent_ua]] = e_lt[ent_ua]
+        lb = loc[own_b]
+        ent_ub = (lb >= 0) & up_b[np.maximum(lb, 0)]
+        hi[lb[ent_ub], ii_b[ent_ub]] = end[ent_ub]
+        t_hi[up_b], c_hi[up_b] = t_b[sub[up_b]], c_lt_b[sub[up_b]]
+        t_hi[up_a], c_hi[up_a] = t_a[sub[up_a]], c_lt_a[sub[up_a]]
+        return t_lo, c_lo, lo, t_hi, c_hi, hi
+
+    return ans, ok, state
 
 
 def _walsh_select_sparse(S, ranks, *, seed=0, c_max=None, **kw):
@@ -759,10 +804,11 @@ def _walsh_select_sparse(S, ranks, *, seed=0, c_max=None, **kw):
     if c_max is None:
         c_max = max(4 * n, 2048)
     piv = _approx_pivots(W, vrow, ka, kb, rng, **kw)
-    ans, ok = _fast_exact(W, vrow, ka, kb, piv, c_max)
+    ans, ok, state = _fast_exact(W, vrow, ka, kb, piv, c_max)
     bad = np.flatnonzero(~ok)
-    if bad.size:
-        ans[bad] = _exact_loop(W, vrow[bad], ka[bad], kb[bad], piv[bad], rng, c_max=c_max)
+    if bad.size:  # missed or too wide (ties): exact rounds from the bounds found
+        ans[bad] = _exact_loop(W, vrow[bad], ka[bad], kb[bad], piv[bad], rng, c_max=c_max,
+                               state=state(bad))
     out = np.empty((R, len(ranks)))
     ansr = ans.reshape(R, G, 2)
     col_of = {}
