@@ -737,7 +737,7 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
     cnt = end - start
     c_lt_b = c_le + np.bincount(own_b, weights=cnt, minlength=V).astype(np.int64)
     C = c_lt_b - c_le
-    ok = (c_le <= ka) & (kb < c_lt_b) & (C <= c_max)
+    ok = (c_le <= ka) & (kb < c_lt_b) & (C <= c_max) & (t_b > t_a)
     ans = np.full((V, 2), np.nan)
     if ok.any():
         keep = ok[own_b] & (cnt > 0)
@@ -768,7 +768,7 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
         lo = np.zeros((B, n), dtype=np.int64)
         hi = np.full((B, n), n, dtype=np.int64)
         low_ok = (c_le[sub] <= ka[sub])
-        up_b = kb[sub] < c_lt_b[sub]
+        up_b = (kb[sub] < c_lt_b[sub]) & (t_b[sub] > t_a[sub])  # else e(t_b) unknown
         up_a = ~up_b & (kb[sub] < c_lt_a[sub])
         li = loc[owner]
         ent = (li >= 0)
