@@ -222,13 +222,35 @@ def signed_rank_pmf(doubled_ranks: np.ndarray) -> np.ndarray:
     return pmf
 
 
+_ABS_CACHE: dict = {}  # one entry: the Wilcoxon test and Wilcoxon r rank the same |d|
+
+
+def _data_key(d):
+    d = np.ascontiguousarray(d, dtype=np.float64)
+    return d.shape, hashlib.blake2b(memoryview(d).cast("B"), digest_size=16).digest()
+
+
 def _abs_sort_info(d):
     """Sort ``|d|`` along the last axis once: ``(order, start, end)`` with ``order`` the
     argsort and, per sorted position, the first and last sorted position of its tie group.
 
     The min/max ranks of ``|d|`` (as ``scipy.stats.rankdata``) are ``start + 1`` and
-    ``end + 1`` in sorted order; one argsort replaces two ``rankdata`` calls.
+    ``end + 1`` in sorted order; one argsort replaces two ``rankdata`` calls. The last
+    result is kept (read-only arrays, keyed by a hash of ``d``): ``compare`` ranks the
+    same differences for the Wilcoxon test and for Wilcoxon r.
     """
+    key = _data_key(d)
+    hit = _ABS_CACHE.get("last")
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    out = _abs_sort_info_compute(d)
+    for a in out:
+        a.flags.writeable = False
+    _ABS_CACHE["last"] = (key, out)
+    return out
+
+
+def _abs_sort_info_compute(d):
     absd = np.abs(d)
     order = np.argsort(absd, axis=-1)
     sabs = np.take_along_axis(absd, order, axis=-1)
