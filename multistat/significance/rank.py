@@ -734,7 +734,7 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
     n, flat = W.n, W.flat
     V = vrow.size
     t_a, t_b = piv[:, 0], piv[:, 1]
-    owner, ii, e_le, e_lt, c_le, c_lt_a = W.count(vrow, t_a)
+    owner, ii, e_le, _, c_le, _ = W.count(vrow, t_a, want_lt=False)
     # ragged over i < h(t_b): candidates start at max(e_le(t_a), i)
     h_b = W.row_search(vrow, t_b, "right")  # vrow is sorted
     h_b = np.maximum(h_b, 0)
@@ -791,20 +791,27 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
         hi = np.full((B, n), n, dtype=np.int64)
         low_ok = (c_le[sub] <= ka[sub])
         up_b = (kb[sub] < c_lt_b[sub]) & (t_b[sub] > t_a[sub])  # else e(t_b) unknown
-        up_a = ~up_b & (kb[sub] < c_lt_a[sub])
         li = loc[owner]
-        ent = (li >= 0)
-        ent_lo = ent & low_ok[np.maximum(li, 0)]
+        ent_lo = (li >= 0) & low_ok[np.maximum(li, 0)]
         lo[li[ent_lo], ii[ent_lo]] = e_le[ent_lo]
         t_lo[low_ok], c_lo[low_ok] = t_a[sub[low_ok]], c_le[sub[low_ok]]
-        hi[up_b | up_a] = 0
-        ent_ua = ent & up_a[np.maximum(li, 0)]
-        hi[li[ent_ua], ii[ent_ua]] = e_lt[ent_ua]
+        hi[up_b] = 0
+        # t_a above the ranks: an upper bound (needs #{W < t_a}: counted again, rare)
+        cand = np.flatnonzero(~low_ok & ~up_b)
+        up_a = np.zeros(B, dtype=bool)
+        if cand.size:
+            own_a, ii_a, _, e_lt_a, _, c_lt_a = W.count(vrow[sub[cand]], t_a[sub[cand]])
+            use = kb[sub[cand]] < c_lt_a
+            up_a[cand[use]] = True
+            hi[cand[use]] = 0
+            ent = use[own_a]
+            hi[cand[own_a[ent]], ii_a[ent]] = e_lt_a[ent]
+            c_hi[cand[use]] = c_lt_a[use]
+            t_hi[cand[use]] = t_a[sub[cand[use]]]
         lb = loc[own_b]
         ent_ub = (lb >= 0) & up_b[np.maximum(lb, 0)]
         hi[lb[ent_ub], ii_b[ent_ub]] = end[ent_ub]
         t_hi[up_b], c_hi[up_b] = t_b[sub[up_b]], c_lt_b[sub[up_b]]
-        t_hi[up_a], c_hi[up_a] = t_a[sub[up_a]], c_lt_a[sub[up_a]]
         return t_lo, c_lo, lo, t_hi, c_hi, hi
 
     return ans, ok, state
