@@ -265,22 +265,35 @@ def _walsh_projection_variance(d, info=None):
     ends of each tie group.
     """
     order, start, end = _abs_sort_info(d) if info is None else info
-    ds = np.take_along_axis(d, order, axis=-1)
-    neg, pos = ds < 0, ds > 0
-    zero_col = np.zeros(d.shape[:-1] + (1,))
-    cneg = np.concatenate([zero_col, np.cumsum(neg, axis=-1)], axis=-1)  # before position
-    cpos = np.concatenate([zero_col, np.cumsum(pos, axis=-1)], axis=-1)
-    tneg = cneg[..., -1:]
+    n = d.shape[-1]
+    # gathers along the last axis through flat indices (faster than take_along_axis)
+    offs = (np.arange(d.size // n if n else 0) * n).reshape(d.shape[:-1] + (1,))
+    flat_order = (order + offs).ravel()
+    flat_start = (start + offs).ravel()
+    flat_end = (end + offs).ravel()
+    ds = np.take(d.ravel(), flat_order).reshape(d.shape)
+    sign = np.sign(ds).astype(np.int32)
+    neg, pos = sign < 0, sign > 0
+    cneg = np.cumsum(neg, axis=-1, dtype=np.int32).ravel()  # negatives up to here
+    cpos = np.cumsum(pos, axis=-1, dtype=np.int32).ravel()
+    tneg = cneg.reshape(d.shape)[..., -1:]
     m = np.count_nonzero(d, axis=-1)
-    neg_ge = tneg - np.take_along_axis(cneg, start, axis=-1)  # negatives, |d_j| >= |d_i|
-    neg_gt = tneg - np.take_along_axis(cneg, end + 1, axis=-1)
-    pos_le = np.take_along_axis(cpos, end + 1, axis=-1)  # positives, |d_j| <= |d_i|
-    pos_lt = np.take_along_axis(cpos, start, axis=-1)
-    le = np.where(pos, neg_ge, tneg + pos_le)  # #{j: d_j <= -d_i}, zeros excluded
-    lt = np.where(pos, neg_gt, tneg + pos_lt)  # #{j: d_j <  -d_i}
-    g_sorted = np.where(ds == 0, np.nan, (m[..., None] - le) + 0.5 * (le - lt))
-    g = np.empty(d.shape)
-    np.put_along_axis(g, order, g_sorted, axis=-1)  # original order: same sums as before
+    sign_start = np.take(sign.ravel(), flat_start).reshape(d.shape)
+    # prefix counts before the tie group of |d_i| (at its start) and through it (its end)
+    neg_before = np.take(cneg, flat_start).reshape(d.shape) - (sign_start < 0)
+    neg_through = np.take(cneg, flat_end).reshape(d.shape)
+    pos_before = np.take(cpos, flat_start).reshape(d.shape) - (sign_start > 0)
+    pos_through = np.take(cpos, flat_end).reshape(d.shape)
+    # le + lt with le = #{j: d_j <= -d_i}, lt = #{j: d_j < -d_i} (zeros excluded):
+    # d_i > 0: negatives with |d_j| >= |d_i| plus those with |d_j| > |d_i|;
+    # d_i < 0: all negatives plus the positives with |d_j| <= |d_i| / < |d_i|
+    le_lt = np.where(pos, 2 * tneg - neg_before - neg_through,
+                     2 * tneg + pos_through + pos_before)
+    # g_i = (m - le) + (le - lt)/2 = m - (le + lt)/2 (integers and halves: exact)
+    g_sorted = np.where(sign == 0, np.nan, m[..., None] - 0.5 * le_lt)
+    g = np.empty(d.size)
+    g[flat_order] = g_sorted.ravel()  # original order: same sums as before
+    g = g.reshape(d.shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_g = np.nansum(g, axis=-1) / m
         var_g = np.nansum((g - mean_g[..., None]) ** 2, axis=-1) / (m - 1)

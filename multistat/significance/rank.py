@@ -253,7 +253,7 @@ def _abs_sort_info(d):
 def _abs_sort_info_compute(d):
     absd = np.abs(d)
     order = np.argsort(absd, axis=-1)
-    sabs = np.take_along_axis(absd, order, axis=-1)
+    sabs = np.sort(absd, axis=-1)  # = absd along order (same values)
     n = d.shape[-1]
     idx = np.arange(n)
     new = np.ones(sabs.shape, dtype=bool)
@@ -274,8 +274,10 @@ def _signed_rank_parts(d, zero_method, info=None):
     """
     n_all = d.shape[-1]
     order, start, end = _abs_sort_info(d) if info is None else info
-    ranks = np.empty(d.shape)
-    np.put_along_axis(ranks, order, (start + end + 2) / 2.0, axis=-1)  # mid-ranks
+    ranks = np.empty(d.size)
+    offs = (np.arange(d.size // n_all if n_all else 0) * n_all).reshape(d.shape[:-1] + (1,))
+    ranks[(order + offs).ravel()] = ((start + end + 2) / 2.0).ravel()  # mid-ranks
+    ranks = ranks.reshape(d.shape)
     # sum over tie groups of t^3 - t == sum over elements of t_i^2 - 1 (integers: exact)
     tie_all = np.sum((end - start + 1.0) ** 2 - 1.0, axis=-1)
     is_zero = d == 0
