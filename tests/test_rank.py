@@ -408,3 +408,19 @@ def test_walsh_selection_does_not_depend_on_the_seed():
     a = _walsh_select_sparse(d, ks, seed=0)
     for seed in (1, 2):
         np.testing.assert_array_equal(_walsh_select_sparse(d, ks, seed=seed), a)
+
+
+def test_walsh_selection_threads_and_batches(monkeypatch):
+    # rows split into blocks run by threads give the same (exact) order statistics
+    from multistat.significance import rank
+
+    rng = np.random.default_rng(53)
+    d = np.sort(np.round(rng.normal(0.1, 1, size=(9, 200)), 2), axis=-1)
+    n_walsh = 200 * 201 // 2
+    ks = [0, 5000, (n_walsh - 1) // 2, n_walsh // 2, n_walsh - 1]
+    ref = _walsh_brute(d, ks)
+    monkeypatch.setattr(rank, "_WALSH_THREAD_MIN", 0)
+    monkeypatch.setattr(rank, "_WALSH_THREADS", 2)
+    np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
+    monkeypatch.setattr(rank, "_WALSH_SPARSE_CHUNK", 400)  # 1 row per block
+    np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import stats
@@ -355,6 +357,8 @@ def _signed_rank_lower_rank(n, tail, exact):
 _WALSH_DENSE_ROW_MAX = 8_000  # n(n+1)/2 up to which rows are materialised (n <= 125)
 _WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
 _WALSH_SPARSE_CHUNK = 800_000  # rows x n per batch of the implicit selection (~200-400 MB)
+_WALSH_THREADS = min(os.cpu_count() or 1, 4)  # threads of the implicit selection
+_WALSH_THREAD_MIN = 200_000  # rows x n from which it uses them
 
 
 class _WalshRows:
@@ -865,7 +869,8 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         Up to this many Walsh averages per row they are materialised (in chunks of rows of
         at most 4 million numbers) and partitioned; above it, a selection over the
         implicit sorted Walsh matrix, vectorized across rows, needs O(rows x n) memory
-        (batches of 800,000) and is exact whatever the data (ties included).
+        (batches of 800,000 row-elements, run in up to 4 threads) and is exact whatever
+        the data (ties included).
 
     Returns
     -------
@@ -913,10 +918,23 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
     elif flat.shape[0]:
         uniq = sorted(set(ranks))
         col = [uniq.index(r) for r in ranks]
-        rows_per_chunk = max(1, _WALSH_SPARSE_CHUNK // n)
-        for start in range(0, flat.shape[0], rows_per_chunk):
-            res = _walsh_select_sparse(flat[start:start + rows_per_chunk], uniq)
-            out[start:start + rows_per_chunk] = res[:, col]
+        rows = flat.shape[0]
+        # numpy releases the GIL in the heavy parts: threads over blocks of rows (exact
+        # results, so they do not depend on the split); memory <= _WALSH_SPARSE_CHUNK
+        workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
+        per = max(1, min(-(-rows // workers), _WALSH_SPARSE_CHUNK // (workers * n)))
+        starts = list(range(0, rows, per))
+
+        def run(start):
+            return _walsh_select_sparse(flat[start:start + per], uniq)
+
+        if workers > 1 and len(starts) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(run, starts))
+        else:
+            results = [run(start) for start in starts]
+        for start, res in zip(starts, results):
+            out[start:start + per] = res[:, col]
     return out.reshape(*lead, len(ranks))
 
 
