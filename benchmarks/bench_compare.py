@@ -23,7 +23,7 @@ MULTISTAT = f"""
 import json, time, resource
 import numpy as np
 from multistat import cube
-from multistat.compare import compare
+from multistat.comparison import compare
 rng = np.random.default_rng(0)
 base = rng.normal(size=({M}, {N}))
 score = base[None] + rng.normal(0, 1, ({S}, {M}, {N})) + np.linspace(0, .2, {S})[:, None, None]

@@ -1,7 +1,9 @@
 """multistat: which NLP systems really beat which, by how much, and was the test set big
 enough to tell — for a whole evaluation study at once.
 
-Public API (explicit; no star imports). Heavier modules load on first use.
+Public API (explicit; no star imports). Heavier modules load on first use. No submodule
+shares a name with a public function (the batch driver lives in ``comparison.py``), so
+``multistat.compare`` is always the function, whatever was imported before.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ _LAZY = {
     "from_frame": ("multistat.cube", "from_frame"),
     "evaluation_units": ("multistat.units", "evaluation_units"),
     "analyze": ("multistat.analysis", "analyze"),
-    "compare": ("multistat.compare", "compare"),
+    "compare": ("multistat.comparison", "compare"),
     "adjust": ("multistat.correct", "adjust"),
     "effect_sizes": ("multistat.effect", "effect_sizes"),
     "load_translations": ("multistat.adapters", "load_translations"),
@@ -28,7 +30,7 @@ _LAZY = {
     "from_statistics": ("multistat.adapters", "from_statistics"),
     "register_corpus_metric": ("multistat.corpus", "register_corpus_metric"),
     "CORPUS_METRICS": ("multistat.corpus", "CORPUS_METRICS"),
-    "system_scores": ("multistat.compare", "system_scores"),
+    "system_scores": ("multistat.comparison", "system_scores"),
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),

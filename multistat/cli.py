@@ -230,7 +230,7 @@ def compare_cmd(
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
-    from multistat.compare import compare
+    from multistat.comparison import compare
     from multistat.io import write_parquet
 
     fam = family if family in (None, "all") else _split(family)

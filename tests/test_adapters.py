@@ -532,7 +532,7 @@ def test_system_intervals_match_sacrebleu_bootstrap_ci(sb_paired, wmt):
     # sacrebleu's corpus_score(n_bootstrap=1000) reports half the width of the 2.5-97.5 %
     # percentile range of resampled corpus BLEU; multistat's per-system percentile interval
     # (10,000 resamples) must have the same width within Monte Carlo error (~5 % here)
-    from multistat.compare import system_scores
+    from multistat.comparison import system_scores
     study, _ = sb_paired
     hyp, ref = _subset(wmt, ["LIUM-NMT"])
     sb = BLEU().corpus_score(hyp.sort_values("segment").hypothesis.tolist(),

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from multistat import cube
-from multistat.compare import compare
+from multistat.comparison import compare
 from multistat.significance import REGISTRY
 
 ALL_TESTS = sorted(REGISTRY)

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from multistat import cube
-from multistat.compare import COLUMNS, compare, system_scores
+from multistat.comparison import COLUMNS, compare, system_scores
 from multistat.errors import (ParameterError, TestNotApplicableError, UnknownSystemError)
 from multistat.significance.resampling import bootstrap_test, permutation_test
 
@@ -236,3 +236,21 @@ def test_cli_compare_bad_input_exits_2_with_one_line(tmp_path, capsys):
               "--out", str(tmp_path / "r.parquet"), "--tests", "t"])
     assert exc.value.code == 2
     assert "unknown system 'zz'" in capsys.readouterr().err
+
+
+def test_public_functions_are_not_shadowed_by_submodules():
+    # importing every submodule binds it as an attribute of the package; no public
+    # function may share a submodule's name (multistat.compare once did)
+    import importlib
+    import pkgutil
+    import types
+
+    import multistat
+
+    for mod in pkgutil.walk_packages(multistat.__path__, "multistat."):
+        if not mod.name.endswith("__main__"):
+            importlib.import_module(mod.name)
+    for name, (_, attr) in multistat._LAZY.items():
+        if attr is not None:
+            assert not isinstance(getattr(multistat, name), types.ModuleType), name
+    assert callable(multistat.compare)

@@ -121,7 +121,7 @@ def test_leaderboard_scores_intervals_and_wins(results, study, raw):
 
 
 def test_leaderboard_uses_compare_system_scores(results, study):
-    from multistat.compare import system_scores
+    from multistat.comparison import system_scores
 
     sc = system_scores(study, n_resamples=300, seed=0)
     lb = tables.leaderboard(results, scores=sc)

@@ -167,7 +167,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     study : optional study (or saved ``.nc`` path) the results came from: per-system scores
         with intervals for the leaderboards and the histograms of A, B and A − B
     systems : optional per-system score table (DataFrame or Parquet path; ``multistat
-        compare --systems-out``, :func:`multistat.compare.system_scores`) with columns
+        compare --systems-out``, :func:`multistat.system_scores`) with columns
         ``dataset, metric, system, score, ci_low, ci_high``: the leaderboard scores and
         intervals; otherwise they are computed from ``study`` (see
         :func:`multistat.report.tables.system_scores`)
