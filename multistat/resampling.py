@@ -16,6 +16,7 @@ Plans
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator
 
@@ -157,7 +158,19 @@ def corpus_sums_kernel(plan: np.ndarray, stats: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- driver
-def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact):
+_WORKER_BLAS_LIMITED = False
+
+
+def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact,
+                parent_pid):
+    global _WORKER_BLAS_LIMITED
+    if os.getpid() != parent_pid and not _WORKER_BLAS_LIMITED:
+        # a worker process (dask processes / distributed): BLAS on one thread, as in the
+        # caller's process (see `resample`), so every block gives the same bits everywhere
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        _WORKER_BLAS_LIMITED = True
     out = []
     for b in blocks:
         if exact:
@@ -190,7 +203,10 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
 
     Blocks are grouped into ``n_chunks`` dask tasks (default: one per block, at most 64);
     the grouping and the scheduler do not change a single bit of the result, because
-    every block's plan depends only on ``(seed, dataset, kind, block index)``.
+    every block's plan depends only on ``(seed, dataset, kind, block index)`` and every
+    block's products run with one BLAS thread (a multi-threaded GEMM rounds differently
+    with the thread count); blocks run concurrently instead. Bit-identity holds across
+    machines with the same CPU and BLAS build.
     ``exact=True`` (sign flips only) enumerates all ``2**n`` sign vectors instead.
     """
     import dask
@@ -201,20 +217,28 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
         nb = len(block_bounds(n_resamples))
         k = min(nb, 64) if n_chunks is None else max(1, min(int(n_chunks), nb))
         groups = [list(g) for g in np.array_split(np.arange(nb), k) if len(g)]
+    from threadpoolctl import threadpool_limits
+
     client = get_client(scheduler)
-    if client is not None:
-        data_f = client.scatter(data, broadcast=True)
-        futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,
-                                 kernel, data_f, exact, pure=False) for g in groups]
-        parts = client.gather(futures)
-    elif len(groups) == 1 or scheduler in ("synchronous", "sync", "single-threaded"):
-        parts = [_block_task(kind, n, n_resamples, seed, dataset, g, kernel, data, exact)
-                 for g in groups]
-    else:
-        tasks = [dask.delayed(_block_task, pure=False)(kind, n, n_resamples, seed, dataset,
-                                                        g, kernel, data, exact)
-                 for g in groups]
-        parts = dask.compute(*tasks, scheduler=scheduler)
+    pid = os.getpid()
+    # One BLAS thread per block everywhere: a multi-threaded GEMM splits the product
+    # differently with the thread count and changes the last bits; parallelism comes from
+    # running blocks concurrently instead.
+    with threadpool_limits(limits=1, user_api="blas"):
+        if client is not None:
+            data_f = client.scatter(data, broadcast=True)
+            futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,
+                                     kernel, data_f, exact, pid, pure=False) for g in groups]
+            parts = client.gather(futures)
+        elif len(groups) == 1 or scheduler in ("synchronous", "sync", "single-threaded"):
+            parts = [_block_task(kind, n, n_resamples, seed, dataset, g, kernel, data, exact,
+                                 pid) for g in groups]
+        else:
+            tasks = [dask.delayed(_block_task, pure=False)(kind, n, n_resamples, seed,
+                                                            dataset, g, kernel, data, exact,
+                                                            pid)
+                     for g in groups]
+            parts = dask.compute(*tasks, scheduler=scheduler)
     return np.concatenate([blk for part in parts for blk in part], axis=0)
 
 

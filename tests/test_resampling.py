@@ -109,3 +109,16 @@ def test_block_bounds_validation():
     assert eng.block_bounds(2500) == [(0, 1000), (1000, 2000), (2000, 2500)]
     with pytest.raises(ParameterError, match="`n_resamples` must be an integer >= 1; got 0"):
         eng.block_bounds(0)
+
+
+def test_kernels_are_bit_identical_whatever_the_callers_blas_threads():
+    from threadpoolctl import threadpool_limits
+
+    x = np.random.default_rng(6).normal(size=(4, 2, 300)) / 300
+    run = dict(n=300, n_resamples=3000, seed=0, dataset="d", scheduler="synchronous")
+    a = eng.resample("bootstrap", eng.linear_kernel, x, **run)
+    with threadpool_limits(limits=1, user_api="blas"):
+        b = eng.resample("bootstrap", eng.linear_kernel, x, **run)
+    with threadpool_limits(limits=2, user_api="blas"):
+        c = eng.resample("bootstrap", eng.linear_kernel, x, **run)
+    assert np.array_equal(a, b) and np.array_equal(a, c)
