@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from _common import machine, run_isolated, table, timed
 
 S, M, N, B = 16, 3, 2000, 10_000

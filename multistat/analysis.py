@@ -16,7 +16,7 @@ from scipy import stats
 
 from multistat import cube
 from multistat._validation import check_probability
-from multistat.errors import ConstantInputWarning, ParameterError
+from multistat.errors import ConstantInputWarning
 
 SHAPIRO_MAX = 5000
 SKEW_THRESHOLD = 0.5

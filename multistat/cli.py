@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import click
 import typer
@@ -28,30 +28,30 @@ app = typer.Typer(
          "studies (many systems x metrics x test sets).")
 
 # ----------------------------------------------------------------------------- options
-FormatOpt = Annotated[Optional[str], typer.Option(
+FormatOpt = Annotated[str | None, typer.Option(
     "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
                      "the extension and content")]
-SystemCol = Annotated[Optional[list[str]], typer.Option(
+SystemCol = Annotated[list[str] | None, typer.Option(
     help="column holding the system name (repeat to join several columns with '/', e.g. "
          "--system-col summary_type --system-col system)")]
-MetricCol = Annotated[Optional[str], typer.Option(help="column holding the metric name")]
-InstanceCol = Annotated[Optional[list[str]], typer.Option(
+MetricCol = Annotated[str | None, typer.Option(help="column holding the metric name")]
+InstanceCol = Annotated[list[str] | None, typer.Option(
     help="column holding the instance id (repeatable like --system-col)")]
-ScoreCol = Annotated[Optional[str], typer.Option(help="column holding the score")]
-DatasetCol = Annotated[Optional[str], typer.Option(help="column holding the dataset name")]
-MetricOpt = Annotated[Optional[str], typer.Option(
+ScoreCol = Annotated[str | None, typer.Option(help="column holding the score")]
+DatasetCol = Annotated[str | None, typer.Option(help="column holding the dataset name")]
+MetricOpt = Annotated[str | None, typer.Option(
     "--metric", help="metric name when the file has no metric column")]
-DatasetOpt = Annotated[Optional[str], typer.Option(
+DatasetOpt = Annotated[str | None, typer.Option(
     "--dataset", help="dataset name when the file has no dataset column (default: stem)")]
-LowerOpt = Annotated[Optional[list[str]], typer.Option(
+LowerOpt = Annotated[list[str] | None, typer.Option(
     "--lower-is-better", help="a metric where lower is better (repeatable)")]
 MissingOpt = Annotated[str, typer.Option(
     "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
                       "for that metric across all systems, and report how many")]
-SepOpt = Annotated[Optional[str], typer.Option(
+SepOpt = Annotated[str | None, typer.Option(
     "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
                   "whitespace (default: from the extension and first line)")]
-SystemsOpt = Annotated[Optional[str], typer.Option(
+SystemsOpt = Annotated[str | None, typer.Option(
     "--systems", help="names of the two systems of a pairs file, comma-separated "
                       "(default A,B)")]
 
@@ -123,7 +123,7 @@ def units(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     size: Annotated[int, typer.Option("--size", "-m", help="instances per unit")] = 1,
     statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
-    seed: Annotated[Optional[int], typer.Option(
+    seed: Annotated[int | None, typer.Option(
         help="shuffle instances with this seed first (default: no shuffle)")] = None,
     remainder: Annotated[str, typer.Option(
         help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
@@ -183,7 +183,7 @@ def demo_data(
         typer.echo(f"wrote {p}")
 
 
-def _split(text: Optional[str]):
+def _split(text: str | None):
     return None if not text else [t.strip() for t in text.split(",") if t.strip()]
 
 
@@ -192,7 +192,7 @@ def compare_cmd(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     out: Annotated[Path, typer.Option("--out", "-o", help="results Parquet")] =
     Path("results.parquet"),
-    systems_out: Annotated[Optional[Path], typer.Option(
+    systems_out: Annotated[Path | None, typer.Option(
         help="also write per-system scores with bootstrap intervals (Parquet)")] = None,
     tests: Annotated[str, typer.Option(
         help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar")] =
@@ -200,8 +200,8 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
     "mean",
     pairs: Annotated[str, typer.Option(help="all | baseline:<system>")] = "all",
-    metrics: Annotated[Optional[str], typer.Option(help="comma-separated metrics")] = None,
-    datasets: Annotated[Optional[str], typer.Option(help="comma-separated datasets")] = None,
+    metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
+    datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
     alternative: Annotated[str, typer.Option(help="two-sided | less | greater (a - b)")] =
     "two-sided",
     null_value: Annotated[float, typer.Option(help="margin delta of H0")] = 0.0,
@@ -211,7 +211,7 @@ def compare_cmd(
     seed: Annotated[int, typer.Option(help="random seed (0 is a seed)")] = 0,
     correction: Annotated[str, typer.Option(
         help="statsmodels multipletests method, or none")] = "holm",
-    family: Annotated[Optional[str], typer.Option(
+    family: Annotated[str | None, typer.Option(
         help="columns defining correction families (comma-separated) or 'all'; default "
              "dataset,metric,test")] = None,
     scheduler: Annotated[str, typer.Option(
@@ -220,7 +220,7 @@ def compare_cmd(
     ci_method: Annotated[str, typer.Option(help="bca | percentile | studentized")] = "bca",
     bootstrap_pvalue: Annotated[str, typer.Option(
         help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
-    power: Annotated[Optional[float], typer.Option(
+    power: Annotated[float | None, typer.Option(
         "--power", help="add a power column: power of the paired t test to detect this "
                         "difference (metric units)")] = None,
     observed_power: Annotated[bool, typer.Option(

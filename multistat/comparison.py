@@ -16,10 +16,16 @@ import numpy as np
 import pandas as pd
 
 from multistat import cube
-from multistat._validation import (check_alternative, check_choice, check_int,
-                                   check_probability, check_real, check_seed)
+from multistat._validation import (
+    check_alternative,
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_seed,
+)
 from multistat.correct import METHODS, adjust
-from multistat.errors import (ParameterError, TestNotApplicableError, UnknownSystemError)
+from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
 

@@ -8,7 +8,7 @@ from scipy import stats
 
 from multistat import cube
 from multistat.comparison import COLUMNS, compare, system_scores
-from multistat.errors import (ParameterError, TestNotApplicableError, UnknownSystemError)
+from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance.resampling import bootstrap_test, permutation_test
 
 

@@ -96,7 +96,7 @@ def test_bootstrap_median_interval_agrees_with_scipy():
                           random_state=2).confidence_interval
     got = bootstrap_test(x, y, statistic="median", n_resamples=40_000, seed=1,
                          ci_method="percentile")
-    sd = np.std((x - y)) / np.sqrt(101)
+    sd = np.std(x - y) / np.sqrt(101)
     assert abs(got.ci_low - ref.low) < 0.1 * sd
     assert abs(got.ci_high - ref.high) < 0.1 * sd
     assert got.estimate == np.median(x - y)

@@ -39,8 +39,14 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from multistat import resampling as eng
-from multistat._validation import (check_alternative, check_choice, check_int,
-                                   check_probability, check_real, check_seed)
+from multistat._validation import (
+    check_alternative,
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_seed,
+)
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 
@@ -103,7 +109,7 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
         t_star = np.where(np.isfinite(t_star), t_star, np.nan)
         t_srt = np.sort(t_star, axis=0)  # NaN (zero-variance resamples) sort last
         valid = np.sum(np.isfinite(t_star), axis=0)
-        q = lambda level: _quantile_valid(t_srt, valid, level)  # noqa: E731
+        q = lambda level: _quantile_valid(t_srt, valid, level)
         low = est - q(q_hi) * se_hat if q_hi < 1 else np.full(est.shape, -np.inf)
         high = est - q(q_lo) * se_hat if q_lo > 0 else np.full(est.shape, np.inf)
         low, high = (low, high) if q_hi < 1 else (np.full(est.shape, -np.inf), high)
