@@ -227,21 +227,13 @@ def _table_inputs(hypotheses, references, system_col, segment_col, text_col, ref
         if hyp[c].isna().any():
             raise DataValidationError(f"`hypotheses`: column {c!r} has "
                                       f"{int(hyp[c].isna().sum())} missing value(s)")
-    for c in ref_cols:
-        if ref[c].isna().any():
-            raise DataValidationError(f"`references`: column {c!r} has "
-                                      f"{int(ref[c].isna().sum())} missing value(s)")
+    _no_missing(ref, ref_cols, "references", "value")
     segments = seg.tolist()
     refs = [ref[c].astype(str).tolist() for c in ref_cols]
     h = pd.DataFrame({"system": hyp[system_col].astype(str),
                       "segment": hyp[segment_col].astype(str),
                       "text": hyp[text_col].astype(str)})
-    dup = h.duplicated(["system", "segment"])
-    if dup.any():
-        first = h[dup].iloc[0]
-        raise DataValidationError(f"`hypotheses`: {int(dup.sum())} duplicated (system, "
-                                  f"segment) row(s), e.g. ({first.system!r}, "
-                                  f"{first.segment!r})")
+    _no_duplicates(h, "segment", "hypotheses")
     seg_set = set(segments)
     extra = sorted(set(h["segment"]) - seg_set)
     if extra:
@@ -322,6 +314,24 @@ def _extract(metric, hyps: dict[str, list[str]], n: int, n_jobs: int = 1) -> np.
     finally:
         _JOB.clear()
     return np.asarray(rows, dtype=np.float64)[where]
+
+
+
+def _no_missing(frame: pd.DataFrame, cols, what: str, noun: str) -> None:
+    """Refuse missing values in ``cols`` of the input named ``what``."""
+    for col in cols:
+        if frame[col].isna().any():
+            raise DataValidationError(f"`{what}`: column {col!r} has "
+                                      f"{int(frame[col].isna().sum())} missing {noun}(s)")
+
+
+def _no_duplicates(frame: pd.DataFrame, key: str, what: str) -> None:
+    """Refuse duplicated ``(system, key)`` rows of the input named ``what``."""
+    dup = frame.duplicated(["system", key])
+    if dup.any():
+        first = frame[dup].iloc[0]
+        raise DataValidationError(f"`{what}`: {int(dup.sum())} duplicated (system, {key}) "
+                                  f"row(s), e.g. ({first.system!r}, {first[key]!r})")
 
 
 def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
@@ -515,20 +525,12 @@ def load_labels(path_or_frame, *, gold_col: str = "gold", pred_col: str = "predi
     _need_columns(frame, [system_col, instance_col, gold_col, pred_col], "path_or_frame")
     if len(frame) == 0:
         raise DataValidationError("`path_or_frame` is empty: no labels given")
-    for c in (gold_col, pred_col):
-        if frame[c].isna().any():
-            raise DataValidationError(f"`path_or_frame`: column {c!r} has "
-                                      f"{int(frame[c].isna().sum())} missing label(s)")
+    _no_missing(frame, (gold_col, pred_col), "path_or_frame", "label")
     df = pd.DataFrame({"system": frame[system_col].astype(str),
                        "instance": frame[instance_col].astype(str),
                        "gold": frame[gold_col].astype(str),
                        "pred": frame[pred_col].astype(str)})
-    dup = df.duplicated(["system", "instance"])
-    if dup.any():
-        first = df[dup].iloc[0]
-        raise DataValidationError(f"`path_or_frame`: {int(dup.sum())} duplicated (system, "
-                                  f"instance) row(s), e.g. ({first.system!r}, "
-                                  f"{first.instance!r})")
+    _no_duplicates(df, "instance", "path_or_frame")
     gold_n = df.groupby("instance", sort=False)["gold"].nunique()
     if (gold_n > 1).any():
         bad = gold_n[gold_n > 1].index[:5].tolist()

@@ -78,6 +78,17 @@ def choice(name: str, value, allowed) -> str:
     return value
 
 
+def given(**checked) -> list:
+    """Validate the parameters that were given: ``name=(value, checker)`` with
+    ``checker(name, value)``; ``None`` (the quantity to solve for) passes through."""
+    return [None if value is None else check(name, value)
+            for name, (value, check) in checked.items()]
+
+
+def n_at_least_one(name: str, value) -> float:
+    return positive(name, value, minimum=1.0)
+
+
 def one_unknown(**params) -> str:
     """Name of the single parameter that is ``None``; error otherwise."""
     missing = [k for k, v in params.items() if v is None]

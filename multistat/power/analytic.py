@@ -101,14 +101,9 @@ def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="t
     """
     alternative = c.alternative(alternative)
     unknown = c.one_unknown(n=n, effect_size=effect_size, power=power, alpha=alpha)
-    if n is not None:
-        n = c.positive("n", n, minimum=1.0)
-    if effect_size is not None:
-        effect_size = c.real("effect_size", effect_size)
-    if power is not None:
-        power = c.open_unit("power", power)
-    if alpha is not None:
-        alpha = c.open_unit("alpha", alpha)
+    n, effect_size, power, alpha = c.given(
+        n=(n, c.n_at_least_one), effect_size=(effect_size, c.real),
+        power=(power, c.open_unit), alpha=(alpha, c.open_unit))
 
     if unknown == "power":
         return _t_power(n, effect_size, alpha, alternative)
@@ -215,16 +210,9 @@ def two_proportions(*, n=None, p1=None, p2=None, power=None, alpha=0.05,
     alternative = c.alternative(alternative)
     method = c.choice("method", method, ("pooled", "arcsine"))
     unknown = c.one_unknown(n=n, p1=p1, p2=p2, power=power, alpha=alpha)
-    if n is not None:
-        n = c.positive("n", n)
-    if p1 is not None:
-        p1 = c.closed_unit("p1", p1)
-    if p2 is not None:
-        p2 = c.closed_unit("p2", p2)
-    if power is not None:
-        power = c.open_unit("power", power)
-    if alpha is not None:
-        alpha = c.open_unit("alpha", alpha)
+    n, p1, p2, power, alpha = c.given(
+        n=(n, c.positive), p1=(p1, c.closed_unit), p2=(p2, c.closed_unit),
+        power=(power, c.open_unit), alpha=(alpha, c.open_unit))
     strict = bool(strict)
 
     def pw(n_=n, p1_=p1, p2_=p2, a_=alpha):
@@ -380,10 +368,7 @@ def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, metho
             raise PowerParameterError(f"`delta` must be in [-1, 1]; got {delta!r}")
     if delta is not None and agreement is not None:
         _check_delta_agreement(delta, agreement)
-    if power is not None:
-        power = c.open_unit("power", power)
-    if alpha is not None:
-        alpha = c.open_unit("alpha", alpha)
+    power, alpha = c.given(power=(power, c.open_unit), alpha=(alpha, c.open_unit))
 
     def pw(n_=n, d_=delta, pa_=agreement, a_=alpha):
         return _mcnemar_power(n_, d_, pa_, a_, alternative, method)
@@ -499,14 +484,9 @@ def sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"
     """
     alternative = c.alternative(alternative)
     unknown = c.one_unknown(n=n, p=p, power=power, alpha=alpha)
-    if n is not None:
-        n = c.integer("n", n, minimum=1)
-    if p is not None:
-        p = c.closed_unit("p", p)
-    if power is not None:
-        power = c.open_unit("power", power)
-    if alpha is not None:
-        alpha = c.open_unit("alpha", alpha)
+    n, p, power, alpha = c.given(
+        n=(n, c.integer), p=(p, c.closed_unit), power=(power, c.open_unit),
+        alpha=(alpha, c.open_unit))
 
     def pw(n_=n, p_=p, a_=alpha):
         return float(_binom_reject_prob(np.array([n_]), p_, a_, alternative)[0])
