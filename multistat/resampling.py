@@ -128,25 +128,34 @@ def weighted_median(values_sorted: np.ndarray, weights: np.ndarray) -> np.ndarra
     return 0.5 * (lo_v + hi_v)
 
 
+KERNEL_BYTES = 64 * 2**20  # working memory of one (resamples x pairs x instances) slab
+
+
+def _pair_slabs(plan: np.ndarray, n_pairs: int) -> list[slice]:
+    step = max(1, KERNEL_BYTES // (plan.shape[0] * plan.shape[1] * 8))
+    return [slice(s, min(s + step, n_pairs)) for s in range(0, n_pairs, step)]
+
+
 def median_bootstrap_kernel(plan: np.ndarray, diffs: np.ndarray) -> np.ndarray:
     """Bootstrap medians of paired differences ``(P, n)`` -> ``(Bb, P)``.
 
     Each row of differences is sorted once; the counts are permuted into that order
     and the weighted median read off the cumulative counts (no resample is built).
+    Pairs are processed in slabs of bounded memory, all resamples at once.
     """
     order = np.argsort(diffs, axis=-1)
     srt = np.take_along_axis(diffs, order, -1)
     out = np.empty((plan.shape[0], diffs.shape[0]))
-    for p in range(diffs.shape[0]):  # loop over pairs of one chunk; resamples vectorized
-        out[:, p] = weighted_median(srt[p], plan[:, order[p]])
+    for sl in _pair_slabs(plan, diffs.shape[0]):
+        out[:, sl] = weighted_median(srt[sl], plan[:, order[sl]])  # (Bb, p, n) counts
     return out
 
 
 def median_signflip_kernel(plan: np.ndarray, diffs: np.ndarray) -> np.ndarray:
-    """Medians of sign-flipped differences ``(P, n)`` -> ``(Bb, P)``."""
+    """Medians of sign-flipped differences ``(P, n)`` -> ``(Bb, P)`` (pairs in slabs)."""
     out = np.empty((plan.shape[0], diffs.shape[0]))
-    for p in range(diffs.shape[0]):  # resamples vectorized per pair
-        out[:, p] = np.median(plan * diffs[p], axis=-1)
+    for sl in _pair_slabs(plan, diffs.shape[0]):
+        out[:, sl] = np.median(plan[:, None, :] * diffs[sl][None], axis=-1)
     return out
 
 

@@ -232,3 +232,18 @@ def test_errors_name_the_parameter():
         bootstrap_test(x[:1], x[:1])
     with pytest.raises(TestNotApplicableError, match="studentized' needs statistic='mean'"):
         bootstrap_test(x, x, statistic="median", ci_method="studentized")
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less"])
+def test_one_sided_intervals_are_the_matching_end_of_a_wider_two_sided_one(alternative):
+    # a one-sided 95 % interval has the same finite end as the two-sided 90 % interval
+    rng = np.random.default_rng(22)
+    x, y = rng.normal(0.2, 1, 80), rng.normal(0, 1, 80)
+    for method in ("percentile", "studentized"):
+        two = bootstrap_test(x, y, n_resamples=4000, ci_method=method, confidence_level=0.9)
+        one = bootstrap_test(x, y, n_resamples=4000, ci_method=method,
+                             alternative=alternative)
+        if alternative == "greater":
+            assert one.ci_high == np.inf and one.ci_low == pytest.approx(two.ci_low)
+        else:
+            assert one.ci_low == -np.inf and one.ci_high == pytest.approx(two.ci_high)

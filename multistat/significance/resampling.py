@@ -109,17 +109,12 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
         t_star = np.where(np.isfinite(t_star), t_star, np.nan)
         t_srt = np.sort(t_star, axis=0)  # NaN (zero-variance resamples) sort last
         valid = np.sum(np.isfinite(t_star), axis=0)
-        q = lambda level: _quantile_valid(t_srt, valid, level)
-        low = est - q(q_hi) * se_hat if q_hi < 1 else np.full(est.shape, -np.inf)
-        high = est - q(q_lo) * se_hat if q_lo > 0 else np.full(est.shape, np.inf)
-        low, high = (low, high) if q_hi < 1 else (np.full(est.shape, -np.inf), high)
-        if alternative == "greater":
-            low, high = est - q(1 - (1 - confidence_level)) * se_hat, np.full(est.shape,
-                                                                              np.inf)
-        elif alternative == "less":
-            low, high = np.full(est.shape, -np.inf), est - q(1 - confidence_level) * se_hat
-        else:
-            low, high = est - q(q_hi) * se_hat, est - q(q_lo) * se_hat
+        def q(level):
+            return _quantile_valid(t_srt, valid, level)
+
+        # bootstrap-t: [est - t*(1 - q_lo) se, est - t*(1 - q_hi) se]; open ends at 0 / 1
+        low = np.full(est.shape, -np.inf) if q_lo == 0 else est - q(1 - q_lo) * se_hat
+        high = np.full(est.shape, np.inf) if q_hi == 1 else est - q(1 - q_hi) * se_hat
         return low, high, note
     lo_q = np.full(est.shape, q_lo)
     hi_q = np.full(est.shape, q_hi)
