@@ -1,0 +1,107 @@
+"""Atomic writes (multistat._atomic): the target holds the old or the new content, never
+a part, whatever happens to the writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from multistat._atomic import atomic_open, atomic_path, write_bytes, write_text
+
+
+def _leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
+
+
+def test_write_text_and_bytes_replace_content(tmp_path):
+    target = tmp_path / "out.md"
+    write_text(target, "old\n")
+    assert target.read_text() == "old\n"
+    write_text(target, "néw\n")
+    assert target.read_text(encoding="utf-8") == "néw\n"
+    png = tmp_path / "f.png"
+    write_bytes(png, b"\x89PNG\r\n")
+    assert png.read_bytes() == b"\x89PNG\r\n"
+    assert _leftovers(tmp_path) == []
+
+
+def test_new_file_gets_umask_mode_and_existing_file_keeps_its_mode(tmp_path):
+    target = tmp_path / "a.txt"
+    write_text(target, "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask  # not mkstemp's 0600
+    os.chmod(target, 0o640)
+    write_text(target, "y")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_failure_inside_the_block_leaves_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "results.parquet"
+    pd.DataFrame({"a": [1, 2]}).to_parquet(target)
+    before = target.read_bytes()
+    with pytest.raises(RuntimeError, match="boom"):
+        with atomic_path(target) as tmp:
+            tmp.write_bytes(b"PAR1")  # a partial Parquet file
+            raise RuntimeError("boom")
+    assert target.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+    with pytest.raises(RuntimeError):
+        with atomic_open(target, "wb") as fh:
+            fh.write(b"partial")
+            raise RuntimeError("boom")
+    assert target.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_temp_keeps_the_suffix_for_writers_that_look_at_it(tmp_path):
+    target = tmp_path / "frame.parquet"
+    with atomic_path(target) as tmp:
+        assert tmp.parent == tmp_path and tmp.name.endswith(".parquet")
+        assert tmp.name.startswith(".")  # hidden, never the target's name
+        pd.DataFrame({"x": [1.5]}).to_parquet(tmp)
+    assert pd.read_parquet(target)["x"].tolist() == [1.5]
+
+
+def test_atomic_open_refuses_append(tmp_path):
+    with pytest.raises(ValueError, match="whole files"):
+        with atomic_open(tmp_path / "x", "a"):
+            pass
+
+
+_WRITER = r"""
+import sys
+import numpy as np
+from multistat._atomic import write_bytes
+target = sys.argv[1]
+i = 0
+while True:
+    i += 1
+    # ~8 MB, every byte equal to the round number: a torn file would mix values
+    write_bytes(target, bytes([i % 251]) * 8_000_000)
+"""
+
+
+def test_sigkill_at_random_moments_never_leaves_a_partial_file(tmp_path):
+    target = tmp_path / "big.bin"
+    target.write_bytes(bytes([250]) * 8_000_000)
+    rng = np.random.default_rng(20261123)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for delay in rng.uniform(0.05, 0.6, size=8):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], env=env)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        data = target.read_bytes()
+        assert len(data) == 8_000_000
+        assert data.count(data[:1]) == len(data)  # one round's content, whole
+    # a kill may leave a hidden temp file behind, never anything under the target's name
+    assert all(p.name.startswith(".big.bin.") for p in tmp_path.iterdir() if p != target)
