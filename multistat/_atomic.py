@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_open", "write_text", "write_bytes", "fsync_file"]
+__all__ = ["atomic_open", "atomic_path", "fsync_file", "write_bytes", "write_text"]
 
 
 def fsync_file(path: str | os.PathLike) -> None:

@@ -48,16 +48,14 @@ def test_failure_inside_the_block_leaves_old_file_and_no_temp(tmp_path):
     target = tmp_path / "results.parquet"
     pd.DataFrame({"a": [1, 2]}).to_parquet(target)
     before = target.read_bytes()
-    with pytest.raises(RuntimeError, match="boom"):
-        with atomic_path(target) as tmp:
-            tmp.write_bytes(b"PAR1")  # a partial Parquet file
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError, match="boom"), atomic_path(target) as tmp:
+        tmp.write_bytes(b"PAR1")  # a partial Parquet file
+        raise RuntimeError("boom")
     assert target.read_bytes() == before
     assert _leftovers(tmp_path) == []
-    with pytest.raises(RuntimeError):
-        with atomic_open(target, "wb") as fh:
-            fh.write(b"partial")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_open(target, "wb") as fh:
+        fh.write(b"partial")
+        raise RuntimeError("boom")
     assert target.read_bytes() == before
     assert _leftovers(tmp_path) == []
 
@@ -72,9 +70,8 @@ def test_temp_keeps_the_suffix_for_writers_that_look_at_it(tmp_path):
 
 
 def test_atomic_open_refuses_append(tmp_path):
-    with pytest.raises(ValueError, match="whole files"):
-        with atomic_open(tmp_path / "x", "a"):
-            pass
+    with pytest.raises(ValueError, match="whole files"), atomic_open(tmp_path / "x", "a"):
+        pass
 
 
 _WRITER = r"""
