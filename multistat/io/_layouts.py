@@ -1,0 +1,190 @@
+"""Layouts of a score table (long, wide, pairs) turned into coded long data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from multistat.errors import InputFileError, ParameterError
+from multistat.io._parsing import (
+    _check_short_rows,
+    _ids,
+    _malformed,
+    _need_columns,
+    _read_text,
+    _scores,
+)
+from multistat.io._sources import _WHITESPACE
+
+# ----------------------------------------------------------------------------- layouts
+_ROLES = ("dataset", "system", "metric", "instance")
+
+
+@dataclass
+class _Long:
+    """Unvalidated long data: integer codes per identifier role, the scores, and the
+    source file and row of every score (for messages)."""
+
+    codes: dict
+    names: dict
+    score: np.ndarray
+    src: np.ndarray
+    row: np.ndarray
+
+    def name(self, role: str, i: int) -> str:
+        return self.names[role][self.codes[role][i]]
+
+
+@dataclass
+class _Raw:
+    """Collects chunks of long data from one or several files."""
+
+    chunks: list = field(default_factory=list)
+
+    def add(self, k: int, score, rows, **ids):
+        """``ids[role]`` is one fixed name (str) or ``(codes, names)``."""
+        n = len(score)
+        coded = {}
+        for role in _ROLES:
+            value = ids[role]
+            if isinstance(value, str):
+                value = (np.zeros(n, dtype=np.int64), [value])
+            coded[role] = value
+        self.chunks.append((coded, np.asarray(score, dtype=np.float64),
+                            np.full(n, k, dtype=np.int32), np.asarray(rows, dtype=np.int64)))
+
+    def long(self) -> _Long:
+        codes, names = {}, {}
+        for role in _ROLES:
+            index: dict[str, int] = {}
+            parts = []
+            for coded, *_ in self.chunks:
+                chunk_codes, chunk_names = coded[role]
+                lut = np.array([index.setdefault(nm, len(index)) for nm in chunk_names],
+                               dtype=np.int64)
+                parts.append(lut[chunk_codes])
+            codes[role] = np.concatenate(parts)
+            names[role] = list(index)
+        return _Long(codes, names,
+                     np.concatenate([c[1] for c in self.chunks]),
+                     np.concatenate([c[2] for c in self.chunks]),
+                     np.concatenate([c[3] for c in self.chunks]))
+
+
+def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, score_col,
+                 dataset_col, metric, dataset, default_dataset, explicit):
+    _need_columns(src, frame, system_col, "system_col")
+    _need_columns(src, frame, instance_col, "instance_col")
+    _need_columns(src, frame, [score_col], "score_col")
+    metric_value = _fixed_or_column(src, frame, "metric", metric_col, metric, score_col,
+                                    explicit)
+    dataset_value = _fixed_or_column(src, frame, "dataset", dataset_col, dataset,
+                                     default_dataset, explicit)
+    used = [*system_col, *instance_col, score_col]
+    used += [c for c in (metric_value, dataset_value) if isinstance(c, _Col)]
+    _check_short_rows(src, frame, [c.name if isinstance(c, _Col) else c for c in used])
+    systems = _ids(src, frame, system_col, "system")
+    instances = _ids(src, frame, instance_col, "instance")
+    metrics = (_ids(src, frame, [metric_value.name], "metric")
+               if isinstance(metric_value, _Col) else metric_value)
+    datasets = (_ids(src, frame, [dataset_value.name], "dataset")
+                if isinstance(dataset_value, _Col) else dataset_value)
+    scores = _scores(src, frame[score_col], score_col)
+    raw.add(k, scores, np.arange(len(frame)), dataset=datasets, system=systems,
+            metric=metrics, instance=instances)
+
+
+@dataclass(frozen=True)
+class _Col:
+    name: str
+
+
+def _fixed_or_column(src, frame, role, col, fixed, default, explicit):
+    """A metric/dataset comes from a column (``_Col``) or is one fixed string.
+
+    ``fixed`` is the user's ``metric=``/``dataset=`` (None if not given), ``default`` the
+    name used when neither that nor a column exists.
+    """
+    name = col[0] if col else role
+    if explicit[role]:
+        _need_columns(src, frame, [name], f"{role}_col")
+        return _Col(name)
+    if name in frame.columns:
+        if fixed is not None:
+            raise ParameterError(
+                f"`{role}={fixed!r}` fixes the {role}, but {src.path} has a {name!r} column; "
+                f"drop `{role}=` or pass `{role}_col=` to name another column"
+            )
+        return _Col(name)
+    return fixed if fixed is not None else default
+
+
+def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, metric,
+                 dataset, default_dataset, systems, explicit):
+    instance_value = None
+    if explicit["instance"]:
+        _need_columns(src, frame, instance_col, "instance_col")
+        instance_value = instance_col
+    elif "instance" in frame.columns:
+        instance_value = ["instance"]
+    metric_value = _fixed_or_column(src, frame, "metric", metric_col, metric, "score", explicit)
+    dataset_value = _fixed_or_column(src, frame, "dataset", dataset_col, dataset,
+                                     default_dataset, explicit)
+    id_cols = list(instance_value or [])
+    id_cols += [v.name for v in (metric_value, dataset_value) if isinstance(v, _Col)]
+    if systems is not None:
+        _need_columns(src, frame, systems, "systems")
+        system_cols = list(systems)
+    else:
+        system_cols = [c for c in frame.columns if c not in id_cols]
+    if not system_cols:
+        raise InputFileError(
+            f"{src.path}: no system columns in the wide table (columns: "
+            f"{', '.join(map(repr, frame.columns))})"
+        )
+    _check_short_rows(src, frame, id_cols + system_cols)
+    n = len(frame)
+    metrics = (_ids(src, frame, [metric_value.name], "metric")
+               if isinstance(metric_value, _Col) else metric_value)
+    datasets = (_ids(src, frame, [dataset_value.name], "dataset")
+                if isinstance(dataset_value, _Col) else dataset_value)
+    if instance_value:
+        instances = _ids(src, frame, instance_value, "instance")
+    else:  # rows numbered from 0 within each (dataset, metric)
+        group = pd.DataFrame({
+            "d": datasets[0] if isinstance(datasets, tuple) else np.zeros(n, np.int64),
+            "m": metrics[0] if isinstance(metrics, tuple) else np.zeros(n, np.int64)})
+        counter = group.groupby(["d", "m"], sort=False).cumcount().to_numpy(np.int64)
+        instances = (counter, [str(i) for i in range(int(counter.max()) + 1)])
+    rows = np.arange(n)
+    for col in system_cols:
+        scores = _scores(src, frame[col], col)
+        raw.add(k, scores, rows, dataset=datasets, system=str(col), metric=metrics,
+                instance=instances)
+
+
+def _pairs_layout(src, k, raw, *, systems, metric, dataset):
+    src.header = False
+    src.skip_blank = False
+    if src.sep is None:
+        src.sep = _WHITESPACE
+    frame = _read_text(src)
+    blank = frame.isna().all(axis=1).to_numpy()
+    n = len(blank) - int(np.argmax(~blank[::-1])) if (~blank).any() else 0
+    if n == 0:
+        raise InputFileError(f"{src.path}: the file is empty")
+    frame = frame.iloc[:n]
+    if frame.shape[1] != 2 or frame.isna().to_numpy().any():
+        bad = src.first_bad_line(2)
+        if bad is not None:
+            raise _malformed(src, bad, 2)
+    rows = np.arange(n)
+    instances = (rows.astype(np.int64), [str(i) for i in range(n)])
+    for j, name in enumerate(systems):
+        scores = _scores(src, frame.iloc[:, j], name, label=f"column {j + 1} (system {name!r})")
+        raw.add(k, scores, rows, dataset=dataset, system=name, metric=metric,
+                instance=instances)
+
+

@@ -1,0 +1,178 @@
+"""Checks of the data model on coded long data: duplicates, completeness, NaN policy,
+at least 2 systems and 2 instances; the sorted long frame and the metrics metadata."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
+from multistat.io._layouts import _Long
+from multistat.io._sources import _names, _plural, _Source
+
+
+# ----------------------------------------------------------------------------- validation
+def _appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relabel integer codes 0, 1, ... in order of first appearance; also the old codes."""
+    new, uniq = pd.factorize(codes)
+    return new.astype(np.int64), np.asarray(uniq, dtype=np.int64)
+
+
+def _validate(raw: _Long, sources: list[_Source], *, missing: str,
+              lower_is_better: tuple[str, ...]):
+    """Checks of the data model; returns (sorted frame, metrics meta, dropped lines)."""
+    label = sources[0].path if len(sources) == 1 else ", ".join(str(s.path) for s in sources)
+    codes, score = raw.codes, raw.score
+    ds_c, ds_u = _appearance(codes["dataset"])
+    met_c, met_u = _appearance(codes["metric"])
+    sys_g, inst_g = codes["system"], codes["instance"]
+    ds_names = [raw.names["dataset"][u] for u in ds_u]
+    met_names = [raw.names["metric"][u] for u in met_u]
+    sys_names, inst_names = raw.names["system"], raw.names["instance"]
+
+    unknown = [m for m in lower_is_better if m not in met_names]
+    if unknown:
+        raise ParameterError(
+            f"`lower_is_better` names unknown metric(s) {_names(unknown)}; the metrics are "
+            f"{_names(met_names, 20)}"
+        )
+
+    keys = pd.DataFrame({"d": ds_c, "s": sys_g, "m": met_c, "i": inst_g})
+    dup = keys.duplicated(keep=False).to_numpy()
+    if dup.any():
+        n_extra = int(keys.duplicated().sum())
+        f = int(np.flatnonzero(dup)[0])
+        same = np.flatnonzero(dup & (ds_c == ds_c[f]) & (sys_g == sys_g[f])
+                              & (met_c == met_c[f]) & (inst_g == inst_g[f]))
+        places = []
+        for i in same[:3]:
+            src = sources[raw.src[i]]
+            places.append(src.place(int(raw.row[i])) if len(sources) == 1
+                          else src.where(int(raw.row[i])))
+        values = score[same]
+        agree = ("identical scores" if np.allclose(values, values[0], equal_nan=True)
+                 else f"scores {_names([repr(float(v)) for v in values[:3]])}")
+        raise DataValidationError(
+            f"{label}: {_plural(n_extra, 'duplicated row')} for the same (dataset, system, "
+            f"metric, instance); first: dataset {ds_names[ds_c[f]]!r}, system "
+            f"{sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
+            f"{inst_names[inst_g[f]]!r} at {' and '.join(places)} ({agree}); if another "
+            f"column tells the rows apart, add it to system_col or instance_col"
+        )
+
+    isnan = np.isnan(score)
+    keep = np.ones(len(score), dtype=bool)
+    dropped: list[str] = []
+    lut = np.full(len(sys_names), -1, dtype=np.int64)
+    for d, ds_name in enumerate(ds_names):
+        ds_rows = np.flatnonzero(ds_c == d)
+        systems = pd.unique(sys_g[ds_rows])  # in order of first appearance
+        if len(systems) < 2:
+            raise DataValidationError(
+                f"{label}: dataset {ds_name!r} has {_plural(len(systems), 'system')} "
+                f"({_names(sys_names[s] for s in systems)}); a comparison needs at least 2 "
+                f"(check system_col or the format)"
+            )
+        lut[:] = -1
+        lut[systems] = np.arange(len(systems))
+        n_sys = len(systems)
+        for m in pd.unique(met_c[ds_rows]):
+            pos = ds_rows[met_c[ds_rows] == m]
+            inst_local, inst_uniq = pd.factorize(inst_g[pos])
+            n_inst = len(inst_uniq)
+            cell = lut[sys_g[pos]] * n_inst + inst_local
+            present = np.bincount(cell, minlength=n_sys * n_inst).reshape(n_sys, n_inst) > 0
+            nan_cell = np.zeros(n_sys * n_inst, dtype=bool)
+            nan_cell[cell[isnan[pos]]] = True
+            nan_cell = nan_cell.reshape(n_sys, n_inst)
+
+            def inst_name(j, _u=inst_uniq):
+                return inst_names[_u[j]]
+
+            where = f"dataset {ds_name!r}, metric {met_names[m]!r}"
+            if missing == "raise":
+                if nan_cell.any():
+                    first = pos[np.flatnonzero(isnan[pos])[0]]
+                    src = sources[raw.src[first]]
+                    raise DataValidationError(
+                        f"{src.where(int(raw.row[first]))}: NaN score (system "
+                        f"{sys_names[sys_g[first]]!r}, {where}, instance "
+                        f"{inst_names[inst_g[first]]!r}; "
+                        f"{_plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
+                        f"missing='drop' to drop those instances for every system"
+                    )
+                absent = ~present
+                if absent.any():
+                    incomplete = np.flatnonzero(absent.any(axis=1))
+                    s = int(incomplete[0])
+                    lacking = np.flatnonzero(absent[s])
+                    what = (f"has no scores at all (other systems have {n_inst} instances)"
+                            if lacking.size == n_inst else
+                            f"lacks {lacking.size} of {n_inst} instances (e.g. "
+                            f"{_names([inst_name(j) for j in lacking[:3]], 3)})")
+                    more = ("" if incomplete.size == 1
+                            else f"; {incomplete.size} systems are incomplete")
+                    raise DataValidationError(
+                        f"{label}: {where}: system {sys_names[systems[s]]!r} {what}{more}; "
+                        f"pass missing='drop' to keep only the instances every system has"
+                    )
+            else:
+                bad_inst = (~present | nan_cell).any(axis=0)
+                if bad_inst.any():
+                    idx = np.flatnonzero(bad_inst)
+                    for j in idx:
+                        reasons = []
+                        nan_sys = [sys_names[systems[s]] for s in np.flatnonzero(nan_cell[:, j])]
+                        abs_sys = [sys_names[systems[s]] for s in np.flatnonzero(~present[:, j])]
+                        if nan_sys:
+                            reasons.append(f"NaN score for {_names(nan_sys)}")
+                        if abs_sys:
+                            reasons.append(f"no row for {_names(abs_sys)}")
+                        dropped.append(f"{where}, instance {inst_name(j)!r}: "
+                                       f"{'; '.join(reasons)}")
+                    keep[pos[bad_inst[inst_local]]] = False
+                    warnings.warn(
+                        f"{label}: {where}: dropped {idx.size} of {n_inst} instances for all "
+                        f"{n_sys} systems ({_plural(int(nan_cell.sum()), 'NaN score')}, "
+                        f"{_plural(int((~present).sum()), 'absent row')}; e.g. instance(s) "
+                        f"{_names([inst_name(j) for j in idx[:3]], 3)}); the full list is in "
+                        f"frame.attrs['dropped']", DroppedDataWarning, stacklevel=3
+                    )
+                    if n_inst - idx.size < 2:
+                        raise DataValidationError(
+                            f"{label}: {where}: {_plural(n_inst - idx.size, 'instance')} left "
+                            f"after dropping {idx.size} with missing or NaN scores; at least "
+                            f"2 are needed"
+                        )
+            if n_inst < 2:
+                raise DataValidationError(
+                    f"{label}: {where} has {_plural(n_inst, 'instance')} "
+                    f"({_names([inst_name(j) for j in range(n_inst)])}); at least 2 are "
+                    f"needed (check instance_col)"
+                )
+
+    # deterministic order: dataset, metric, system, instance, each by first appearance in
+    # the file (keys taken before dropping, so dropped rows do not reorder the rest)
+    sys_key, _ = _appearance(ds_c * len(sys_names) + sys_g)
+    inst_key, _ = _appearance(ds_c * len(inst_names) + inst_g)
+    order = np.lexsort((inst_key, sys_key, met_c, ds_c))
+    order = order[keep[order]]
+    out = pd.DataFrame({
+        "dataset": np.asarray(ds_names, dtype=object)[ds_c[order]],
+        "system": np.asarray(sys_names, dtype=object)[sys_g[order]],
+        "metric": np.asarray(met_names, dtype=object)[met_c[order]],
+        "instance": np.asarray(inst_names, dtype=object)[inst_g[order]],
+    }).astype(str)
+    out["score"] = score[order]
+    kept_met = met_c[order]
+    metrics = {}
+    for m, met in enumerate(met_names):
+        values = out["score"].to_numpy()[kept_met == m]
+        binary = bool(np.isin(values, (0.0, 1.0)).all())
+        metrics[met] = {"higher_is_better": met not in lower_is_better,
+                        "kind": "binary" if binary else "mean"}
+    return out, metrics, dropped
+
+

@@ -1,0 +1,102 @@
+"""Parquet with multistat's JSON metadata under one schema key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from multistat.errors import InputFileError, ParameterError, ParameterTypeError
+from multistat.io._sources import PARQUET_METADATA_KEY, _show
+
+
+# ----------------------------------------------------------------------------- parquet
+def _json_safe(value) -> bool:
+    try:
+        json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) -> Path:
+    """Write a frame to Parquet with JSON metadata under the schema key ``b"multistat"``.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Any frame (index not written). Its JSON-serialisable ``attrs`` entries are stored
+        too; entries that cannot be serialised are left out.
+    path : str or pathlib.Path
+        Output file; parent folders are created.
+    metadata : dict
+        Run metadata (seed, parameters, versions...); must be JSON-serialisable. Its keys
+        win over ``frame.attrs`` keys of the same name.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Notes
+    -----
+    JSON turns tuples into lists; floats round-trip exactly (``repr``-precision).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not isinstance(frame, pd.DataFrame):
+        raise ParameterTypeError(f"`frame` must be a pandas DataFrame; got {type(frame).__name__}")
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, Mapping):
+        raise ParameterTypeError(f"`metadata` must be a dict; got {type(metadata).__name__}")
+    merged = {str(k): v for k, v in frame.attrs.items() if _json_safe(v)}
+    for key, value in metadata.items():
+        if not _json_safe(value):
+            raise ParameterError(
+                f"`metadata[{key!r}]` is not JSON-serialisable: {_show(value)}")
+        merged[str(key)] = value
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    plain = frame.copy()
+    plain.attrs = {}
+    table = pa.Table.from_pandas(plain, preserve_index=False)
+    schema_meta = dict(table.schema.metadata or {})
+    schema_meta[PARQUET_METADATA_KEY] = json.dumps(merged, allow_nan=True).encode()
+    pq.write_table(table.replace_schema_metadata(schema_meta), path)
+    return path
+
+
+def read_parquet(path) -> pd.DataFrame:
+    """Read a Parquet file written by :func:`write_parquet`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        With ``attrs["multistat"]`` the stored metadata dict (``{}`` if none) and, when
+        present there, ``attrs["metrics"]``, ``attrs["dropped"]`` and ``attrs["source"]``
+        restored, so a saved score frame goes straight into ``multistat.cube.from_frame``.
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.exists():
+        raise InputFileError(f"{path}: no such file")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated classes
+        raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
+    raw = (table.schema.metadata or {}).get(PARQUET_METADATA_KEY)
+    try:
+        meta = json.loads(raw) if raw else {}
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}: corrupt multistat metadata ({exc.msg})") from None
+    frame = table.to_pandas()
+    frame.attrs = {}
+    for key in ("metrics", "dropped", "source"):
+        if key in meta:
+            frame.attrs[key] = meta[key]
+    frame.attrs["multistat"] = meta
+    return frame

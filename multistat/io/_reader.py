@@ -1,0 +1,247 @@
+"""The public loader :func:`read_scores`: arguments, layout detection, assembly."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from multistat._validation import check_choice
+from multistat.errors import ParameterError, ParameterTypeError
+from multistat.io._layouts import _long_layout, _pairs_layout, _Raw, _wide_layout
+from multistat.io._model import _validate
+from multistat.io._parsing import _column_list, _read_table
+from multistat.io._sources import (
+    FORMATS,
+    _looks_like_pairs,
+    _normalise_sep,
+    _resolve_source,
+    _stem,
+)
+
+
+# ----------------------------------------------------------------------------- public
+def read_scores(path, *, format=None, system_col=None, metric_col=None, instance_col=None,
+                score_col=None, dataset_col=None, metric=None, dataset=None,
+                lower_is_better=(), missing="raise", systems=None, sep=None) -> pd.DataFrame:
+    """Read per-instance scores into one validated long frame.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path, or mapping {metric: path}
+        The score file. ``.csv``, ``.tsv``, ``.txt`` (whitespace-separated), ``.jsonl``,
+        ``.json``, ``.parquet``, each optionally compressed (``.gz``, ``.bz2``, ``.xz``);
+        any other name is read as delimited text. With ``format="wide"`` a mapping
+        ``{metric: path}`` reads one wide file per metric.
+    format : {"long", "wide", "pairs"} or None
+        Layout of the file; detected when None (see Notes).
+    system_col, instance_col : str or list of str, optional
+        Column(s) naming the system / the instance (long: defaults ``"system"``,
+        ``"instance"``; wide: ``instance_col`` defaults to an ``"instance"`` column if
+        present, else rows are numbered from 0). Several columns are joined with ``"/"``
+        into one name (e.g. ``["summary_type", "system"]`` -> ``"abs/bart_out"``).
+    score_col : str, optional
+        Column of the scores (long; default ``"score"``).
+    metric_col, dataset_col : str, optional
+        Column naming the metric / the dataset (default ``"metric"`` / ``"dataset"`` when
+        the file has such a column).
+    metric, dataset : str, optional
+        Fixed metric / dataset name for a file without such a column. Defaults: the
+        metric is the score column's name (long) or ``"score"`` (wide, pairs); the
+        dataset is the file name without its suffixes (``scores.csv.gz`` -> ``scores``),
+        or for a ``{metric: path}`` mapping the name of the first file's folder.
+    lower_is_better : str or sequence of str
+        Metrics for which a smaller score is better (e.g. error counts, MQM penalties).
+    missing : {"raise", "drop"}
+        What to do with a NaN score or a system that lacks an instance another system
+        has: ``"raise"`` a :class:`~multistat.errors.DataValidationError` (default), or
+        ``"drop"`` that instance of that metric for *every* system, so pairs stay paired.
+    systems : pair of str or list of str, optional
+        ``pairs``: the names of the two columns' systems (default ``("A", "B")``).
+        ``wide``: the columns to read as systems (default every column that is not the
+        instance, metric or dataset column).
+    sep : str, optional
+        Field separator of a text file: one character, or ``r"\\s+"`` (any whitespace).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, system, metric, instance`` (str) and ``score`` (float64),
+        sorted by dataset, metric, system, instance, each in the order of first
+        appearance in the file (so instances keep file order). ``attrs["metrics"]`` is
+        ``{metric: {"higher_is_better": bool, "kind": "mean" | "binary"}}`` (``binary``
+        when every score of the metric is 0 or 1); ``attrs["dropped"]`` lists every
+        dropped instance; ``attrs["source"]`` records the paths and the format.
+
+    Raises
+    ------
+    InputFileError
+        File missing, empty, not decodable; malformed line (line number and content);
+        non-numeric score (line/row, column, value); unknown column (the columns the
+        file has are listed).
+    DataValidationError
+        Infinite or (with ``missing="raise"``) NaN score; duplicated (dataset, system,
+        metric, instance); a system lacking instances of a metric; fewer than 2 systems
+        in a dataset or 2 instances of a metric.
+    ParameterError, ParameterTypeError
+        Unknown format, unknown ``missing`` policy, unknown metric in
+        ``lower_is_better``, an option that does not apply to the format.
+
+    Notes
+    -----
+    Format detection (``format=None``):
+
+    1. a mapping ``{metric: path}`` is ``"wide"``;
+    2. a delimited text file (any name but ``.json``, ``.jsonl``, ``.parquet``) whose
+       first non-blank line holds numbers only is ``"pairs"`` (a header line is never all
+       numbers);
+    3. otherwise the table is ``"long"`` if it has the system and score columns
+       (``system_col``/``score_col`` or ``"system"``/``"score"``), or if either option
+       was given, and ``"wide"`` if not.
+
+    Separator of a text file: ``sep`` if given; else ``","`` for ``.csv``, a tab for
+    ``.tsv``, whitespace for anything else; if the first line does not contain the
+    extension's delimiter, a tab, a comma or whitespace is used, whichever the first
+    line holds first in that order (so a space-separated ``.tsv`` reads as intended).
+    Cells ``""``, ``NA``, ``NaN``, ``null``, ``None``, ``N/A`` (any case) in a score
+    column are missing values; identifiers are read as text verbatim (``"007"`` stays
+    ``"007"``). Blank lines are skipped in tables; in ``pairs`` files they are allowed
+    only at the end (NLPStatTest rejects them anywhere). Line numbers in messages count
+    physical lines from 1, header included.
+
+    ``missing="drop"`` works per (dataset, metric): an instance is dropped when any
+    system has a NaN score or no row for it; each dropped instance is listed in
+    ``attrs["dropped"]`` and one :class:`~multistat.errors.DroppedDataWarning` per
+    (dataset, metric) gives the count. Columns a layout does not use are ignored.
+
+    Examples
+    --------
+    >>> from multistat.io import read_scores  # doctest: +SKIP
+    >>> read_scores("zhen.avg_seg_scores.tsv", score_col="mqm_avg_score",
+    ...             instance_col="seg_id", metric="mqm", lower_is_better="mqm")  # doctest: +SKIP
+    """
+    fmt = None if format is None else check_choice("format", format, FORMATS)
+    missing = check_choice("missing", missing, ("raise", "drop"))
+    sep = _normalise_sep(sep)
+    if isinstance(lower_is_better, str):
+        lower_is_better = (lower_is_better,)
+    if lower_is_better is None:
+        lower_is_better = ()
+    if isinstance(lower_is_better, Iterable):
+        lower_is_better = tuple(lower_is_better)
+    if not isinstance(lower_is_better, tuple) or not all(
+            isinstance(m, str) for m in lower_is_better):
+        raise ParameterTypeError(
+            f"`lower_is_better` must be a metric name or a sequence of names; got "
+            f"{lower_is_better!r}")
+    for name, value in (("metric", metric), ("dataset", dataset)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ParameterTypeError(f"`{name}` must be a non-empty string; got {value!r}")
+    cols = {}
+    explicit = {}
+    for name, value, default, role in (
+            ("system_col", system_col, "system", "system"),
+            ("instance_col", instance_col, "instance", "instance"),
+            ("score_col", score_col, "score", "score"),
+            ("metric_col", metric_col, None, "metric"),
+            ("dataset_col", dataset_col, None, "dataset")):
+        cols[role], explicit[role] = _column_list(name, value, default)
+    for role in ("metric", "dataset"):
+        fixed = metric if role == "metric" else dataset
+        if explicit[role] and fixed is not None:
+            raise ParameterError(
+                f"pass either `{role}_col` (a column) or `{role}=` (one fixed name), not both")
+
+    # ---- which files, which layout
+    if isinstance(path, Mapping):
+        if fmt not in (None, "wide"):
+            raise ParameterError(
+                f"a mapping {{metric: path}} is read as format='wide'; got format={fmt!r}")
+        fmt = "wide"
+        if metric is not None or explicit["metric"]:
+            raise ParameterError(
+                "with a mapping {metric: path} the metric names come from the mapping keys; "
+                "drop `metric`/`metric_col`")
+        if not path:
+            raise ParameterError("the mapping {metric: path} is empty")
+        items = []
+        for key, value in path.items():
+            if not isinstance(key, str) or not key:
+                raise ParameterTypeError(
+                    f"metric names (mapping keys) must be non-empty strings; got {key!r}")
+            items.append((key, _resolve_source(value, sep=sep)))
+        default_dataset = items[0][1].path.resolve().parent.name or "dataset"
+    else:
+        src = _resolve_source(path, sep=sep)
+        items = [(metric, src)]
+        default_dataset = _stem(src.path)
+        if fmt is None and (explicit["system"] or explicit["score"]):
+            fmt = "long"
+        if fmt is None and _looks_like_pairs(src):
+            fmt = "pairs"
+    dataset_fixed = dataset if dataset is not None else default_dataset
+    if fmt == "pairs":
+        bad = [n for n in ("system_col", "instance_col", "score_col", "metric_col",
+                           "dataset_col") if explicit[n.removesuffix("_col")]]
+        if bad:
+            names = ", ".join(f"`{b}`" for b in bad)
+            raise ParameterError(f"format='pairs' has no named columns; drop {names}")
+        pair_names = ("A", "B") if systems is None else systems
+        if (isinstance(pair_names, str) or not isinstance(pair_names, Sequence)
+                or len(pair_names) != 2 or not all(isinstance(s, str) and s for s in pair_names)):
+            raise ParameterError(
+                f"`systems` for format='pairs' must be two names, e.g. ('A', 'B'); got "
+                f"{systems!r}")
+        if pair_names[0] == pair_names[1]:
+            raise ParameterError(f"`systems` must be two different names; got {systems!r}")
+    elif systems is not None:
+        if fmt == "long":
+            raise ParameterError(
+                "`systems` applies to format='pairs' (names) and 'wide' (columns); for "
+                "long tables use system_col")
+        if isinstance(systems, str) or not isinstance(systems, Sequence) or not all(
+                isinstance(s, str) for s in systems):
+            raise ParameterTypeError(f"`systems` must be a list of column names; got {systems!r}")
+
+    raw = _Raw()
+    sources = []
+    layouts = set()
+    for k, (item_metric, src) in enumerate(items):
+        sources.append(src)
+        if fmt == "pairs":
+            _pairs_layout(src, k, raw, systems=tuple(pair_names),
+                          metric=item_metric or "score", dataset=dataset_fixed)
+            layouts.add("pairs")
+            continue
+        table = _read_table(src)
+        table.columns = [str(c) for c in table.columns]
+        layout = fmt
+        if layout is None:
+            has_long = (cols["system"][0] in table.columns and cols["score"][0] in table.columns)
+            layout = "long" if has_long else "wide"
+        layouts.add(layout)
+        if layout == "long":
+            _long_layout(src, table, k, raw, system_col=cols["system"],
+                         metric_col=cols["metric"], instance_col=cols["instance"],
+                         score_col=cols["score"][0], dataset_col=cols["dataset"],
+                         metric=item_metric, dataset=dataset,
+                         default_dataset=default_dataset, explicit=explicit)
+        else:
+            if explicit["system"] or explicit["score"]:
+                raise ParameterError(
+                    "format='wide' takes the systems from the column names; drop "
+                    "`system_col`/`score_col` (or use format='long')")
+            _wide_layout(src, table, k, raw, metric_col=cols["metric"],
+                         instance_col=cols["instance"], dataset_col=cols["dataset"],
+                         metric=item_metric, dataset=dataset,
+                         default_dataset=default_dataset, systems=systems,
+                         explicit=explicit)
+    frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
+                                        lower_is_better=lower_is_better)
+    frame.attrs["metrics"] = metrics
+    frame.attrs["dropped"] = dropped
+    frame.attrs["source"] = {"paths": [str(s.path) for s in sources],
+                             "format": "/".join(sorted(layouts))}
+    return frame
+
+
