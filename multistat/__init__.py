@@ -23,6 +23,7 @@ _LAZY = {
     "evaluation_units": ("multistat.units", "evaluation_units"),
     "analyze": ("multistat.analysis", "analyze"),
     "compare": ("multistat.comparison", "compare"),
+    "rank": ("multistat.ranking", "rank"),
     "adjust": ("multistat.correct", "adjust"),
     "effect_sizes": ("multistat.effect", "effect_sizes"),
     "load_translations": ("multistat.adapters", "load_translations"),

@@ -1,0 +1,317 @@
+"""Leaderboards: significance clusters, rank ranges and bootstrap rank intervals.
+
+:func:`rank` is a *view* over numbers computed elsewhere; it runs no test of its own:
+
+* the pairwise decisions come from :func:`multistat.compare` (one test, all pairs, the
+  chosen correction over each ``dataset x metric`` family);
+* the rank intervals come from the shared bootstrap plan of :mod:`multistat.resampling`
+  (the plan ``compare``'s bootstrap and :func:`multistat.system_scores` use, same seed):
+  every system's score in every resample is one BLAS product (corpus metrics: the count
+  matrix times the sufficient statistics, then the metric), the systems are ranked in
+  every resample, and the equal-tailed quantiles of those ranks are reported.
+
+The array cores (:func:`rank_distribution`, :func:`better_matrix`, :func:`clusters`,
+:func:`rank_ranges`) are plain numpy and are what the tests check by hand.
+
+Cluster rule (WMT since 2013): sort the systems by score, best first; draw a boundary
+between positions ``i`` and ``i + 1`` exactly when *every* system at positions ``<= i`` is
+significantly better than *every* system at positions ``>= i + 1`` (corrected pairwise
+decisions). Clusters are numbered 1, 2, ... from the top.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from multistat import cube
+from multistat._validation import check_choice, check_int, check_probability, check_seed
+from multistat.errors import ParameterError
+
+COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
+           "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
+           "rank_range_high", "cluster", "beats", "beaten_by")
+#: what ``test="auto"`` runs (see :func:`rank`)
+AUTO_TEST = "bootstrap"
+
+
+# ----------------------------------------------------------------------------- array cores
+def _signed(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
+    """Values oriented so that larger is better."""
+    return values if higher_is_better else -values
+
+
+def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
+    """Ranks of ``score`` ``(S,)``: 1 is best, ties get the average rank."""
+    from scipy.stats import rankdata
+
+    return rankdata(-_signed(np.asarray(score, float), higher_is_better), method="average")
+
+
+def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
+                      confidence_level: float = 0.95) -> dict[str, np.ndarray]:
+    """Rank statistics from resampled scores ``dist`` ``(B, S)`` (one row per resample).
+
+    In every resample the systems are ranked (1 best, ties averaged). Returns per system:
+    ``rank_ci_low``/``rank_ci_high`` — the equal-tailed interval: the ``(1 - cl)/2`` and
+    ``(1 + cl)/2`` quantiles of the rank's resampling distribution, read off its empirical
+    distribution function (numpy ``method="inverted_cdf"``: the smallest rank ``r`` with
+    ``P(rank <= r) >= q``, always a rank that occurred); ``expected_rank`` (mean rank);
+    ``p_best`` — the share of resamples in which the system ranks first (a tie for first
+    among ``k`` systems gives each ``1/k``, so ``p_best`` sums to 1).
+    """
+    from scipy.stats import rankdata
+
+    dist = np.asarray(dist, float)
+    ranks = rankdata(-_signed(dist, higher_is_better), method="average", axis=1)  # (B, S)
+    q = (1 - confidence_level) / 2
+    lo = np.quantile(ranks, q, axis=0, method="inverted_cdf")
+    hi = np.quantile(ranks, 1 - q, axis=0, method="inverted_cdf")
+    best = _signed(dist, higher_is_better)
+    top = best == best.max(axis=1, keepdims=True)  # (B, S): tied for first
+    p_best = (top / top.sum(1, keepdims=True)).mean(0)
+    return {"rank_ci_low": lo, "rank_ci_high": hi, "expected_rank": ranks.mean(0),
+            "p_best": p_best}
+
+
+def better_matrix(n_systems: int, ia, ib, reject, direction) -> np.ndarray:
+    """``better[i, j]``: system i is significantly better than system j.
+
+    ``ia, ib`` index the pairs ``(a, b)``; ``reject`` the corrected decisions; ``direction``
+    > 0 where a is the better of the pair (in the metric's ``higher_is_better`` sense),
+    < 0 where b is. Pairs not rejected (or without a direction) set nothing.
+    """
+    ia, ib = np.asarray(ia, int), np.asarray(ib, int)
+    reject = np.asarray(reject, bool)
+    direction = np.asarray(direction, float)
+    better = np.zeros((n_systems, n_systems), bool)
+    a_wins = reject & (direction > 0)
+    b_wins = reject & (direction < 0)
+    better[ia[a_wins], ib[a_wins]] = True
+    better[ib[b_wins], ia[b_wins]] = True
+    return better
+
+
+def score_order(score: np.ndarray, higher_is_better: bool, names=None) -> np.ndarray:
+    """Positions best first (ties in score: by name, else by index), stable."""
+    s = _signed(np.asarray(score, float), higher_is_better)
+    keys = [np.arange(len(s))] if names is None else [np.asarray(names, str)]
+    return np.lexsort(keys + [-s])
+
+
+def clusters(order: np.ndarray, better: np.ndarray) -> np.ndarray:
+    """Cluster number (1 = top) of every system given the score order and decisions.
+
+    Boundary between sorted positions ``i`` and ``i + 1`` iff ``better[order[:i+1]]
+    [:, order[i+1:]]`` is all True — counted for all ``i`` at once from 2-D prefix sums of
+    the *missing* decisions (no loop over pairs).
+    """
+    S = len(order)
+    if S == 0:
+        return np.zeros(0, int)
+    miss = ~better[np.ix_(order, order)]  # sorted positions
+    c = miss.cumsum(0).cumsum(1)  # c[i, j] = #missing in rows <= i, cols <= j
+    i = np.arange(S - 1)
+    # missing decisions in rows 0..i, columns i+1..S-1
+    block = c[i, S - 1] - c[i, i]
+    boundary = block == 0
+    sorted_cluster = np.concatenate([[1], 1 + np.cumsum(boundary)])
+    out = np.empty(S, int)
+    out[order] = sorted_cluster
+    return out
+
+
+def rank_ranges(better: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(low, high, beats, beaten_by)``: ``low = 1 + #significantly better systems``,
+    ``high = S - #significantly worse systems``."""
+    S = better.shape[0]
+    beats = better.sum(1)
+    beaten_by = better.sum(0)
+    return 1 + beaten_by, S - beats, beats, beaten_by
+
+
+# ----------------------------------------------------------------------------- driver
+def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
+             equivalence_margin):
+    from multistat.significance import REGISTRY
+
+    if test == "auto":
+        test = AUTO_TEST
+    check_choice("test", test, ("auto", *sorted(REGISTRY)))
+    alpha = check_probability("alpha", alpha)
+    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
+    seed = check_seed(seed)
+    confidence_level = check_probability("confidence_level", confidence_level)
+    if equivalence_margin is not None:
+        from multistat._validation import check_real
+
+        equivalence_margin = check_real("equivalence_margin", equivalence_margin)
+        if not equivalence_margin > 0:
+            raise ParameterError("`equivalence_margin` must be a positive number (metric "
+                                 f"units); got {equivalence_margin!r}")
+    return test, alpha, n_resamples, seed, confidence_level, equivalence_margin
+
+
+def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, datasets=None,
+                         scheduler="threads", n_chunks=None):
+    """Yield ``(dataset, metric names, higher_is_better, observed (S, M), resampled
+    (B, S, M), system names)`` per metric group, on the shared bootstrap plan (the same
+    plan, instance order and grouping as :func:`multistat.compare` and
+    :func:`multistat.system_scores`)."""
+    from multistat import resampling as eng
+    from multistat.comparison import _canonical, _groups
+
+    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
+    for name, ds in all_ds.items():
+        ds = _canonical(ds.compute())
+        score = np.asarray(ds[cube.SCORE].values)
+        sysnames = ds.system.values.astype(str)
+        for kind, ms, valid in _groups(ds):
+            if metrics is not None:
+                ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
+                if not ms:
+                    continue
+            X = score[:, ms][:, :, valid]
+            n = X.shape[-1]
+            run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=name,
+                       scheduler=scheduler, n_chunks=n_chunks)
+            if kind == "corpus":
+                from multistat.corpus import get_corpus_metric
+
+                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+                dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
+                                          **run))[..., None]
+                obs = cm.fn(stats.sum(1))[:, None]
+            else:
+                dist = eng.resample("bootstrap", eng.linear_kernel, X / n, **run)
+                obs = X.mean(-1)
+            yield (name, ds.metric.values[ms].astype(str),
+                   ds.higher_is_better.values[ms].astype(bool), obs, dist, sysnames)
+
+
+def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_000, seed=0,
+         metrics=None, datasets=None, confidence_level=0.95, equivalence_margin=None,
+         scheduler="threads", n_chunks=None) -> pd.DataFrame:
+    """A leaderboard per dataset x metric: clusters, rank ranges and rank intervals.
+
+    Parameters
+    ----------
+    study : a study or a path :func:`multistat.load` reads
+    test : the pairwise test behind the clusters and rank ranges. ``"auto"`` (default) is
+        the paired **bootstrap** of the score difference (mean, or the corpus metric for
+        corpus metrics): the leaderboard orders systems by that score, the bootstrap
+        tests exactly that quantity for every kind of metric, runs on the same plan as
+        the rank intervals and supports ``correction="westfall-young"``. Any registered
+        test name is accepted (e.g. ``"wilcoxon"``, WMT's choice, or ``"t"``).
+    alpha : level of the corrected pairwise decisions
+    correction : correction of the pairwise p-values within each dataset x metric
+        (``compare``'s ``correction``; ``"holm"`` default)
+    n_resamples, seed : the shared bootstrap plan (and the resampling test's)
+    metrics, datasets : restrict to these names
+    confidence_level : level of the score and rank intervals
+    equivalence_margin : a margin delta > 0 in metric units: adds ``equivalent_to_next``
+        (TOST with ``compare(..., equivalence_margin=delta)``: the system and the next one
+        down the leaderboard are equivalent within +-delta after correction)
+    scheduler, n_chunks : as in :func:`multistat.compare`
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dataset x metric x system, best first within each dataset x metric:
+        ``score`` (mean or corpus metric) with ``ci_low/ci_high`` (bootstrap percentile
+        interval, the same numbers as :func:`multistat.system_scores`); ``rank`` (1 best,
+        follows ``higher_is_better``, ties averaged); ``rank_ci_low/rank_ci_high`` (the
+        equal-tailed bootstrap interval of the rank) and ``expected_rank``; ``p_best``
+        (share of resamples in which the system is first, ties shared);
+        ``rank_range_low`` = 1 + #systems significantly better, ``rank_range_high`` =
+        S - #systems significantly worse; ``cluster`` (WMT rule, module docstring);
+        ``beats``/``beaten_by`` (#systems significantly worse/better); with a margin,
+        ``equivalent_to_next`` (NA on the last system). ``table.attrs["multistat"]``
+        holds test, correction, cluster rule, alpha, seed and resamples.
+
+    Examples
+    --------
+    >>> import multistat
+    >>> from multistat.demo import demo_frame
+    >>> study = multistat.from_frame(demo_frame())
+    >>> board = multistat.rank(study, metrics=["sent_bleu"], datasets=["newstest"],
+    ...                        n_resamples=1000)
+    >>> board[["system", "rank", "cluster"]].head(3).to_string(index=False)  # doctest: +SKIP
+    """
+    from multistat.comparison import compare, study_hash
+
+    if not hasattr(study, "children"):
+        study = cube.load(study)
+    requested = test
+    test, alpha, n_resamples, seed, confidence_level, equivalence_margin = _rank_iv(
+        test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin)
+    kw = {}
+    if equivalence_margin is not None:
+        kw["equivalence_margin"] = equivalence_margin
+    table = compare(study, tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
+                    alpha=alpha, confidence_level=confidence_level, n_resamples=n_resamples,
+                    seed=seed, correction=correction, scheduler=scheduler, n_chunks=n_chunks,
+                    ci_method="percentile", effect_sizes=False, **kw)
+    parts = []
+    by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
+    for name, mnames, hibs, obs, dist, sysnames in system_distributions(
+            study, n_resamples=n_resamples, seed=seed, metrics=metrics, datasets=datasets,
+            scheduler=scheduler, n_chunks=n_chunks):
+        for j, (metric, hib) in enumerate(zip(mnames, hibs)):
+            pairs = by_key.get((name, metric))
+            parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
+                                pairs, confidence_level, equivalence_margin))
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["multistat"] = {
+        **{k: v for k, v in table.attrs.get("multistat", {}).items()
+           if k in ("multistat_version", "alternative", "alpha", "family", "input_sha256")},
+        "kind": "ranking", "test": test, "test_requested": requested, "correction": correction or "none", "alpha": alpha, "seed": seed,
+        "n_resamples": n_resamples, "confidence_level": confidence_level,
+        "equivalence_margin": equivalence_margin,
+        "rule": "WMT clusters: sort by score; boundary between positions i and i+1 iff "
+                "every system at <= i is significantly better than every system at >= i+1 "
+                f"({test} test, {correction or 'no'} correction per dataset x metric, "
+                f"alpha {alpha})",
+        "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
+                         "averaged) over the shared plan, inverted-cdf quantiles",
+        "input_sha256": study_hash(study)}
+    return out
+
+
+def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,
+           equivalence_margin) -> pd.DataFrame:
+    S = len(sysnames)
+    index = {s: i for i, s in enumerate(sysnames)}
+    better = np.zeros((S, S), bool)
+    equiv = np.zeros((S, S), bool)
+    if pairs is not None and len(pairs):
+        ia = pairs["system_a"].map(index).to_numpy(int)
+        ib = pairs["system_b"].map(index).to_numpy(int)
+        est = pairs["estimate"].to_numpy(float)
+        diff = (pairs["score_a"] - pairs["score_b"]).to_numpy(float)
+        # the test's own estimate gives the direction; its sign is undefined (0/NaN) only
+        # where the score difference decides
+        sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
+        direction = sign if hib else -sign
+        better = better_matrix(S, ia, ib, pairs["reject"].to_numpy(bool), direction)
+        if equivalence_margin is not None and "equivalent" in pairs:
+            eq = pairs["equivalent"].to_numpy(bool)
+            equiv[ia[eq], ib[eq]] = equiv[ib[eq], ia[eq]] = True
+    order = score_order(score, hib, sysnames)
+    low, high, beats, beaten_by = rank_ranges(better)
+    rd = rank_distribution(dist, hib, confidence_level=confidence_level)
+    q = (1 - confidence_level) / 2
+    ci_low, ci_high = np.quantile(dist, [q, 1 - q], axis=0)  # as system_scores
+    frame = pd.DataFrame({
+        "dataset": dataset, "metric": metric, "system": sysnames, "score": score,
+        "ci_low": ci_low, "ci_high": ci_high, "rank": point_ranks(score, hib),
+        **rd, "rank_range_low": low, "rank_range_high": high,
+        "cluster": clusters(order, better), "beats": beats, "beaten_by": beaten_by})
+    frame = frame[list(COLUMNS)]
+    frame = frame.iloc[order].reset_index(drop=True)
+    if equivalence_margin is not None:
+        nxt = pd.array(np.append(equiv[order[:-1], order[1:]], False), dtype="boolean")
+        nxt[S - 1] = pd.NA
+        frame["equivalent_to_next"] = nxt
+    return frame
