@@ -4,7 +4,9 @@ curves and the simulation scenarios of Card et al. (2020).
 Mounted by :mod:`multistat.cli` as ``multistat power``. Every subcommand prints a readable
 table, or with ``--json`` one JSON object holding every number. Leave exactly one of the
 solver's quantities out and it is solved for; a solved ``n`` is also given rounded up
-(``n_ceil``), the test-set size to use.
+(``n_ceil``), the test-set size to use. For the exact discrete tests (``sign``,
+``mcnemar --method exact``) ``n`` is the smallest size reaching the power and
+``n_stays_above`` the size from which power never falls below it again.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ def _solve_report(func, title, as_json, **kw):
     out = dict(kw)
     if solved is not None:
         out[solved] = value
+    if solved == "n" and hasattr(value, "stays_above"):
+        # exact discrete test: power is a saw-tooth in n (multistat.power._discrete)
+        out["n"] = float(value.smallest)
+        out["n_stays_above"] = value.stays_above
+        out["power_at_n"] = value.power_smallest
+        out["power_at_n_stays_above"] = value.power_stays_above
     _emit(title, out, as_json, solved=solved)
 
 

@@ -2,8 +2,10 @@
 
 Solvers return a ``float``. A solved sample size ``n`` may be fractional: round it **up**
 (``math.ceil``) to get the smallest test set that reaches the requested power (for the
-exact discrete tests -- McNemar ``method="exact"`` and the sign test -- the solver already
-returns an integer, see the notes there).
+exact discrete tests -- McNemar ``method="exact"`` and the sign test -- the solver returns
+a :class:`~multistat.power._discrete.DiscreteSampleSize`: a float equal to the smallest
+``n`` reaching the power, with ``.stays_above``, the ``n`` from which power never falls
+below the target again; their power is a saw-tooth in ``n``).
 
 References
 ----------
@@ -27,6 +29,7 @@ from scipy import stats
 
 from multistat.errors import InfeasibleError, PowerParameterError
 from multistat.power import _common as c
+from multistat.power import _discrete
 
 __all__ = [
     "paired_t", "two_proportions", "mcnemar", "mcnemar_discordant", "sign_test",
@@ -339,9 +342,12 @@ def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, metho
     Returns
     -------
     float
-        The unknown. ``n`` fractional for ``"normal"`` (round up); an integer for
-        ``"exact"``: the ``n`` found by bisection with power(n) >= target > power(n-1)
-        (exact power is a saw-tooth in n). Solving ``delta`` returns the positive root
+        The unknown. ``n`` fractional for ``"normal"`` (round up). For ``"exact"`` a
+        :class:`~multistat.power._discrete.DiscreteSampleSize`: the smallest ``n`` with
+        power >= target (exact power is a saw-tooth in n), carrying ``.stays_above``, the
+        ``n`` from which power stays >= target for every larger n (established by an
+        exact scan up to where a proven monotone lower bound reaches the target; see
+        :mod:`multistat.power._discrete`). Solving ``delta`` returns the positive root
         (negative for ``"less"``) searched in ``(0, 1 - P_a]``; solving ``agreement``
         searches ``[0, 1 - |delta|]``.
 
@@ -383,7 +389,9 @@ def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, metho
         if delta == 0:
             raise PowerParameterError("`delta` must be non-zero to solve for `n`")
         if method == "exact":
-            return float(c.smallest_integer(lambda m: pw(n_=m), power, 1, 10_000_000))
+            disc = 1.0 - agreement
+            q = min(max((disc + delta) / (2 * disc), 0.0), 1.0)
+            return _discrete.mcnemar_sample_size(disc, q, power, alpha, alternative)
         return c.solve(lambda m: pw(n_=m), 1e-9, 16.0, what="sample size n",
                        target_name="power", target=power, range_text=f"(0, {_N_MAX:.0e}]",
                        hi_max=_N_MAX)
@@ -474,8 +482,14 @@ def sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"
     Returns
     -------
     float
-        The unknown; ``n`` is an integer found by bisection (exact power is a saw-tooth in
-        n); solving ``p`` returns the root above 1/2 (below for ``"less"``).
+        The unknown. Solving ``n`` returns a
+        :class:`~multistat.power._discrete.DiscreteSampleSize` (exact power is a
+        saw-tooth in n: at p = 0.6 it is 0.8037 at n = 199, 0.787 at 200, 0.798 at 209):
+        a float equal to the smallest ``n`` with power >= target (199 there), with
+        ``.stays_above`` the ``n`` from which power stays >= target for every larger n
+        (210 there), established by an exact scan up to the ``n`` where a proven
+        non-decreasing (Hoeffding) lower bound on the power reaches the target.
+        Solving ``p`` returns the root above 1/2 (below for ``"less"``).
 
     Notes
     -----
@@ -500,7 +514,7 @@ def sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"
     if unknown == "n":
         if p == 0.5:
             raise PowerParameterError("`p` must differ from 0.5 to solve for `n`")
-        return float(c.smallest_integer(lambda m: pw(n_=m), power, 1, 10_000_000))
+        return _discrete.sign_sample_size(p, power, alpha, alternative)
     lo, hi = (0.0, 0.5) if alternative == "less" else (0.5, 1.0)
     if alternative == "less":
         return c.solve(lambda x: pw(p_=x), lo, hi, what="p", target_name="power",
