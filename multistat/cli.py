@@ -215,7 +215,9 @@ def compare_cmd(
         help="columns defining correction families (comma-separated) or 'all'; default "
              "dataset,metric,test")] = None,
     scheduler: Annotated[str, typer.Option(
-        help="threads | processes | synchronous | tcp://host:port (dask.distributed)")] =
+        help="threads | processes | synchronous | tcp://host:port (dask.distributed; the "
+             "scheduler and its workers exchange pickled tasks: use only a scheduler you "
+             "trust, on a network you trust)")] =
     "threads",
     ci_method: Annotated[str, typer.Option(help="bca | percentile | studentized")] = "bca",
     bootstrap_pvalue: Annotated[str, typer.Option(
@@ -299,7 +301,29 @@ def main(argv=None) -> int:
         sys.exit(130)
     except (click.exceptions.Exit, typer.Exit) as exc:
         sys.exit(exc.exit_code)
+    except Exception as exc:
+        lost = _scheduler_loss(exc)
+        if lost is None:
+            raise
+        typer.echo(f"multistat: error: {lost}", err=True)
+        sys.exit(2)
     return 0
+
+
+def _scheduler_loss(exc: BaseException) -> str | None:
+    """One line for a lost dask.distributed scheduler, else None.
+
+    ``Client.gather`` raises ``FutureCancelledError`` ("scheduler-connection-lost") when
+    the scheduler dies mid-run; nothing has been written then (outputs are written only
+    after the computation, atomically).
+    """
+    mod = type(exc).__module__ or ""
+    text = " ".join(str(exc).split())
+    if mod.startswith("distributed") or "scheduler-connection-lost" in text:
+        first = text.split(". ")[0][:200]
+        return (f"lost the dask scheduler during the run ({type(exc).__name__}: {first}); "
+                "nothing was written")
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover
