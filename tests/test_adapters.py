@@ -555,5 +555,31 @@ def test_table_formats_and_unreadable_file(tmp_path):
     np.testing.assert_array_equal(next(iter(a.children.values())).stats.values,
                                   b["x"].stats.values)
     (tmp_path / "bad.parquet").write_text("not parquet", encoding="utf-8")
-    with pytest.raises(InputFileError, match=r"bad\.parquet: cannot read table"):
+    with pytest.raises(InputFileError, match=r"bad\.parquet: not a readable Parquet file"):
         load_translations(tmp_path / "bad.parquet", ref)
+
+
+def test_tables_read_by_the_one_table_reader(tmp_path):
+    # adapters read table files with multistat.io's reader: a tab-separated .txt keeps
+    # the spaces inside its text cells, .bz2/.xz are decompressed, an empty hypothesis
+    # stays "" (a translation), and a short line is an error naming file and line
+    import bz2
+    import lzma
+    hyp, ref = _tiny()
+    hyp.loc[3, "hypothesis"] = ""
+    direct = load_translations(hyp, ref, metrics="bleu", dataset="d")
+    hyp_text = hyp.to_csv(sep="\t", index=False)
+    (tmp_path / "h.txt").write_text(hyp_text, encoding="utf-8")
+    with bz2.open(tmp_path / "r.tsv.bz2", "wt", encoding="utf-8") as fh:
+        fh.write(ref.to_csv(sep="\t", index=False))
+    with lzma.open(tmp_path / "h.csv.xz", "wt", encoding="utf-8") as fh:
+        fh.write(hyp.to_csv(index=False))
+    for h in ("h.txt", "h.csv.xz"):
+        study = load_translations(tmp_path / h, tmp_path / "r.tsv.bz2", metrics="bleu",
+                                  dataset="d")
+        np.testing.assert_array_equal(study["d"].stats.values, direct["d"].stats.values)
+    (tmp_path / "short.tsv").write_text("system\tsegment\thypothesis\na\t0\n",
+                                        encoding="utf-8")
+    with pytest.raises(InputFileError, match=r"short\.tsv, line 2: malformed line: expected "
+                                             r"3 fields separated by tabs, found 2"):
+        load_translations(tmp_path / "short.tsv", ref, metrics="bleu")

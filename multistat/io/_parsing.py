@@ -25,6 +25,7 @@ from multistat.io._sources import (
     KEY_JOIN,
     _open_text,
     _plural,
+    _resolve_source,
     _sep_name,
     _show,
     _Source,
@@ -157,6 +158,29 @@ def _read_table(src: _Source) -> pd.DataFrame:
     if len(frame) == 0:
         what = "a header but no data rows" if src.kind == "text" else "no rows"
         raise InputFileError(f"{src.path}: the file has {what}")
+    return frame
+
+
+def read_table(path, *, keep_empty: bool = False) -> pd.DataFrame:
+    """The one table reader of multistat (``read_scores``, the adapters, the report).
+
+    A file as a DataFrame: ``.csv``, ``.tsv``/``.tab``, ``.txt`` and other names as
+    delimited text (separator sniffed as :func:`multistat.io.read_scores` documents),
+    ``.jsonl``/``.ndjson``, ``.json``, ``.parquet``; text and JSON optionally compressed
+    (``.gz``, ``.bz2``, ``.xz``). Text cells stay text verbatim (``"007"``, ``"NA"``);
+    an empty field is missing (NaN), or ``""`` with ``keep_empty=True`` (e.g. an empty
+    translation). A line with too few fields, a malformed line, an undecodable or empty
+    file raise :class:`~multistat.errors.InputFileError` naming the file and the line.
+    ``attrs["source"]`` is the path.
+    """
+    src = _resolve_source(path, sep=None)
+    frame = _read_table(src)
+    frame.columns = [str(c) for c in frame.columns]
+    if src.kind == "text":
+        _check_short_rows(src, frame, list(frame.columns))  # NaN left: empty fields
+        if keep_empty:
+            frame = frame.fillna("")
+    frame.attrs["source"] = str(src.path)
     return frame
 
 

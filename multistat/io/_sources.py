@@ -218,7 +218,7 @@ def _resolve_source(path, *, sep) -> _Source:
     ext, _ = _split_suffix(path)
     if ext == ".parquet":
         kind = "parquet"
-    elif ext == ".jsonl":
+    elif ext in (".jsonl", ".ndjson"):
         kind = "jsonl"
     elif ext == ".json":
         kind = "json"
@@ -250,10 +250,17 @@ def _resolve_source(path, *, sep) -> _Source:
 
 def _sniff_sep(first_line: str, ext: str) -> str:
     """The extension's delimiter, unless the first line does not contain it; then a tab,
-    a comma or whitespace, whichever the first line holds (in that order)."""
+    a comma or whitespace, whichever the first line holds (in that order).
+
+    Whitespace-separated names (``.txt`` and unknown suffixes): a header line holding a
+    tab makes the file tab-separated, so text cells may contain spaces (a line of
+    numbers only stays whitespace-separated, as NLPStatTest reads it)."""
     sep = _EXT_SEP.get(ext, _WHITESPACE)
     if sep == _WHITESPACE:
-        if len(first_line.split()) > 1:
+        tokens = first_line.split()
+        if "\t" in first_line and not all(_is_number(t) for t in tokens):
+            return "\t"
+        if len(tokens) > 1:
             return sep
     elif sep in first_line:
         return sep

@@ -99,14 +99,9 @@ def _read_frame(obj, name: str) -> pd.DataFrame | None:
         path = Path(obj)
         if not path.exists():
             raise InputFileError(f"`{name}`: {path}: no such file")
-        try:
-            from multistat.io import read_parquet
-        except ImportError:  # pragma: no cover - io lands with the foundation issue
-            read_parquet = pd.read_parquet
-        try:
-            return read_parquet(path)
-        except (OSError, ValueError) as exc:
-            raise InputFileError(f"`{name}`: {path}: not a Parquet table: {exc}") from None
+        from multistat.io import read_parquet  # the one reader (InputFileError names the file)
+
+        return read_parquet(path)
     raise ParameterTypeError(f"`{name}` must be a pandas DataFrame or a path to a Parquet "
                              f"file; got {type(obj).__name__}")
 
