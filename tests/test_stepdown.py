@@ -1,0 +1,147 @@
+"""Westfall-Young step-down (multistat.stepdown): FWER by simulation, relation to Holm.
+
+Simulations draw systems with a shared instance effect (so pairs that share systems and
+instances are correlated, as on a leaderboard) and resample them with the engine's plans
+(:func:`multistat.resampling.bootstrap_counts`, :func:`multistat.resampling.sign_flips`),
+one plan for every pair of the family.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from multistat.correct import holm
+from multistat.resampling import bootstrap_counts, sign_flips
+from multistat.stepdown import from_matrix, westfall_young
+
+ALPHA = 0.05
+
+
+def correlated_systems(rng, S=6, n=80, rho=0.9, shift=0.0):
+    """System 0, and S - 1 systems sharing a common component (correlation rho between
+    them): the pairs (0, j) are strongly correlated with each other. ``shift`` is added
+    to system 0 (0: the complete null)."""
+    inst = rng.normal(0, 1, n)
+    common = rng.normal(0, 1, n)
+    X = np.empty((S, n))
+    X[0] = inst + rng.normal(0, 1, n) + shift
+    for s in range(1, S):
+        X[s] = inst + np.sqrt(rho) * common + np.sqrt(1 - rho) * rng.normal(0, 1, n)
+    return X
+
+
+def null_and_observed(rng, X, ia, ib, B, kind):
+    n = X.shape[1]
+    obs = X[ia].mean(1) - X[ib].mean(1)
+    if kind == "bootstrap":  # centred bootstrap: per-system resample means, pairs last
+        dist = bootstrap_counts(rng, B, n) @ X.T / n
+        return (dist[:, ia] - dist[:, ib]) - obs, obs
+    return sign_flips(rng, B, n) @ (X[ia] - X[ib]).T / n, obs
+
+
+def raw_pvalues(null, obs):
+    b = null.shape[0]
+    return (np.sum(np.abs(null) >= np.abs(obs) - 1e-12, 0) + 1) / (b + 1)
+
+
+@pytest.mark.parametrize("kind,method", [("permutation", "maxT"), ("bootstrap", "maxT"),
+                                         ("bootstrap", "minP")])
+def test_fwer_complete_null_and_holm_relation(kind, method):
+    rng = np.random.default_rng(20261123)
+    R, B, S = 500, 500, 6
+    ia, ib = np.triu_indices(S, 1)
+    any_wy = any_holm = 0
+    missed, near, excess = 0, 0, 0.0
+    for _ in range(R):
+        X = correlated_systems(rng, S=S)
+        null, obs = null_and_observed(rng, X, ia, ib, B, kind)
+        r_wy, p_wy = from_matrix(null, obs, method=method, alpha=ALPHA)
+        raw = raw_pvalues(null, obs)
+        r_h, p_h = holm(raw, ALPHA)
+        # Monte Carlo error of the two adjusted p-values from B resamples: Holm's is
+        # (m - j + 1) x the raw p (sd sqrt(p(1 - p)/B), p at least 1/B: a raw p at its
+        # floor 1/(B + 1) is not resolved), Westfall-Young's a share of B resamples
+        m = len(raw)
+        mult = m - np.argsort(np.argsort(raw, kind="stable"), kind="stable")
+        pr = np.maximum(raw, 1 / B)
+        var_h = mult**2 * pr * (1 - pr) / B
+        var_w = np.maximum(p_wy * (1 - p_wy), 1 / B) / B
+        tol = 3 * np.sqrt(var_h + var_w)
+        # a Holm rejection Westfall-Young misses must be a coin toss at the boundary:
+        # Holm's p within Monte Carlo error of alpha
+        missed += np.sum(r_h & ~r_wy & (p_h < ALPHA - tol))
+        near += np.sum(r_h & ~r_wy)
+        excess = max(excess, float(np.max(p_wy - p_h - tol)))
+    fwer = any_wy / R
+    # within Monte Carlo error of alpha or below: 3 sd of a binomial share at R replicates
+    assert fwer <= ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / R), fwer
+    assert any_wy >= any_holm  # never fewer family-wise rejections than Holm
+    assert missed == 0  # every Holm rejection is a Westfall-Young rejection ...
+    assert near <= 2  # ... but for at most a boundary case or two in R families
+    assert excess <= 0, excess
+
+
+@pytest.mark.parametrize("method", ["maxT", "minP"])
+def test_visibly_smaller_than_holm_with_correlated_pairs(method):
+    # a family of 7 pairs (0, j) whose systems j correlate at 0.99: nearly one comparison
+    # made 7 times. Holm multiplies the smallest p by 7; Westfall-Young barely adjusts.
+    rng = np.random.default_rng(7)
+    S, B = 8, 2000
+    ratios = []
+    for _ in range(20):
+        X = correlated_systems(rng, S=S, n=100, rho=0.99, shift=0.3)
+        ia, ib = np.zeros(S - 1, int), np.arange(1, S)
+        null, obs = null_and_observed(rng, X, ia, ib, B, "permutation")
+        raw = raw_pvalues(null, obs)
+        _, p_wy = from_matrix(null, obs, method=method)
+        _, p_h = holm(raw, ALPHA)
+        keep = p_h < 1
+        ratios.extend(p_wy[keep] / p_h[keep])
+    assert np.median(ratios) < 0.4, np.median(ratios)
+
+
+def test_slabs_do_not_change_the_result(monkeypatch):
+    # the successive maxima carried between slabs give the same numbers as one slab
+    from multistat import stepdown
+
+    rng = np.random.default_rng(3)
+    null = rng.normal(size=(300, 40)) * rng.uniform(0.5, 2, 40)
+    obs = rng.normal(size=40) * 3
+    obs[5] = np.nan
+    for method in ("maxT", "minP"):
+        ref = from_matrix(null, obs, method=method)
+        calls = []
+
+        def null_of(idx):
+            calls.append(len(idx))
+            return null[:, idx]
+
+        monkeypatch.setattr(stepdown, "SLAB_BYTES", 300 * 8 * 7)  # slabs of 7 pairs
+        got = westfall_young(null_of, obs, method=method)
+        monkeypatch.undo()
+        assert max(calls) == 7
+        np.testing.assert_array_equal(got[0], ref[0])
+        np.testing.assert_allclose(got[1], ref[1], rtol=0, atol=0)
+        assert np.isnan(got[1][5]) and not got[0][5]
+
+
+def test_single_hypothesis_equals_its_own_pvalue():
+    # one pair: no multiplicity, the adjusted p is the resampling p itself
+    rng = np.random.default_rng(0)
+    null = rng.normal(size=(999, 1))
+    obs = np.array([1.7])
+    _, p = from_matrix(null, obs)
+    assert p[0] == (np.sum(np.abs(null[:, 0]) >= 1.7) + 1) / 1000
+    for alt, expect in (("greater", np.sum(null[:, 0] >= 1.7)),
+                        ("less", np.sum(-null[:, 0] >= -1.7))):
+        assert from_matrix(null, obs, alternative=alt)[1][0] == (expect + 1) / 1000
+
+
+def test_errors():
+    from multistat.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="`method` must be one of"):
+        from_matrix(np.zeros((3, 2)), [1, 2], method="maxP")
+    with pytest.raises(ParameterError, match="`alternative` must be one of"):
+        from_matrix(np.zeros((3, 2)), [1, 2], alternative="both")
