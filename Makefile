@@ -6,7 +6,7 @@ STAMP := $(VENV)/.multistat-installed
 export DVC_NO_ANALYTICS := 1
 export MPLBACKEND := Agg
 
-.PHONY: test report install bench demo-data clean
+.PHONY: test report install bench demo-data clean validate
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ report: $(STAMP)
 	$(VENV)/bin/dvc config core.analytics false
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc repro
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/dvc status
+
+# Calibration suite (Type I error and interval coverage of every registered test; about
+# 10-30 minutes on 2 cores): reports/validation/calibration.{parquet,md}
+validate: $(STAMP)
+	nice $(PY) -m multistat.calibration --out reports/validation
 
 demo-data: $(STAMP)
 	$(VENV)/bin/multistat demo-data --out data
