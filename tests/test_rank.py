@@ -385,7 +385,7 @@ def test_walsh_selection_across_rows_matches_brute_force(kind):
 def test_walsh_selection_fallback_rounds(kind):
     # pivots forced to miss (no margin, tiny sample) and tiny candidate budgets: the
     # exact rounds (interpolated and sampled pivots, tie detection) must still be exact
-    from multistat.significance.rank import _walsh_select_sparse
+    from multistat.significance._walsh import _walsh_select_sparse
 
     rng = np.random.default_rng(51)
     d = {"normal": rng.normal(size=(8, 150)),
@@ -401,7 +401,7 @@ def test_walsh_selection_fallback_rounds(kind):
 
 
 def test_walsh_selection_does_not_depend_on_the_seed():
-    from multistat.significance.rank import _walsh_select_sparse
+    from multistat.significance._walsh import _walsh_select_sparse
 
     d = np.sort(np.random.default_rng(52).standard_t(3, size=(20, 400)), axis=-1)
     ks = [30000, 40099, 40100, 50000]
@@ -412,7 +412,7 @@ def test_walsh_selection_does_not_depend_on_the_seed():
 
 def test_walsh_selection_threads_and_batches(monkeypatch):
     # rows split into blocks run by threads give the same (exact) order statistics
-    from multistat.significance import rank
+    from multistat.significance import _walsh as rank
 
     rng = np.random.default_rng(53)
     d = np.sort(np.round(rng.normal(0.1, 1, size=(9, 200)), 2), axis=-1)
@@ -424,3 +424,92 @@ def test_walsh_selection_threads_and_batches(monkeypatch):
     np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
     monkeypatch.setattr(rank, "_WALSH_SPARSE_CHUNK", 400)  # 1 row per block
     np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
+
+
+# ------------------------------------------------------- shared sort info, no hidden state
+def test_info_shared_by_wilcoxon_and_effect_sizes_gives_the_same_results(tied_batch):
+    # one signed_rank_info(x - y) passed explicitly = each function sorting on its own
+    from multistat import effect
+    from multistat.significance.rank import signed_rank_info
+
+    x, y = tied_batch
+    info = signed_rank_info(x - y)
+    for kw in ({}, {"method": "exact"}, {"zero_method": "pratt"},
+               {"alternative": "less", "correction": True}):
+        a, b = _quiet(wilcoxon, x, y, **kw), _quiet(wilcoxon, x, y, info=info, **kw)
+        for f in ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+        np.testing.assert_array_equal(a.confidence_interval(0.8), b.confidence_interval(0.8))
+    for func in (effect.wilcoxon_r, effect.hodges_lehmann):
+        a, b = _quiet(func, x, y), _quiet(func, x, y, info=info)
+        for f in ("estimate", "ci_low", "ci_high"):
+            np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    np.testing.assert_array_equal(hodges_lehmann(x, y, info=info), hodges_lehmann(x, y))
+    a, b = _quiet(effect.effect_sizes, x, y), _quiet(effect.effect_sizes, x, y, info=info)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_info_selects_each_walsh_rank_once(monkeypatch):
+    # the Wilcoxon test and the HL effect size (two-sided, auto) need the same four ranks
+    from multistat import effect
+    from multistat.significance import _signrank
+    from multistat.significance.rank import signed_rank_info
+
+    calls = []
+    real = _signrank.walsh_order_statistics
+    monkeypatch.setattr(_signrank, "walsh_order_statistics",
+                        lambda s, r: calls.append(list(r)) or real(s, r))
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(0.2, 1, (4, 80)), rng.normal(0, 1, (4, 80))
+    info = signed_rank_info(x - y)
+    wilcoxon(x, y, info=info)
+    effect.hodges_lehmann(x, y, info=info)
+    assert len(calls) == 1 and len(calls[0]) == 4
+
+
+def test_info_for_other_differences_is_an_error(tied_batch):
+    from multistat import effect
+    from multistat.significance.rank import signed_rank_info
+
+    x, y = tied_batch
+    info = signed_rank_info(x[:5] - y[:5])
+    with pytest.raises(ParameterError, match=r"wilcoxon: `info` was computed for other"):
+        wilcoxon(x, y, info=info)
+    info = signed_rank_info(y - x)
+    with pytest.raises(ParameterError, match=r"wilcoxon_r: `info`"):
+        effect.wilcoxon_r(x, y, info=info)
+
+
+def test_rank_modules_keep_no_mutable_module_state():
+    # the old one-entry caches (|d| sort, Walsh interval) were module-level dicts; only the
+    # documented lru_cache of a pure function of (n, tail, exact) may remain
+    import types
+
+    from multistat.significance import _binomial, _signrank, _walsh, rank, sign
+
+    for mod in (rank, sign, _signrank, _walsh, _binomial):
+        for name, value in vars(mod).items():
+            if isinstance(value, types.ModuleType) or name.startswith("__"):
+                continue
+            assert not isinstance(value, (dict, list, set, bytearray, np.ndarray)), \
+                f"{mod.__name__}.{name} is mutable module state"
+    assert _signrank._signed_rank_lower_rank.cache_info().maxsize == 64
+
+
+@pytest.mark.parametrize("alternative", ALTS)
+def test_binomial_helper_matches_binomtest_and_midp_sums(alternative):
+    # reference: scipy.stats.binomtest(k, m, 0.5) for every k <= m <= 25; mid-p: half the
+    # point probability off the tail(s) (Fagerland et al. 2013), from binom.pmf sums
+    from multistat.significance._binomial import binom_half_pvalue
+
+    ks, ms = np.array([(k, m) for m in range(1, 26) for k in range(m + 1)]).T
+    got = binom_half_pvalue(ks, ms, alternative)
+    ref = [stats.binomtest(k, m, 0.5, alternative=alternative).pvalue for k, m in zip(ks, ms)]
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-300)
+    mid = binom_half_pvalue(ks, ms, alternative, mid=True)
+    for k, m, p in zip(ks, ms, mid):
+        pmf = stats.binom.pmf(np.arange(m + 1), m, 0.5)
+        lo, hi = pmf[:k].sum() + pmf[k] / 2, pmf[k + 1:].sum() + pmf[k] / 2
+        ref = {"less": lo, "greater": hi, "two-sided": min(1.0, 2 * min(lo, hi))}[alternative]
+        assert abs(p - ref) <= 1e-13

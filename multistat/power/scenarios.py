@@ -26,6 +26,7 @@ from multistat.power import _common as c
 from multistat.power.analytic import _check_delta_agreement
 from multistat.power.simulation import SimulationResult, simulate_power
 from multistat.resampling import block_bounds, sign_flips
+from multistat.significance._binomial import binom_half_pvalue
 
 __all__ = [
     "simulate_mcnemar", "simulate_bleu", "simulate_likert", "simulate_preference",
@@ -41,11 +42,8 @@ def binomial_p_values(k, n) -> np.ndarray:
     ``p = min(1, 2 min(P(X <= k), P(X >= k)))``, ``X ~ Bin(n, 1/2)``; ``n = 0`` gives 1.
     Equal to scipy ``binomtest(k, n).pvalue`` and statsmodels ``mcnemar(exact=True)``.
     """
-    k = np.asarray(k)
     n = np.asarray(n)
-    lo = np.minimum(k, n - k)
-    p = np.minimum(1.0, 2.0 * stats.binom.cdf(lo, n, 0.5))
-    return np.where(n > 0, p, 1.0)
+    return np.where(n > 0, binom_half_pvalue(k, n), 1.0)
 
 
 def mcnemar_p_values(b, c_, *, test: str = "exact") -> np.ndarray:

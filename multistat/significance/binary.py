@@ -8,6 +8,7 @@ from scipy import stats
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ParameterError, ParameterTypeError, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._binomial import binom_half_pvalue
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
@@ -198,16 +199,7 @@ def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0
     z = np.full(shape, np.nan)
 
     if method in ("exact", "midp"):
-        half = 0.5 if method == "midp" else 0.0
-        p_greater = stats.binom.sf(b - 1, m, 0.5) - half * stats.binom.pmf(b, m, 0.5)
-        p_less = stats.binom.cdf(b, m, 0.5) - half * stats.binom.pmf(b, m, 0.5)
-        if alternative == "greater":
-            p = p_greater
-        elif alternative == "less":
-            p = p_less
-        else:
-            small = np.minimum(b, c)
-            p = 2.0 * (stats.binom.cdf(small, m, 0.5) - half * stats.binom.pmf(small, m, 0.5))
+        p = binom_half_pvalue(b, m, alternative, mid=method == "midp")
         statistic = b.astype(float)
     else:
         diff = (b - c).astype(float)

@@ -1,0 +1,155 @@
+"""The exact sign test of the median difference, with its order-statistic interval."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from multistat._validation import check_choice, check_probability
+from multistat.errors import ConstantInputWarning
+from multistat.significance._base import TestResult
+from multistat.significance._binomial import binom_half_pvalue
+from multistat.significance.parametric import (
+    _add_note,
+    _check_common,
+    _interval_quantile,
+    _notes,
+    _one_sided_ends,
+    _scalar,
+    _warn,
+)
+
+__all__ = ["sign_test"]
+
+
+def _order_stat_rank(n, tail: float):
+    """Largest ``k`` with ``P(Bin(n, 1/2) <= k - 1) <= tail`` (0 if none), vectorized.
+
+    ``[d_(k), d_(n-k+1)]`` then covers the median with probability
+    ``1 - 2 P(B <= k - 1) >= 1 - 2 tail``.
+    """
+    n = np.asarray(n)
+    q = stats.binom.ppf(tail, n, 0.5)  # smallest q with cdf(q) >= tail
+    q = np.where(np.isnan(q), 0, q).astype(np.int64)
+    # cdf(q) == tail exactly is allowed (coverage is then exactly 1 - 2 tail)
+    k = np.where(stats.binom.cdf(q, n, 0.5) <= tail * (1 + 1e-12), q + 1, q)
+    return np.clip(k, 0, None)
+
+
+def _take_order_stat(sorted_d, k):
+    """``sorted_d[..., k - 1]`` per row (k is 1-based), NaN where ``k`` is out of range."""
+    n = sorted_d.shape[-1]
+    k = np.broadcast_to(np.asarray(k, dtype=np.int64), sorted_d.shape[:-1])
+    idx = np.clip(k - 1, 0, n - 1)[..., None]
+    out = np.take_along_axis(sorted_d, idx, axis=-1)[..., 0]
+    return np.where((k >= 1) & (k <= n), out, np.nan)
+
+
+def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
+              zero_method="drop"):
+    r"""Exact (binomial) sign test on the median difference, with an order-statistic interval.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Paired scores, instances on the last axis; leading axes are batch axes.
+    alternative : {"two-sided", "less", "greater"}
+        H1 about the median of ``x - y`` relative to ``null_value``
+        (``"greater"``: :math:`P(x - y > \delta) > 1/2`).
+    null_value : float
+        The null median :math:`\delta`; signs are those of :math:`d_i = x_i - y_i - \delta`.
+    confidence_level : float
+        Level of the distribution-free interval for the median of ``x - y``.
+    zero_method : {"drop", "split"}
+        Differences equal to :math:`\delta` carry no sign. ``"drop"`` (default, Hollander et
+        al.) removes them, so ``n`` counts only non-zero differences. ``"split"`` gives half
+        of them to each sign; with an odd number of zeros one zero is dropped first so the
+        counts stay integers (Conover 1999, sec. 3.4).
+
+    Returns
+    -------
+    TestResult
+        ``statistic`` = number of positive differences (with the split share), ``n`` = number
+        of signs used, ``estimate`` = median of ``x - y``, ``ci_low``/``ci_high``,
+        ``extra={"n_zero": ...}``.
+
+    Notes
+    -----
+    With :math:`S` positives among :math:`m` signs, :math:`S \sim \mathrm{Bin}(m, 1/2)` under
+    H0. ``"greater"``: :math:`p = P(S' \ge S)`; ``"less"``: :math:`p = P(S' \le S)`;
+    two-sided: :math:`p = \min(1, 2 P(S' \le \min(S, m - S)))`, which equals
+    :func:`scipy.stats.binomtest` for :math:`p_0 = 1/2`.
+
+    The interval uses all :math:`n` differences (zeros included):
+    :math:`[d_{(k)}, d_{(n-k+1)}]` with :math:`k` the largest integer such that
+    :math:`P(B \le k-1) \le \alpha/2`, :math:`B \sim \mathrm{Bin}(n, 1/2)`, so its
+    coverage :math:`1 - 2P(B \le k-1)` is at least the requested level for every continuous
+    distribution (Hollander, Wolfe & Chicken 2013, sec. 3.6). One-sided alternatives give
+    :math:`[d_{(k)}, \infty)` / :math:`(-\infty, d_{(n-k+1)}]` with :math:`\alpha` in one tail.
+    When :math:`n` is too small for any order statistic to reach the level, the interval is
+    :math:`(-\infty, \infty)` with a note.
+
+    References
+    ----------
+    Hollander, M., Wolfe, D. A., & Chicken, E. (2013). Nonparametric Statistical Methods
+    (3rd ed.), ch. 3. Wiley. doi:10.1002/9781119196037
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> x = np.array([3.0, 4.5, 2.0, 5.0, 4.0, 3.5, 6.0, 4.0])
+    >>> y = np.array([2.5, 4.0, 2.0, 4.0, 4.5, 3.0, 5.0, 3.0])
+    >>> res = sign_test(x, y)  # one zero difference dropped: 6 positives among 7
+    >>> int(res.statistic), int(res.n), bool(np.isclose(res.p_value, stats.binomtest(6, 7).pvalue))
+    (6, 7, True)
+    """
+    x, y, alternative, null_value, confidence_level = _check_common(
+        x, y, alternative, null_value, confidence_level)
+    zero_method = check_choice("zero_method", zero_method, ("drop", "split"))
+    diff = x - y
+    d = diff - null_value
+    shape = d.shape[:-1]
+    notes = _notes(shape)
+    pos = np.count_nonzero(d > 0, axis=-1)
+    neg = np.count_nonzero(d < 0, axis=-1)
+    zeros = d.shape[-1] - pos - neg
+    if zero_method == "drop":
+        k, m = pos, pos + neg
+    else:
+        half = zeros // 2
+        k, m = pos + half, pos + neg + 2 * half
+    empty = m == 0
+    _add_note(notes, empty, "all differences equal the null value: no signs to test")
+    _warn(empty, ConstantInputWarning,
+          "sign test: all differences equal the null value, result is NaN")
+    p = np.where(empty, np.nan, binom_half_pvalue(k, m, alternative))
+    statistic = np.where(empty, np.nan, k.astype(float))
+
+    sorted_diff = np.sort(diff, axis=-1)
+    n_all = diff.shape[-1]
+    estimate = np.median(diff, axis=-1)
+
+    def interval(level, notes=None):
+        kk = _order_stat_rank(n_all, _interval_quantile(level, alternative))
+        low = _take_order_stat(sorted_diff, kk)
+        high = _take_order_stat(sorted_diff, n_all - kk + 1)
+        if kk == 0:
+            low = np.full(shape, -np.inf)
+            high = np.full(shape, np.inf)
+            if notes is not None:
+                _add_note(notes, np.ones(shape, bool),
+                          f"n = {n_all} is too small for an order-statistic interval at "
+                          f"level {level}: interval is unbounded")
+        low, high = _one_sided_ends(low, high, alternative)
+        return _scalar(low), _scalar(high)
+
+    low, high = interval(confidence_level, notes)
+    return TestResult(
+        test="sign", statistic=_scalar(statistic), p_value=_scalar(p),
+        estimate=_scalar(estimate), ci_low=low, ci_high=high,
+        confidence_level=confidence_level, n=_scalar(m.astype(np.int64)),
+        alternative=alternative, null_value=null_value, statistic_kind="median",
+        note=_scalar(notes), extra={"n_zero": _scalar(zeros.astype(np.int64))},
+        _ci_fn=lambda level: interval(check_probability("confidence_level", level)),
+    )
