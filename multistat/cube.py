@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from multistat._atomic import atomic_path
 from multistat.errors import DataValidationError, InputFileError, ParameterError
 
 SCORE = "score"
@@ -256,13 +257,15 @@ def chunk(study: xr.DataTree, *, system: int | None = None, metric: int = 1
 
 
 def save(study: xr.DataTree, path) -> Path:
-    """Write the study to NetCDF-4 (one group per dataset); round-trip exact."""
+    """Write the study to NetCDF-4 (one group per dataset); round-trip exact. Written
+    atomically (temporary file beside ``path``, renamed into place)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     enc = {}
     tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
                        for n, ds in datasets(study).items()})
-    tree.to_netcdf(path, engine="h5netcdf", encoding=enc or None)
+    with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file
+        tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
     return path
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from multistat._atomic import atomic_path
 from multistat.errors import InputFileError, ParameterError, ParameterTypeError
 from multistat.io._sources import PARQUET_METADATA_KEY, _show
 
@@ -30,7 +31,8 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
         Any frame (index not written). Its JSON-serialisable ``attrs`` entries are stored
         too; entries that cannot be serialised are left out.
     path : str or pathlib.Path
-        Output file; parent folders are created.
+        Output file; parent folders are created. Written atomically (a temporary file
+        beside it, renamed into place), so it is never seen half-written.
     metadata : dict
         Run metadata (seed, parameters, versions...); must be JSON-serialisable. Its keys
         win over ``frame.attrs`` keys of the same name.
@@ -65,7 +67,8 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     table = pa.Table.from_pandas(plain, preserve_index=False)
     schema_meta = dict(table.schema.metadata or {})
     schema_meta[PARQUET_METADATA_KEY] = json.dumps(merged, allow_nan=True).encode()
-    pq.write_table(table.replace_schema_metadata(schema_meta), path)
+    with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file
+        pq.write_table(table.replace_schema_metadata(schema_meta), tmp)
     return path
 
 
