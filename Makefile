@@ -6,7 +6,7 @@ STAMP := $(VENV)/.multistat-installed
 export DVC_NO_ANALYTICS := 1
 export MPLBACKEND := Agg
 
-.PHONY: test report install bench demo-data clean validate
+.PHONY: test report install browser bench demo-data clean validate
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,23 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The HTML report test runs a real headless chromium. As root with apt-get (a fresh Debian
+# machine, CI) it is installed here; otherwise make stops with one line saying what to
+# install. MULTISTAT_SKIP_BROWSER=1 skips the browser test on purpose (pytest reports it).
+browser:
+	@if [ "$${MULTISTAT_SKIP_BROWSER:-}" = 1 ] || command -v chromium >/dev/null 2>&1 \
+	    || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make: installing chromium (headless browser for the report test) with apt-get"; \
+	  log=$$(mktemp); (apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq chromium) >$$log 2>&1 \
+	    || { echo "make: apt-get install chromium failed, log: $$log"; exit 1; }; \
+	else \
+	  echo "make test needs chromium for the HTML report test: install it (e.g. sudo apt-get install chromium) or set MULTISTAT_SKIP_BROWSER=1"; \
+	  exit 1; \
+	fi
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider
 
 report: $(STAMP)

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+#: the real data slices shipped with the tests (tests/data/README.md)
+TEST_DATA = ROOT / "tests" / "data"
 
 
 def timed(fn, *args, repeat: int = 1, **kwargs):

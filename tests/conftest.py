@@ -1,7 +1,8 @@
 """Shared fixtures of the test suite.
 
-Real data are read from ``../shared/data`` relative to the repository root (never copied
-into the repository); everything a test writes goes to pytest's ``tmp_path``.
+Real data are read from small slices shipped in ``tests/data/`` (each folder has its licence
+and a SOURCE.md naming origin and cut); everything a test writes goes to pytest's
+``tmp_path``.
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ import dask.callbacks
 import numpy as np
 import pytest
 
-#: ../shared/data relative to the repository root (README of that folder lists the files)
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-MQM_ZHEN = SHARED_DATA / "mqm-newstest2020" / "zhen.avg_seg_scores.tsv"
-REALSUMM = SHARED_DATA / "realsumm" / "scores.csv.gz"
-NLPSTATTEST = SHARED_DATA / "nlpstattest-samples"
+#: the real data shipped with the tests (tests/data/README.md lists the folders)
+TEST_DATA = Path(__file__).resolve().parent / "data"
+MQM_ZHEN = TEST_DATA / "mqm-newstest2020" / "zhen.avg_seg_scores.tsv.gz"
+REALSUMM = TEST_DATA / "realsumm" / "scores.csv.gz"
+NLPSTATTEST = TEST_DATA / "nlpstattest-samples"
 DATA_FILE = NLPSTATTEST / "data-file.txt"
 BAD_FILE = NLPSTATTEST / "BAD.txt"
+WMT17 = TEST_DATA / "wmt17-en-de"
 
-needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(),
-                                reason="../shared/data is not available")
-
-#: read_scores options of the MQM newstest2020 zh-en file (space-separated,
-#: columns ``system mqm_avg_score seg_id``; MQM penalties: lower is better)
+#: read_scores options of the MQM newstest2020 zh-en file (space-separated, columns
+#: ``system mqm_avg_score seg_id``). The scores are negated error penalties (<= 0), so
+#: higher is better: the default direction, nothing to declare.
 MQM_OPTIONS = {"format": "long", "sep": r"\s+", "score_col": "mqm_avg_score",
-               "instance_col": "seg_id", "metric": "mqm", "lower_is_better": ("mqm",)}
+               "instance_col": "seg_id", "metric": "mqm"}
 #: read_scores options of REALSumm: a system name is only unique within its summary type
 REALSUMM_OPTIONS = {"system_col": ["summary_type", "system"], "instance_col": "doc_id"}
 
@@ -76,8 +76,6 @@ def mqm_frame():
     """The validated long frame of MQM newstest2020 zh-en (read once per session)."""
     from multistat import read_scores
 
-    if not MQM_ZHEN.exists():
-        pytest.skip("../shared/data is not available")
     return read_scores(MQM_ZHEN, **MQM_OPTIONS)
 
 
@@ -86,6 +84,4 @@ def data_file_study():
     """The study of NLPStatTest's data-file.txt (2001 paired sentence-BLEU scores)."""
     from multistat import load
 
-    if not DATA_FILE.exists():
-        pytest.skip("../shared/data is not available")
     return load(DATA_FILE)

@@ -1,6 +1,6 @@
 """Tests of multistat.analysis: descriptives, skewness, normality and Table 2.
 
-Table 2 of the NLPStatTest manual (``../shared/reference/003_a380e539ebfe82ea.txt``,
+Table 2 of the NLPStatTest manual (the toolkit's user manual,
 appendix C.4), with the skewness rule of appendix C.2 (|gamma| < 0.5: mean, else median):
 
 =========  ======  =========  ===========  =====================================  ==========
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import DATA_FILE, needs_data
+from conftest import DATA_FILE
 from scipy import stats
 
 from multistat import cube
@@ -287,7 +287,6 @@ class TestErrors:
 
 
 # ======================================================================== data-file.txt
-@needs_data
 @pytest.mark.parametrize("size", [1, 7])
 def test_data_file_follows_table2(data_file_study, size):
     """NLPStatTest's data-file.txt (sentence BLEU of two WMT18 systems, 2001 lines).

@@ -1,7 +1,7 @@
 """Tests of the ``multistat`` command line: load, units, analyze, demo-data.
 
 Most run :func:`multistat.cli.main` in-process (fast); two run the installed console
-script ``.venv/bin/multistat`` in a real subprocess. Real data come from ../shared/data.
+script ``.venv/bin/multistat`` in a real subprocess. Real data come from tests/data.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from conftest import (
     MQM_ZHEN,
     REALSUMM,
     REALSUMM_OPTIONS,
-    needs_data,
 )
 
 from multistat import cube, demo
@@ -32,7 +31,7 @@ from multistat.units import evaluation_units
 
 MULTISTAT = Path(sys.executable).parent / "multistat"  # the console script of this venv
 MQM_ARGS = ["--format", "long", "--sep", r"\s+", "--score-col", "mqm_avg_score",
-            "--instance-col", "seg_id", "--metric", "mqm", "--lower-is-better", "mqm"]
+            "--instance-col", "seg_id", "--metric", "mqm"]
 
 
 def run(argv, capsys):
@@ -56,15 +55,15 @@ def assert_one_line_error(status, err, *fragments):
 
 
 # ======================================================================== load
-@needs_data
 class TestLoad:
     def test_mqm(self, tmp_path, capsys, mqm_frame):
         out = tmp_path / "mqm.nc"
         status, stdout, err = run(["load", MQM_ZHEN, "-o", out, *MQM_ARGS], capsys)
         assert status == 0 and err == ""
+        # higher is better (negated penalties) is the default and is not printed
         assert stdout.splitlines() == [
             ("dataset zhen.avg_seg_scores: 10 systems x 1 metrics x 2000 instances; "
-             "metrics: mqm (lower is better) [mean]"),
+             "metrics: mqm [mean]"),
             "dropped: 0 item(s)",
             f"wrote {out}"]
         xr.testing.assert_identical(cube.open_study(out), cube.from_frame(mqm_frame))
@@ -193,7 +192,6 @@ def test_analyze_errors(study_file, tmp_path, capsys):
     assert not (tmp_path / "a.parquet").exists()
 
 
-@needs_data
 def test_subprocess_analyze_data_file(tmp_path):
     """The installed console script, end to end on NLPStatTest's data-file.txt."""
     out = tmp_path / "analysis.parquet"

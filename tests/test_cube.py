@@ -13,7 +13,6 @@ from conftest import (
     REALSUMM,
     REALSUMM_OPTIONS,
     ComputeCounter,
-    needs_data,
     small_dataset,
 )
 
@@ -29,7 +28,6 @@ from multistat.errors import (
 
 
 # ======================================================================== real data
-@needs_data
 class TestFromFrameRealData:
     def test_mqm_zhen_shape_and_metadata(self, mqm_frame):
         study = cube.from_frame(mqm_frame)
@@ -38,7 +36,7 @@ class TestFromFrameRealData:
         assert dict(ds.sizes) == {"system": 10, "metric": 1, "instance": 2000}
         assert ds.score.dims == ("system", "metric", "instance")
         assert ds.score.dtype == np.float64
-        assert not bool(ds.higher_is_better.sel(metric="mqm"))
+        assert bool(ds.higher_is_better.sel(metric="mqm"))  # negated penalties
         assert str(ds.kind.sel(metric="mqm").values) == "mean"
         # cell check against the raw file: first data line of zhen.avg_seg_scores.tsv
         raw = pd.read_csv(MQM_ZHEN, sep=r"\s+", dtype={"seg_id": str})

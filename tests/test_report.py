@@ -1,6 +1,6 @@
 """Report layer: leaderboards, pairwise views, checklists, figures and the HTML report.
 
-Inputs are real: REALSumm (../shared/data/realsumm, 25 summarizers × 100 documents) through
+Inputs are real: REALSumm (tests/data/realsumm, 25 summarizers × 100 documents) through
 ``multistat.load`` and ``multistat.compare``; reference values are recomputed here from the
 raw CSV with pandas/scipy.
 """
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REALSUMM
 from scipy import stats
 
 import multistat as ms
@@ -27,9 +28,7 @@ from multistat.errors import (
 from multistat.report import html as rhtml
 from multistat.report import plots, tables
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ROOT_DATA = Path(__file__).resolve().parents[1] / "data"
-REALSUMM = DATA / "realsumm" / "scores.csv.gz"
 METRICS = ["litepyramid_recall", "rouge_1_f_score"]
 SYSTEMS = ["abs/bart_out", "abs/semsim_out", "ext/refresh_out", "abs/t5_out_11B",
            "abs/bottom_up_out", "ext/neusumm_out", "abs/presumm_out_trans_abs"]
@@ -564,3 +563,26 @@ def test_effect_sizes_in_checklist_and_heatmap(study):
         i, j = order.index(a), order.index(b)
         assert texts[(i, j)] in (f"{d:+.2f}", "0.00") and texts[(j, i)] in (f"{-d:+.2f}",
                                                                             "0.00")
+
+
+# ----------------------------------------------------------------------------- MQM direction
+def test_mqm_default_direction_puts_human_translations_on_top():
+    """MQM newstest2020 zh-en holds negated error penalties (<= 0): higher is better, which
+    is multistat's default. Loaded with default options, the two human translations lead
+    and Online-B is last (means recomputed from the raw file with pandas)."""
+    from conftest import MQM_ZHEN
+    raw = pd.read_csv(MQM_ZHEN, sep=r"\s+")
+    assert raw["mqm_avg_score"].max() <= 0
+    means = raw.groupby("system")["mqm_avg_score"].mean().sort_values(ascending=False)
+    study = ms.load(MQM_ZHEN, score_col="mqm_avg_score", instance_col="seg_id",
+                    metric="mqm")
+    results, systems = ms.compare(study, tests=("t",), effect_sizes=False,
+                                  return_systems=True, n_resamples=200, seed=0)
+    lb = tables.leaderboard(results, scores=systems)
+    assert lb["higher_is_better"].all()
+    assert lb["system"].tolist() == means.index.tolist()
+    assert lb["system"].tolist()[:2] == ["Human-A.0", "Human-B.0"]
+    assert lb["system"].iloc[-1] == "Online-B.1605"
+    np.testing.assert_allclose(lb["score"], means.to_numpy(), rtol=0, atol=1e-12)
+    # the humans significantly beat every MT system (paired t, Holm)
+    assert lb.set_index("system").loc["Human-A.0", "wins"] >= 8

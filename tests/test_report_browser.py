@@ -23,8 +23,7 @@ from multistat.errors import ConstantInputWarning
 from multistat.report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-REALSUMM = DATA / "realsumm" / "scores.csv.gz"
+REALSUMM = ROOT / "tests" / "data" / "realsumm" / "scores.csv.gz"
 ARTIFACTS = ROOT / ".ci-artifacts"
 EVIL = "<script>alert(1)</script>"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -10,7 +10,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import DATA_FILE, ComputeCounter, needs_data, small_dataset
+from conftest import DATA_FILE, ComputeCounter, small_dataset
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -171,7 +171,6 @@ class TestValues:
         # the informative score of a corpus metric is the unit mean whatever `statistic`
         np.testing.assert_allclose(out.score.values[:, 0, 0], score[:, 0, :5].mean(1))
 
-    @needs_data
     def test_data_file_size_7(self, data_file_study):
         raw = np.loadtxt(DATA_FILE)  # 2001 lines: system A, system B
         ds = cube.datasets(evaluation_units(data_file_study, size=7))["data-file"]
