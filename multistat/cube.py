@@ -10,6 +10,12 @@ Each dataset node holds an :class:`xarray.Dataset` with
 * for corpus metrics, ``stats`` — float64 on ``(system, metric, instance, stat)``: per
   instance sufficient statistics whose *sums* the metric function turns into the corpus
   score (zero-padded where a metric has fewer statistics; zero for non-corpus metrics).
+* with several runs per system (``read_scores(..., run_col=...)``), ``run_score`` —
+  float64 on ``(system, metric, instance, run)``, the score of each run (NaN where a
+  system lacks a run), and ``attrs["n_runs"]``; ``score`` then holds the mean over the
+  runs a system has, so every test and table works on run-averaged scores;
+* with instance groups (``read_scores(..., group_col=...)``), a coordinate ``group``
+  (str) on ``instance`` naming each instance's group (document, talk...).
 
 Datasets may have different instances and systems. Node names are the dataset names.
 """
@@ -28,13 +34,15 @@ from multistat.errors import DataValidationError, InputFileError, ParameterError
 
 SCORE = "score"
 STATS = "stats"
+RUN_SCORE = "run_score"
+RUN_DIMS = ("system", "metric", "instance", "run")
 DIMS = ("system", "metric", "instance")
 KINDS = ("mean", "binary", "corpus")
 
 
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
-                 higher_is_better=None, kind=None, corpus_fn=None, stats=None
-                 ) -> xr.Dataset:
+                 higher_is_better=None, kind=None, corpus_fn=None, stats=None,
+                 run_score=None, runs=None, group=None) -> xr.Dataset:
     """Build one validated dataset node from arrays.
 
     Parameters
@@ -46,6 +54,11 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
     kind : ``"mean" | "binary" | "corpus"`` per metric (default ``"mean"``)
     corpus_fn : registered function name per metric (``""`` for non-corpus)
     stats : optional array ``(system, metric, instance, stat)``
+    run_score : optional array ``(system, metric, instance, run)`` of per-run scores
+        (``score`` should then be their mean over the runs a system has:
+        :func:`run_mean`)
+    runs : run labels (default ``"0", "1", ...``)
+    group : optional group label per instance (str)
     """
     score = np.asarray(score, dtype=np.float64)
     systems = [str(s) for s in systems]
@@ -81,9 +94,39 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                                  f"{stats.shape}")
         data_vars[STATS] = (DIMS + ("stat",), stats)
         coords["stat"] = np.arange(stats.shape[3])
-    ds = xr.Dataset(data_vars, coords=coords, attrs={"dataset": str(name)})
+    attrs = {"dataset": str(name)}
+    if run_score is not None:
+        run_score = np.asarray(run_score, dtype=np.float64)
+        if run_score.ndim != 4 or run_score.shape[:3] != shape:
+            raise ParameterError(f"`run_score` must have shape {shape} + (run,); got "
+                                 f"{run_score.shape}")
+        runs = [str(r) for r in (runs if runs is not None else range(run_score.shape[3]))]
+        if len(runs) != run_score.shape[3]:
+            raise ParameterError(f"{len(runs)} run labels for {run_score.shape[3]} runs")
+        data_vars[RUN_SCORE] = (RUN_DIMS, run_score)
+        coords["run"] = runs
+        attrs["n_runs"] = len(runs)
+    elif runs is not None:
+        raise ParameterError("`runs` labels need `run_score`")
+    if group is not None:
+        group = [str(g) for g in group]
+        if len(group) != len(instances):
+            raise ParameterError(f"`group` must have one label per instance "
+                                 f"({len(instances)}); got {len(group)}")
+        coords["group"] = ("instance", np.array(group, dtype=str))
+    ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     validate_dataset(ds)
     return ds
+
+
+def run_mean(run_score: np.ndarray) -> np.ndarray:
+    """Mean over the last (run) axis of the runs present (NaN only where none is)."""
+    run_score = np.asarray(run_score, dtype=np.float64)
+    present = ~np.isnan(run_score)
+    count = present.sum(axis=-1)
+    total = np.where(present, run_score, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def validate_dataset(ds: xr.Dataset) -> None:
@@ -112,6 +155,21 @@ def validate_dataset(ds: xr.Dataset) -> None:
                 f"{str(ds.instance.values[i])!r} is missing for some systems only")
         if np.isinf(score).any():
             raise DataValidationError(f"dataset {name!r}: infinite scores in the cube")
+    if RUN_SCORE in ds:
+        if ds[RUN_SCORE].dims != RUN_DIMS:
+            raise DataValidationError(f"dataset {name!r}: `run_score` must be on "
+                                      f"{RUN_DIMS}; got {ds[RUN_SCORE].dims}")
+        labels = pd.Index(ds["run"].values)
+        if labels.has_duplicates:
+            raise DataValidationError(f"dataset {name!r}: duplicated run labels "
+                                      f"{labels[labels.duplicated()].unique()[:3].tolist()}")
+        if int(ds.attrs.get("n_runs", -1)) != ds.sizes["run"]:
+            raise DataValidationError(f"dataset {name!r}: attribute n_runs="
+                                      f"{ds.attrs.get('n_runs')!r} but the run dimension has "
+                                      f"{ds.sizes['run']} runs")
+    if "group" in ds.coords and ds["group"].dims != ("instance",):
+        raise DataValidationError(f"dataset {name!r}: coordinate `group` must be on "
+                                  f"('instance',); got {ds['group'].dims}")
 
 
 def _is_lazy(da: xr.DataArray) -> bool:
@@ -156,19 +214,39 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         raise DataValidationError(f"score frame lacks column(s) {missing}; has "
                                   f"{list(frame.columns)}")
     meta = frame.attrs.get("metrics", {})
+    has_run = "run" in frame.columns
+    has_group = "group" in frame.columns
     out = {}
     for name, part in frame.groupby("dataset", sort=False):
         systems = pd.unique(part["system"])
         metrics = pd.unique(part["metric"])
         instances = _instance_order(part)
-        idx = pd.MultiIndex.from_product([systems, metrics, instances])
-        series = part.set_index(["system", "metric", "instance"])["score"]
+        keys = ["system", "metric", "instance"] + (["run"] if has_run else [])
+        runs = pd.unique(part["run"]) if has_run else None
+        levels = [systems, metrics, instances] + ([runs] if has_run else [])
+        idx = pd.MultiIndex.from_product(levels)
+        series = part.set_index(keys)["score"]
         if series.index.has_duplicates:
             dup = series.index[series.index.duplicated()][0]
-            raise DataValidationError(f"dataset {name!r}: duplicated (system, metric, "
-                                      f"instance) {dup}")
-        cube = series.reindex(idx).to_numpy().reshape(len(systems), len(metrics),
-                                                      len(instances))
+            raise DataValidationError(f"dataset {name!r}: duplicated ({', '.join(keys)}) "
+                                      f"{dup}")
+        shape = [len(v) for v in levels]
+        run_cube = None
+        if has_run:
+            run_cube = series.reindex(idx).to_numpy().reshape(shape)
+            cube = run_mean(run_cube)
+        else:
+            cube = series.reindex(idx).to_numpy().reshape(shape)
+        group = None
+        if has_group:
+            per = part[["instance", "group"]].drop_duplicates()
+            clash = per["instance"].duplicated(keep=False)
+            if clash.any():
+                inst = per.loc[clash, "instance"].iloc[0]
+                both = per.loc[per["instance"] == inst, "group"].tolist()[:2]
+                raise DataValidationError(f"dataset {name!r}: instance {inst!r} is in two "
+                                          f"groups, {both[0]!r} and {both[1]!r}")
+            group = per.set_index("instance")["group"].reindex(instances).tolist()
         present = ~np.isnan(cube)
         partial = present.any(axis=0) & ~present.all(axis=0)
         if partial.any():
@@ -181,7 +259,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         hib = [bool(meta.get(m, {}).get("higher_is_better", True)) for m in metrics]
         kind = [meta.get(m, {}).get("kind", "mean") for m in metrics]
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
-                                      instances=instances, higher_is_better=hib, kind=kind)
+                                      instances=instances, higher_is_better=hib, kind=kind,
+                                      run_score=run_cube, runs=runs, group=group)
     return make_study(out)
 
 
@@ -221,11 +300,15 @@ def _instance_order(part: pd.DataFrame) -> list:
 
 
 def to_frame(study: xr.DataTree) -> pd.DataFrame:
-    """Long frame ``dataset, system, metric, instance, score`` (NaN rows left out)."""
+    """Long frame ``dataset, system, metric, instance, score`` (NaN rows left out; the
+    run-averaged score when the study has runs; a ``group`` column when it has groups)."""
     parts = []
     for name, ds in datasets(study).items():
         df = ds[SCORE].to_dataframe().reset_index()[["system", "metric", "instance", SCORE]]
         df.insert(0, "dataset", name)
+        if "group" in ds.coords:
+            groups = dict(zip(ds.instance.values, ds.group.values))
+            df["group"] = df["instance"].map(groups).astype(str)
         parts.append(df.dropna(subset=[SCORE]))
     return pd.concat(parts, ignore_index=True)
 
@@ -287,8 +370,11 @@ def open_study(path) -> xr.DataTree:
             what = f"lacks {lacking}" if lacking else f"has `score` on {ds[SCORE].dims}"
             raise InputFileError(f"{path}: not a multistat study: group {name!r} {what}")
         ds = ds.assign_coords(higher_is_better=ds.higher_is_better.astype(bool))
-        for c in ("kind", "corpus_fn"):
-            ds = ds.assign_coords({c: ds[c].astype(str)})
+        for c in ("kind", "corpus_fn", "run", "group"):
+            if c in ds.coords:
+                ds = ds.assign_coords({c: ds[c].astype(str)})
+        if "n_runs" in ds.attrs:
+            ds.attrs["n_runs"] = int(ds.attrs["n_runs"])
         validate_dataset(ds)
         out[name] = ds
     tree.close()

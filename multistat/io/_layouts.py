@@ -20,6 +20,8 @@ from multistat.io._sources import _WHITESPACE
 
 # ----------------------------------------------------------------------------- layouts
 _ROLES = ("dataset", "system", "metric", "instance")
+#: optional identifier roles (``run_col``, ``group_col``): present in every chunk or none
+_EXTRA_ROLES = ("run", "group")
 
 
 @dataclass
@@ -47,7 +49,7 @@ class _Raw:
         """``ids[role]`` is one fixed name (str) or ``(codes, names)``."""
         n = len(score)
         coded = {}
-        for role in _ROLES:
+        for role in _ROLES + tuple(r for r in _EXTRA_ROLES if ids.get(r) is not None):
             value = ids[role]
             if isinstance(value, str):
                 value = (np.zeros(n, dtype=np.int64), [value])
@@ -57,7 +59,8 @@ class _Raw:
 
     def long(self) -> _Long:
         codes, names = {}, {}
-        for role in _ROLES:
+        extra = tuple(r for r in _EXTRA_ROLES if all(r in c[0] for c in self.chunks))
+        for role in _ROLES + extra:
             index: dict[str, int] = {}
             parts = []
             for coded, *_ in self.chunks:
@@ -73,17 +76,32 @@ class _Raw:
                      np.concatenate([c[3] for c in self.chunks]))
 
 
+def _extra_ids(src, frame, extra) -> dict:
+    """``{"run": (codes, names), "group": ...}`` of the ``run_col``/``group_col`` given."""
+    out = {}
+    for role, col in extra.items():
+        if col is not None:
+            _need_columns(src, frame, [col], f"{role}_col")
+            out[role] = _ids(src, frame, [col], role)
+    return out
+
+
 def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, score_col,
-                 dataset_col, metric, dataset, default_dataset, explicit):
+                 dataset_col, metric, dataset, default_dataset, explicit, extra=None):
+    extra = extra or {}
     _need_columns(src, frame, system_col, "system_col")
     _need_columns(src, frame, instance_col, "instance_col")
     _need_columns(src, frame, [score_col], "score_col")
+    for role, col in extra.items():
+        if col is not None:
+            _need_columns(src, frame, [col], f"{role}_col")
     metric_value = _fixed_or_column(src, frame, "metric", metric_col, metric, score_col,
                                     explicit)
     dataset_value = _fixed_or_column(src, frame, "dataset", dataset_col, dataset,
                                      default_dataset, explicit)
     used = [*system_col, *instance_col, score_col]
     used += [c for c in (metric_value, dataset_value) if isinstance(c, _Col)]
+    used += [c for c in extra.values() if c is not None]
     _check_short_rows(src, frame, [c.name if isinstance(c, _Col) else c for c in used])
     systems = _ids(src, frame, system_col, "system")
     instances = _ids(src, frame, instance_col, "instance")
@@ -93,7 +111,7 @@ def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, sc
                 if isinstance(dataset_value, _Col) else dataset_value)
     scores = _scores(src, frame[score_col], score_col)
     raw.add(k, scores, np.arange(len(frame)), dataset=datasets, system=systems,
-            metric=metrics, instance=instances)
+            metric=metrics, instance=instances, **_extra_ids(src, frame, extra))
 
 
 @dataclass(frozen=True)
@@ -122,7 +140,8 @@ def _fixed_or_column(src, frame, role, col, fixed, default, explicit):
 
 
 def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, metric,
-                 dataset, default_dataset, systems, explicit):
+                 dataset, default_dataset, systems, explicit, extra=None):
+    extra = extra or {}
     instance_value = None
     if explicit["instance"]:
         _need_columns(src, frame, instance_col, "instance_col")
@@ -134,6 +153,10 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
                                      default_dataset, explicit)
     id_cols = list(instance_value or [])
     id_cols += [v.name for v in (metric_value, dataset_value) if isinstance(v, _Col)]
+    for role, col in extra.items():
+        if col is not None:
+            _need_columns(src, frame, [col], f"{role}_col")
+            id_cols.append(col)
     if systems is not None:
         _need_columns(src, frame, systems, "systems")
         system_cols = list(systems)
@@ -150,19 +173,21 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
                if isinstance(metric_value, _Col) else metric_value)
     datasets = (_ids(src, frame, [dataset_value.name], "dataset")
                 if isinstance(dataset_value, _Col) else dataset_value)
+    extra_ids = _extra_ids(src, frame, extra)
     if instance_value:
         instances = _ids(src, frame, instance_value, "instance")
-    else:  # rows numbered from 0 within each (dataset, metric)
+    else:  # rows numbered from 0 within each (dataset, metric[, run])
         group = pd.DataFrame({
             "d": datasets[0] if isinstance(datasets, tuple) else np.zeros(n, np.int64),
-            "m": metrics[0] if isinstance(metrics, tuple) else np.zeros(n, np.int64)})
-        counter = group.groupby(["d", "m"], sort=False).cumcount().to_numpy(np.int64)
+            "m": metrics[0] if isinstance(metrics, tuple) else np.zeros(n, np.int64),
+            "r": extra_ids["run"][0] if "run" in extra_ids else np.zeros(n, np.int64)})
+        counter = group.groupby(["d", "m", "r"], sort=False).cumcount().to_numpy(np.int64)
         instances = (counter, [str(i) for i in range(int(counter.max()) + 1)])
     rows = np.arange(n)
     for col in system_cols:
         scores = _scores(src, frame[col], col)
         raw.add(k, scores, rows, dataset=datasets, system=str(col), metric=metrics,
-                instance=instances)
+                instance=instances, **extra_ids)
 
 
 def _pairs_layout(src, k, raw, *, systems, metric, dataset):

@@ -10,7 +10,7 @@ import pandas as pd
 
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io._layouts import _Long
-from multistat.io._sources import _names, _plural, _Source
+from multistat.io._sources import _names, _plural, _show, _Source
 
 
 # ----------------------------------------------------------------------------- validation
@@ -39,13 +39,18 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
             f"{_names(met_names, 20)}"
         )
 
+    runs = codes.get("run")
+    run_names = raw.names.get("run", [])
     keys = pd.DataFrame({"d": ds_c, "s": sys_g, "m": met_c, "i": inst_g})
+    if runs is not None:
+        keys["r"] = runs
     dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
         n_extra = int(keys.duplicated().sum())
         f = int(np.flatnonzero(dup)[0])
         same = np.flatnonzero(dup & (ds_c == ds_c[f]) & (sys_g == sys_g[f])
-                              & (met_c == met_c[f]) & (inst_g == inst_g[f]))
+                              & (met_c == met_c[f]) & (inst_g == inst_g[f])
+                              & (True if runs is None else runs == runs[f]))
         places = []
         for i in same[:3]:
             src = sources[raw.src[i]]
@@ -58,9 +63,15 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
             f"{label}: {_plural(n_extra, 'duplicated row')} for the same (dataset, system, "
             f"metric, instance); first: dataset {ds_names[ds_c[f]]!r}, system "
             f"{sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
-            f"{inst_names[inst_g[f]]!r} at {' and '.join(places)} ({agree}); if another "
-            f"column tells the rows apart, add it to system_col or instance_col"
+            f"{inst_names[inst_g[f]]!r}"
+            f"{'' if runs is None else f', run {run_names[runs[f]]!r}'} at "
+            f"{' and '.join(places)} ({agree}); if another column tells the rows apart, "
+            f"add it to system_col or instance_col"
+            f"{' (or name the run column with run_col)' if runs is None else ''}"
         )
+
+    if "group" in codes:
+        _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names)
 
     isnan = np.isnan(score)
     keep = np.ones(len(score), dtype=bool)
@@ -87,6 +98,14 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
             nan_cell = np.zeros(n_sys * n_inst, dtype=bool)
             nan_cell[cell[isnan[pos]]] = True
             nan_cell = nan_cell.reshape(n_sys, n_inst)
+            # runs: every instance of a system has each of that system's runs
+            lack_run = np.zeros((n_sys, n_inst), dtype=bool)
+            if runs is not None:
+                count = np.bincount(cell, minlength=n_sys * n_inst).reshape(n_sys, n_inst)
+                sys_runs = pd.DataFrame({"s": lut[sys_g[pos]], "r": runs[pos]}
+                                        ).drop_duplicates()
+                n_runs_sys = np.bincount(sys_runs["s"].to_numpy(), minlength=n_sys)
+                lack_run = present & (count < n_runs_sys[:, None])
 
             def inst_name(j, _u=inst_uniq):
                 return inst_names[_u[j]]
@@ -102,6 +121,18 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                         f"{inst_names[inst_g[first]]!r}; "
                         f"{_plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
                         f"missing='drop' to drop those instances for every system"
+                    )
+                if lack_run.any():
+                    s_, j = (int(v) for v in np.argwhere(lack_run)[0])
+                    have = set(runs[pos[(lut[sys_g[pos]] == s_) & (inst_local == j)]])
+                    all_runs = pd.unique(runs[pos[lut[sys_g[pos]] == s_]])
+                    lacking = [run_names[r] for r in all_runs if r not in have]
+                    raise DataValidationError(
+                        f"{label}: {where}: system {sys_names[systems[s_]]!r} has no score "
+                        f"for instance {inst_name(j)!r} in run(s) {_names(lacking, 3)} "
+                        f"(it has {_plural(len(all_runs), 'run')} elsewhere; "
+                        f"{_plural(int(lack_run.sum()), 'such (system, instance)')}); pass "
+                        f"missing='drop' to keep only the instances every run has"
                     )
                 absent = ~present
                 if absent.any():
@@ -119,7 +150,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                         f"pass missing='drop' to keep only the instances every system has"
                     )
             else:
-                bad_inst = (~present | nan_cell).any(axis=0)
+                bad_inst = (~present | nan_cell | lack_run).any(axis=0)
                 if bad_inst.any():
                     idx = np.flatnonzero(bad_inst)
                     for j in idx:
@@ -130,6 +161,9 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                             reasons.append(f"NaN score for {_names(nan_sys)}")
                         if abs_sys:
                             reasons.append(f"no row for {_names(abs_sys)}")
+                        run_sys = [sys_names[systems[s]] for s in np.flatnonzero(lack_run[:, j])]
+                        if run_sys:
+                            reasons.append(f"a run missing for {_names(run_sys)}")
                         dropped.append(f"{where}, instance {inst_name(j)!r}: "
                                        f"{'; '.join(reasons)}")
                     keep[pos[bad_inst[inst_local]]] = False
@@ -157,7 +191,10 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
     # the file (keys taken before dropping, so dropped rows do not reorder the rest)
     sys_key, _ = _appearance(ds_c * len(sys_names) + sys_g)
     inst_key, _ = _appearance(ds_c * len(inst_names) + inst_g)
-    order = np.lexsort((inst_key, sys_key, met_c, ds_c))
+    sort_keys = (inst_key, sys_key, met_c, ds_c)
+    if runs is not None:
+        sort_keys = (_appearance(runs)[0],) + sort_keys
+    order = np.lexsort(sort_keys)
     order = order[keep[order]]
     out = pd.DataFrame({
         "dataset": np.asarray(ds_names, dtype=object)[ds_c[order]],
@@ -166,6 +203,10 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         "instance": np.asarray(inst_names, dtype=object)[inst_g[order]],
     }).astype(str)
     out["score"] = score[order]
+    for role in ("run", "group"):
+        if role in codes:
+            names = np.asarray(raw.names[role], dtype=object)
+            out[role] = pd.Series(names[codes[role][order]], dtype=str)
     kept_met = met_c[order]
     metrics = {}
     for m, met in enumerate(met_names):
@@ -176,3 +217,25 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
     return out, metrics, dropped
 
 
+
+
+def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
+    """One group per (dataset, instance), the same for every system, metric and run."""
+    grp = raw.codes["group"]
+    pairs = pd.DataFrame({"d": ds_c, "i": inst_g, "g": grp})
+    first = pairs.drop_duplicates(["d", "i", "g"])
+    clash = first.duplicated(["d", "i"], keep=False).to_numpy()
+    if not clash.any():
+        return
+    rows = first.index.to_numpy()[clash]
+    a = int(rows[0])
+    b = int(next(r for r in rows[1:] if ds_c[r] == ds_c[a] and inst_g[r] == inst_g[a]))
+    n_bad = int(first[clash].drop_duplicates(["d", "i"]).shape[0])
+    places = " and ".join(sources[raw.src[r]].where(int(raw.row[r])) for r in (a, b))
+    names = raw.names["group"]
+    raise DataValidationError(
+        f"dataset {ds_names[ds_c[a]]!r}: instance {inst_names[inst_g[a]]!r} is in two "
+        f"groups, {_show(names[grp[a]])} and {_show(names[grp[b]])} (at {places}); an "
+        f"instance belongs to one group for every system, metric and run"
+        f"{'' if n_bad == 1 else f' ({n_bad} such instances)'}"
+    )

@@ -23,7 +23,8 @@ from multistat.io._sources import (
 # ----------------------------------------------------------------------------- public
 def read_scores(path, *, format=None, system_col=None, metric_col=None, instance_col=None,
                 score_col=None, dataset_col=None, metric=None, dataset=None,
-                lower_is_better=(), missing="raise", systems=None, sep=None) -> pd.DataFrame:
+                lower_is_better=(), missing="raise", systems=None, sep=None,
+                run_col=None, group_col=None) -> pd.DataFrame:
     """Read per-instance scores into one validated long frame.
 
     Parameters
@@ -62,13 +63,26 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         instance, metric or dataset column).
     sep : str, optional
         Field separator of a text file: one character, or ``r"\\s+"`` (any whitespace).
+    run_col : str, optional
+        Column naming the run (training seed, sampling run...) of each score (long and
+        wide tables). Rows of one (system, instance) that differ in run are then data,
+        not duplicates; the frame gets a ``run`` column and the study (``cube.from_frame``)
+        a ``run_score(system, metric, instance, run)`` variable, NaN where a system lacks
+        a run, while ``score`` holds the run-averaged score every test uses. Every
+        instance of a system must have each of that system's runs (``missing="drop"``
+        drops the instances that do not).
+    group_col : str, optional
+        Column naming the group (document, talk, dialogue) of each instance; the frame
+        gets a ``group`` column and the study a ``group`` coordinate on ``instance``. An
+        instance must be in the same group for every system, metric and run.
 
     Returns
     -------
     pandas.DataFrame
         Columns ``dataset, system, metric, instance`` (str) and ``score`` (float64),
         sorted by dataset, metric, system, instance, each in the order of first
-        appearance in the file (so instances keep file order). ``attrs["metrics"]`` is
+        appearance in the file (so instances keep file order); then ``run`` and
+        ``group`` (str) when ``run_col``/``group_col`` are given. ``attrs["metrics"]`` is
         ``{metric: {"higher_is_better": bool, "kind": "mean" | "binary"}}`` (``binary``
         when every score of the metric is 0 or 1); ``attrs["dropped"]`` lists every
         dropped instance; ``attrs["source"]`` records the paths and the format.
@@ -146,6 +160,19 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             ("metric_col", metric_col, None, "metric"),
             ("dataset_col", dataset_col, None, "dataset")):
         cols[role], explicit[role] = _column_list(name, value, default)
+    extra = {}
+    for role, value in (("run", run_col), ("group", group_col)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ParameterTypeError(f"`{role}_col` must be a column name (str); got "
+                                     f"{value!r}")
+        extra[role] = value
+    given = [c for c in (run_col, group_col) if c is not None]
+    taken = {*(cols["system"] or ()), *(cols["instance"] or ()), *(cols["score"] or ()),
+             *(cols["metric"] or ()), *(cols["dataset"] or ())}
+    for role, value in extra.items():
+        if value is not None and (value in taken or given.count(value) > 1):
+            raise ParameterError(f"`{role}_col={value!r}` names a column already used for "
+                                 f"another role")
     for role in ("metric", "dataset"):
         fixed = metric if role == "metric" else dataset
         if explicit[role] and fixed is not None:
@@ -183,6 +210,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     if fmt == "pairs":
         bad = [n for n in ("system_col", "instance_col", "score_col", "metric_col",
                            "dataset_col") if explicit[n.removesuffix("_col")]]
+        bad += [f"{r}_col" for r, v in extra.items() if v is not None]
         if bad:
             names = ", ".join(f"`{b}`" for b in bad)
             raise ParameterError(f"format='pairs' has no named columns; drop {names}")
@@ -225,7 +253,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                          metric_col=cols["metric"], instance_col=cols["instance"],
                          score_col=cols["score"][0], dataset_col=cols["dataset"],
                          metric=item_metric, dataset=dataset,
-                         default_dataset=default_dataset, explicit=explicit)
+                         default_dataset=default_dataset, explicit=explicit, extra=extra)
         else:
             if explicit["system"] or explicit["score"]:
                 raise ParameterError(
@@ -235,7 +263,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                          instance_col=cols["instance"], dataset_col=cols["dataset"],
                          metric=item_metric, dataset=dataset,
                          default_dataset=default_dataset, systems=systems,
-                         explicit=explicit)
+                         explicit=explicit, extra=extra)
     frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
                                         lower_is_better=lower_is_better)
     frame.attrs["metrics"] = metrics
