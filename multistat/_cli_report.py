@@ -35,6 +35,9 @@ def report_command(
     systems: Annotated[Path | None, typer.Option(
         "--systems", help="per-system scores with intervals (Parquet from `multistat "
                           "compare --systems-out`) for the leaderboards")] = None,
+    ranking: Annotated[Path | None, typer.Option(
+        "--ranking", help="ranking table (Parquet from `multistat rank`): cluster "
+                          "leaderboards and rank-interval figures")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -69,7 +72,7 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi)
+                        title=title, dpi=dpi, ranking=ranking)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

@@ -262,6 +262,7 @@ def compare_cmd(
 
 def _mount_subapps():
     from multistat._cli_corpus import load_labels_command, load_mt_command
+    from multistat._cli_rank import rank_command
     from multistat._cli_report import report_command
 
     app.command("load-mt", help="Machine-translation outputs + references -> a study of "
@@ -270,6 +271,8 @@ def _mount_subapps():
                 "precision/recall/F1 statistics.")(load_labels_command)
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
                 "self-contained HTML report from a compare table.")(report_command)
+    app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
+                "rank intervals (Parquet).")(rank_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -173,8 +173,8 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
                     continue
             X = score[:, ms][:, :, valid]
             n = X.shape[-1]
-            run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=name,
-                       scheduler=scheduler, n_chunks=n_chunks)
+            run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": name,
+                   "scheduler": scheduler, "n_chunks": n_chunks}
             if kind == "corpus":
                 from multistat.corpus import get_corpus_metric
 

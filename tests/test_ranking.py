@@ -191,3 +191,64 @@ def test_rank_errors(planted):
         multistat.rank(planted, equivalence_margin=-1)
     with pytest.raises(ParameterError, match="unknown metric"):
         multistat.rank(planted, metrics=["bleu"])
+
+
+# ----------------------------------------------------------------------------- CLI, report
+def run_cli(argv, capsys):
+    from multistat.cli import main
+
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exc:
+        status = exc.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
+    from multistat.io import read_parquet
+    from multistat.report import ranking as rr
+    from multistat.report import write_report
+
+    src = tmp_path / "planted.csv"
+    planted_frame().query("metric == 'score'").to_csv(src, index=False)
+    out = tmp_path / "ranking.parquet"
+    status, text, err = run_cli(["rank", src, "--out", out, "--n-resamples", 1000,
+                                 "--seed", 5, "--test", "t", "--correction", "holm",
+                                 "--alpha", 0.01], capsys)
+    assert status in (0, None), err
+    assert "cluster 1: top1 (1-2), top2 (1-2)" in text
+    assert "cluster 2: mid (3-3)" in text
+    board = read_parquet(out)
+    assert tuple(board.columns) == ranking.COLUMNS
+    meta = board.attrs["multistat"]
+    assert (meta["test"], meta["correction"], meta["seed"], meta["n_resamples"],
+            meta["alpha"]) == ("t", "holm", 5, 1000, 0.01)
+    assert board.set_index("system")["cluster"].to_dict() == {
+        "top1": 1, "top2": 1, "mid": 2, "low1": 3, "low2": 3}
+    # the WMT-style tables: a rule between clusters (Markdown rule row, LaTeX \midrule)
+    disp = rr.cluster_leaderboard(board)
+    md = rr.to_markdown(disp).splitlines()
+    assert [i for i, line in enumerate(md) if "───" in line] == [4, 6]
+    assert md[2].startswith("| 1 | 1.5 | 1–2 | 1–2 | top1 |")
+    tex = rr.to_latex(disp, caption="c")
+    assert tex.count(r"\midrule") == 3  # header rule + 2 cluster boundaries
+    # and the HTML report with the section, figure and files
+    results = multistat.compare(multistat.load(src), tests=("t",), effect_sizes=False)
+    html = write_report(results, tmp_path / "rep", ranking=out).read_text()
+    assert 'id="ranking"' in html and "rank intervals of planted score" in html
+    assert (tmp_path / "rep/figures/rank_intervals_planted_score.png").stat().st_size > 1000
+    for f in ("ranking.csv", "ranking_planted_score.md", "ranking_planted_score.tex"):
+        assert (tmp_path / "rep/tables" / f).is_file()
+
+
+def test_cli_rank_errors_are_one_line(tmp_path, capsys):
+    src = tmp_path / "planted.csv"
+    planted_frame().to_csv(src, index=False)
+    status, _, err = run_cli(["rank", src, "--out", tmp_path / "r.parquet", "--alpha", 2],
+                             capsys)
+    assert status == 2 and err.count("\n") == 1 and "`alpha` must be in" in err
+    status, _, err = run_cli(["rank", src, "--out", tmp_path / "r.parquet", "--metrics",
+                              "bleu"], capsys)
+    assert status == 2 and "unknown metric(s) ['bleu']" in err
+    assert not (tmp_path / "r.parquet").exists()

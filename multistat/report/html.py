@@ -145,7 +145,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24) -> Path:
+                 max_power_figures: int = 24, ranking=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -179,6 +179,10 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     title : report title
     dpi : resolution of the PNG figures
     max_power_figures : cap on the number of power-curve figures
+    ranking : optional :func:`multistat.rank` table (DataFrame or Parquet path): a section
+        with the cluster leaderboards and rank-interval figures
+        (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
+        ``figures/rank_intervals_*.png``)
 
     Returns
     -------
@@ -240,6 +244,12 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     parts.append(_table(_overview(res, lb_all, chosen), cls="overview",
                         numeric=("systems", "pairs", "significant pairs")))
     parts.append("</section>")
+
+    if ranking is not None:  # cluster leaderboards (multistat.report.ranking)
+        from multistat.report.ranking import write_ranking
+
+        parts.append(write_ranking(ranking, out, dpi=dpi))
+        toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
 
     # ------------------------------------------------------------------ analysis
     if analysis is not None:

@@ -1,0 +1,72 @@
+"""``multistat rank``: the leaderboard table (clusters, rank ranges, rank intervals).
+
+Mounted in :mod:`multistat.cli` as ``app.command("rank")(rank_command)``. Errors are
+:class:`~multistat.errors.MultistatError` and become one line on stderr with exit status
+2 in :func:`multistat.cli.main`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _split(text):
+    return None if not text else [t.strip() for t in text.split(",") if t.strip()]
+
+
+def rank_command(
+    study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="ranking table (Parquet)")] =
+    Path("ranking.parquet"),
+    test: Annotated[str, typer.Option(
+        help="pairwise test behind clusters and rank ranges: auto (= bootstrap of the "
+             "score difference, any metric kind), t, wilcoxon, sign, bootstrap, "
+             "permutation")] = "auto",
+    correction: Annotated[str, typer.Option(
+        help="correction within each dataset x metric: holm, westfall-young (resampling "
+             "tests), any statsmodels multipletests method, or none")] = "holm",
+    alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
+    seed: Annotated[int, typer.Option(help="seed of the shared plan (0 is a seed)")] = 0,
+    n_resamples: Annotated[int, typer.Option(
+        help="resamples of the shared bootstrap plan (and of the resampling test)")] =
+    10_000,
+    confidence_level: Annotated[float, typer.Option(
+        help="level of the score and rank intervals")] = 0.95,
+    equivalence_margin: Annotated[float | None, typer.Option(
+        help="margin delta (metric units): adds equivalent_to_next (TOST within "
+             "+-delta, corrected)")] = None,
+    metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
+    datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
+    scheduler: Annotated[str, typer.Option(
+        help="threads | processes | synchronous | tcp://host:port")] = "threads",
+) -> None:
+    """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
+    above is significantly better than every system below), rank ranges from the
+    corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
+    prints the clusters."""
+    from multistat import cube
+    from multistat.io import write_parquet
+    from multistat.ranking import rank
+
+    start = time.perf_counter()
+    board = rank(cube.load(study), test=test,
+                 correction=None if correction == "none" else correction, alpha=alpha,
+                 seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
+                 equivalence_margin=equivalence_margin, metrics=_split(metrics),
+                 datasets=_split(datasets), scheduler=scheduler)
+    meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
+    write_parquet(board, out, metadata=meta)
+    for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
+        typer.echo(f"{ds} / {metric}:")
+        for c, gc in g.groupby("cluster", sort=True):
+            members = ", ".join(f"{s} ({lo:g}-{hi:g})" for s, lo, hi in
+                                zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"]))
+            typer.echo(f"  cluster {c}: {members}")
+    typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={alpha}; "
+               f"rank intervals at {confidence_level:g} from {n_resamples} resamples "
+               f"(seed {seed})")
+    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
