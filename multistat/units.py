@@ -20,7 +20,7 @@ import xarray as xr
 
 from multistat import cube
 from multistat._validation import check_choice, check_int, check_seed
-from multistat.errors import DataValidationError
+from multistat.errors import DataValidationError, ParameterError
 from multistat.resampling import block_rng
 
 
@@ -38,9 +38,9 @@ def partition(n: int, size: int, remainder: str = "spread") -> list[np.ndarray]:
 
 def _unit_reduce(values: np.ndarray, groups: list[np.ndarray], statistic: str) -> np.ndarray:
     """Reduce the last axis of ``values`` over ``groups`` (vectorized per group length)."""
-    out = np.empty(values.shape[:-1] + (len(groups),), dtype=np.float64)
+    out = np.full(values.shape[:-1] + (len(groups),), np.nan)
     lengths = np.array([len(g) for g in groups])
-    for length in np.unique(lengths):
+    for length in np.unique(lengths[lengths > 0]):  # an empty group stays NaN
         which = np.flatnonzero(lengths == length)
         idx = np.stack([groups[w] for w in which])  # (units, length)
         block = values[..., idx]  # (..., units, length)
@@ -53,16 +53,23 @@ def _order(name: str, n: int, seed) -> np.ndarray:
 
 
 def _metric_groups(valid_m: np.ndarray, groups_all, size, remainder):
+    """Units of one metric: the valid instances re-partitioned (``size`` units), or each
+    group restricted to its valid instances (``size=None``: units by group; a group with
+    none left is an empty unit, NaN)."""
     keep = np.flatnonzero(valid_m)
     if len(keep) == len(valid_m):
         return groups_all
+    if size is None:
+        return [g[valid_m[g]] for g in groups_all]
     return [keep[g] for g in partition(len(keep), size, remainder)]
 
 
-def _unit_values(score: np.ndarray, kinds, size: int, statistic: str, remainder: str
-                 ) -> np.ndarray:
-    """Units of an already ordered ``(system, metric, instance)`` block."""
-    groups_all = partition(score.shape[-1], size, remainder)
+def _unit_values(score: np.ndarray, kinds, size, statistic: str, remainder: str,
+                 groups_all=None) -> np.ndarray:
+    """Units of an already ordered ``(system, metric, instance)`` block (``size=None``:
+    the given ``groups_all``, one unit per group)."""
+    if groups_all is None:
+        groups_all = partition(score.shape[-1], size, remainder)
     out = np.full(score.shape[:2] + (len(groups_all),), np.nan)
     valid = ~np.isnan(score[0])  # (metric, instance); NaN covers all systems
     for m in range(score.shape[1]):
@@ -72,9 +79,11 @@ def _unit_values(score: np.ndarray, kinds, size: int, statistic: str, remainder:
     return out
 
 
-def _unit_stats(stats: np.ndarray, valid, kinds, size, remainder) -> np.ndarray:
+def _unit_stats(stats: np.ndarray, valid, kinds, size, remainder, groups_all=None
+                ) -> np.ndarray:
     """Sum corpus statistics ``(system, metric, instance, stat)`` within units."""
-    groups_all = partition(stats.shape[2], size, remainder)
+    if groups_all is None:
+        groups_all = partition(stats.shape[2], size, remainder)
     out = np.zeros(stats.shape[:2] + (len(groups_all), stats.shape[3]))
     for m in range(stats.shape[1]):
         if kinds[m] != "corpus":
@@ -82,7 +91,7 @@ def _unit_stats(stats: np.ndarray, valid, kinds, size, remainder) -> np.ndarray:
         groups = _metric_groups(valid[m], groups_all, size, remainder)
         s = np.moveaxis(stats[:, m], -1, 1)  # (system, stat, instance)
         summed = _unit_reduce(s, groups, "mean") * np.array([len(g) for g in groups])
-        out[:, m, : len(groups)] = np.moveaxis(summed, 1, -1)
+        out[:, m, : len(groups)] = np.nan_to_num(np.moveaxis(summed, 1, -1))
     return out
 
 
@@ -112,6 +121,51 @@ def _units_of_dataset(ds: xr.Dataset, size: int, statistic: str, seed, remainder
         unit_remainder=remainder, instances_before_units=n)
 
 
+GROUP = "group"  # coordinate on ``instance``: the document / talk / dialogue of each instance
+
+
+def groups_of(ds: xr.Dataset, coord: str = GROUP) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``(labels, index arrays)`` of the groups of a dataset's instances, labels sorted
+    (so the units do not depend on the order of the input rows)."""
+    name = ds.attrs.get("dataset", "?")
+    if coord not in ds.coords or ds[coord].dims != ("instance",):
+        raise DataValidationError(
+            f"dataset {name!r} has no {coord!r} coordinate on its instances: read the scores "
+            f"with read_scores(..., group_col=...) (or assign_coords({coord}=('instance', "
+            "labels))) to make units by group")
+    labels = np.asarray(ds[coord].values).astype(str)
+    uniq, inverse = np.unique(labels, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1]
+    return uniq, np.split(order, bounds)
+
+
+def _group_units_of_dataset(ds: xr.Dataset, statistic: str) -> xr.Dataset:
+    """One unit per group (``by="group"``)."""
+    name = ds.attrs.get("dataset", "")
+    labels, groups = groups_of(ds)
+    if len(groups) < 2:
+        raise DataValidationError(f"dataset {name!r}: all {ds.sizes['instance']} instances "
+                                  f"are in one group ({labels[0]!r}); units by group need "
+                                  "at least 2 groups")
+    kinds = ds.kind.values
+    score = np.asarray(ds[cube.SCORE].values)
+    units = _unit_values(score, kinds, None, statistic, "spread", groups_all=groups)
+    stats = None
+    if cube.STATS in ds:
+        stats = _unit_stats(np.asarray(ds[cube.STATS].values), ~np.isnan(score[0]), kinds,
+                            None, "spread", groups_all=groups)
+    sizes = np.array([len(g) for g in groups])
+    out_kinds = np.where((kinds == "binary") & (sizes.max() > 1), "mean", kinds)
+    out = cube.make_dataset(
+        name, units, systems=ds.system.values, metrics=ds.metric.values, instances=labels,
+        higher_is_better=ds.higher_is_better.values, kind=out_kinds,
+        corpus_fn=ds.corpus_fn.values, stats=stats)
+    return out.assign_coords(unit_n=("instance", sizes)).assign_attrs(
+        unit_size=-1, unit_by=GROUP, unit_statistic=statistic, unit_seed=-1,
+        unit_remainder="", instances_before_units=ds.sizes["instance"])
+
+
 def _seed_attr(seed):
     """The seed as a NetCDF-storable attribute: -1 for none, a SeedSequence's entropy
     (as text when it does not fit in int64)."""
@@ -123,14 +177,19 @@ def _seed_attr(seed):
     return seed
 
 
-def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", seed=None,
-                     remainder: str = "spread") -> xr.DataTree:
-    """Group instances into evaluation units of ``size`` (a study of the same shape).
+def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | None = None,
+                     statistic: str = "mean", seed=None, remainder: str = "spread"
+                     ) -> xr.DataTree:
+    """Group instances into evaluation units of ``size``, or one unit per group.
 
     Parameters
     ----------
     study : the study (:func:`multistat.load`)
-    size : instances per unit ``m`` (``1`` returns the study unchanged)
+    size : instances per unit ``m`` (``1`` returns the study unchanged); give ``size`` or
+        ``by``
+    by : ``"group"``: one unit per value of the instances' ``group`` coordinate
+        (documents, talks, dialogues: ``read_scores(..., group_col=...)``), units labelled
+        by the group, sorted; a metric's missing instances are left out of their group
     statistic : ``"mean"`` or ``"median"`` of the instances in a unit
     seed : None (no shuffle, NLPStatTest's default) or a non-negative int: shuffle the
         instances with this seed first, identically for every system and metric
@@ -141,7 +200,8 @@ def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", 
     -------
     xarray.DataTree
         Same systems and metrics; the ``instance`` dimension now indexes units
-        (labels ``unit-00000``...; coordinate ``unit_n`` = instances per unit). Dask-backed
+        (labels ``unit-00000``..., or the group labels; coordinate ``unit_n`` = instances
+        per unit, attribute ``unit_by`` = ``"group"`` for units by group). Dask-backed
         input gives dask-backed output (the work stays lazy until computed). With
         ``size > 1`` a ``binary`` metric becomes ``mean`` (its units are proportions).
 
@@ -151,8 +211,17 @@ def evaluation_units(study: xr.DataTree, *, size: int, statistic: str = "mean", 
     >>> np.array_split(np.arange(7), 7 // 3)   # units of a 7-instance set with size 3
     [array([0, 1, 2, 3]), array([4, 5, 6])]
     """
-    size = check_int("size", size, minimum=1)
     check_choice("statistic", statistic, ("mean", "median"))
+    if by is not None:
+        check_choice("by", by, (GROUP,))
+        if size is not None or seed is not None:
+            raise ParameterError("`by='group'` makes one unit per group: give neither "
+                                 f"`size` (got {size!r}) nor `seed` (got {seed!r})")
+        return cube.make_study({name: _group_units_of_dataset(ds.compute(), statistic)
+                                for name, ds in cube.datasets(study).items()})
+    if size is None:
+        raise ParameterError("give `size` (instances per unit) or `by='group'`")
+    size = check_int("size", size, minimum=1)
     check_choice("remainder", remainder, ("spread", "drop"))
     if seed is not None:
         seed = check_seed(seed)
