@@ -334,6 +334,14 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         h.append("</section>")
         fam_html.append("".join(h))
 
+    # ------------------------------------------------------------------ across test sets
+    from multistat.report.across import across_section  # engineer E's section (issue 11)
+
+    across_html = across_section(res, figdir, tabdir, dpi=dpi,
+                                 test=test if isinstance(test, str) else None)
+    if across_html:
+        toc.append(("across", "Across test sets"))
+
     # ------------------------------------------------------------------ power
     power_html = _power_section(res, powers, figdir, dpi, max_power_figures)
     if power_html:
@@ -349,7 +357,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
            f'{len(chosen)} dataset × metric combination(s) · tables also in '
            f'<code>tables/</code>, figures in <code>figures/</code></p>'),
            f"<nav><strong>Contents</strong><ol>{nav}</ol></nav>",
-           *parts, *fam_html, power_html, "</main></body></html>"]
+           *parts, *fam_html, across_html, power_html, "</main></body></html>"]
     path = out / "report.html"
     path.write_text("\n".join(doc), encoding="utf-8")
     return path

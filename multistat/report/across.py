@@ -1,0 +1,182 @@
+"""The report's "Across test sets" section: Friedman/Nemenyi table, critical-difference
+diagram (Demšar 2006, figure 1 style) and replicability table (Dror et al. 2017).
+
+Blocks are the dataset x metric combinations of a compare table, with each system's
+score from the ``score_a``/``score_b`` columns (oriented by the metric's
+``higher_is_better``). The section is left out when there are fewer than 2 blocks or
+fewer than 3 systems scored in every block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from multistat.across import FriedmanResult, friedman, replicability
+from multistat.report.tables import to_markdown
+
+__all__ = ["cd_diagram", "wide_scores", "across_section"]
+
+_INK = "#1a1a1a"
+_CLIQUE = "#0072B2"  # Okabe-Ito blue
+
+
+def wide_scores(results: pd.DataFrame) -> pd.DataFrame:
+    """Blocks (``dataset/metric``) x systems of oriented scores (larger is better) from a
+    compare table; only systems scored in every block are kept."""
+    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
+    if not cols <= set(results.columns):
+        return pd.DataFrame()
+    hib = (results["higher_is_better"].astype(bool) if "higher_is_better" in results
+           else pd.Series(True, index=results.index))
+    sign = np.where(hib, 1.0, -1.0)
+    block = results["dataset"].astype(str) + "/" + results["metric"].astype(str)
+    long = pd.concat([
+        pd.DataFrame({"block": block, "system": results["system_a"].astype(str),
+                      "score": results["score_a"].to_numpy(float) * sign}),
+        pd.DataFrame({"block": block, "system": results["system_b"].astype(str),
+                      "score": results["score_b"].to_numpy(float) * sign})])
+    wide = long.groupby(["block", "system"], sort=False)["score"].first().unstack("system")
+    return wide.dropna(axis=1, how="any")
+
+
+def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
+    """Maximal runs of systems (sorted by rank) whose rank range is below ``cd``: the bars
+    that join systems the Nemenyi test does not separate."""
+    r = mean_ranks.to_numpy()
+    spans = []
+    for i in range(len(r)):
+        j = i
+        while j + 1 < len(r) and r[j + 1] - r[i] < cd:
+            j += 1
+        if j > i and not any(a <= i and j <= b for a, b in spans):
+            spans.append((i, j))
+    return [(r[a], r[b]) for a, b in spans]
+
+
+def cd_diagram(result: FriedmanResult, *, title: str | None = None) -> Figure:
+    """Critical-difference diagram: the rank axis (1 = best, on the left), each system at
+    its mean rank, the Nemenyi critical difference as a bar, and thick bars joining
+    systems whose mean ranks differ by less than the CD (not significantly different)."""
+    from multistat.report.plots import _t
+
+    mr = result.mean_ranks.sort_values(kind="stable")
+    k = len(mr)
+    half = (k + 1) // 2
+    fig = Figure(figsize=(7.5, 1.3 + 0.3 * half))
+    ax = fig.add_subplot()
+    lo, hi = 1, k
+    ax.set_xlim(lo - 0.3, hi + 0.3)
+    ax.set_ylim(-(half * 0.55 + 0.35), 1.75)
+    ax.axis("off")
+    ax.hlines(0, lo, hi, color=_INK, lw=1.2)
+    for t in range(lo, hi + 1):
+        ax.vlines(t, 0, 0.18, color=_INK, lw=1)
+        ax.text(t, 0.3, str(t), ha="center", va="bottom", fontsize=9)
+    cd = result.critical_difference
+    ax.hlines(1.2, lo, lo + cd, color=_INK, lw=1.5)
+    ax.vlines([lo, lo + cd], 1.1, 1.3, color=_INK, lw=1.5)
+    ax.text(lo + cd / 2, 1.35, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=9)
+    for i, (name, r) in enumerate(mr.items()):
+        left = i < half
+        y = -(i + 1) * 0.55 if left else -(k - i) * 0.55
+        x_text = lo - 0.25 if left else hi + 0.25
+        ax.plot([r, r, x_text], [0, y, y], color=_INK, lw=0.8)
+        ax.text(x_text, y, f"{_t(name)} ({r:.2f})", ha="right" if left else "left",
+                va="center", fontsize=9)
+    for n, (a, b) in enumerate(_cliques(mr, cd)):
+        y = -0.2 - 0.14 * n
+        ax.hlines(y, a - 0.03, b + 0.03, color=_CLIQUE, lw=3.5)
+    head = title or (f"Friedman χ² = {result.statistic:.2f}, p = {result.p_value:.3g}; "
+                     f"N = {result.n_blocks} blocks; α = {result.alpha:g}")
+    ax.set_title(_t(head), fontsize=9.5, pad=4)
+    fig.subplots_adjust(left=0.22, right=0.78, top=0.84, bottom=0.03)
+    return fig
+
+
+def _fmt(v) -> str:
+    from multistat.report.tables import _fmt as fmt
+
+    return fmt(v)
+
+
+def _write(path, text: str) -> None:
+    from multistat._atomic import write_text
+
+    write_text(path, text)
+
+
+def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
+                   test: str | None = None, alpha: float | None = None) -> str:
+    """HTML of the section (empty string when it does not apply); writes
+    ``figures/cd_diagram.png``, ``tables/friedman.{csv,md}`` and
+    ``tables/replicability.{csv,md}``."""
+    from multistat.report.html import _e, _img, _table
+    from multistat.report.plots import save_png
+
+    wide = wide_scores(results)
+    if wide.shape[0] < 2 or wide.shape[1] < 3:
+        return ""
+    if alpha is None:
+        alpha = float(results["alpha"].iloc[0]) if "alpha" in results else 0.05
+    fr = friedman(wide, alpha=alpha)
+    ranks = fr.to_frame()[["system", "mean_rank"]]
+    summary = pd.DataFrame({
+        "quantity": ["blocks (dataset × metric)", "systems", "Friedman χ²", "p-value",
+                     "Iman-Davenport F", "p-value (F)", f"Nemenyi CD (α = {alpha:g})"],
+        "value": [str(fr.n_blocks), str(fr.n_systems), _fmt(fr.statistic),
+                  _fmt(fr.p_value), _fmt(fr.iman_davenport),
+                  _fmt(fr.iman_davenport_p_value), _fmt(fr.critical_difference)]})
+    pw = fr.pairwise[["system_a", "system_b", "rank_difference", "p_adjusted", "reject"]]
+    pw = pw.assign(rank_difference=[_fmt(v) for v in pw.rank_difference],
+                   p_adjusted=[_fmt(v) for v in pw.p_adjusted])
+    _write(tabdir / "friedman.csv", fr.pairwise.to_csv(index=False))
+    _write(tabdir / "friedman.md", to_markdown(pw))
+    png = save_png(cd_diagram(fr), figdir / "cd_diagram.png", dpi=dpi)
+    h = ['<section id="across"><h2>Across test sets</h2>',
+         f"<p>Systems ranked within each of the {fr.n_blocks} dataset × metric blocks "
+         "(1 = best, ties averaged); the Friedman test asks whether the mean ranks differ, "
+         "the Nemenyi critical difference (studentized range) says which pairs do "
+         "(Demšar 2006). Mean-rank post-hoc tests depend on the other systems compared; "
+         "<code>multistat friedman --posthoc wilcoxon-holm</code> compares the block "
+         "scores directly (Benavoli et al. 2016).</p>",
+         '<div class="grid">', _table(summary, cls="friedman"),
+         _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
+                cls="mean-ranks", numeric=("mean_rank",)), "</div>",
+         _img(png, "critical-difference diagram",
+              "Mean ranks (1 = best, left); systems joined by a thick bar differ by less "
+              "than the critical difference (not significantly different)."),
+         f"<details><summary>{len(pw)} Nemenyi comparisons</summary>",
+         _table(pw, cls="nemenyi"), "</details>"]
+    rep = _replicability_part(results, test, alpha, tabdir)
+    if rep is not None:
+        shown = rep[rep["k"] > 0]
+        h.append("<h3>Replicability across test sets</h3>"
+                 f"<p>For each claim “<em>better</em> beats the other system” "
+                 f"({_e(rep['test'].iloc[0])} test, one-sided p-values per dataset): k̂, the "
+                 "estimated number of datasets where it holds (Bonferroni and Fisher "
+                 "partial conjunction p-values), and the datasets Holm's procedure "
+                 f"identifies (Dror et al. 2017), α = {alpha:g}. {len(shown)} of "
+                 f"{len(rep)} claims hold on at least one dataset; all in "
+                 "<code>tables/replicability.csv</code>.</p>")
+        cols = ["metric", "better", "system_a", "system_b", "n_datasets", "k",
+                "k_fisher", "datasets"]
+        h.append(_table(shown[cols], cls="replicability",
+                        numeric=("n_datasets", "k", "k_fisher")))
+    h.append("</section>")
+    return "".join(h)
+
+
+def _replicability_part(results, test, alpha, tabdir):
+    if "test" not in results or results["dataset"].nunique() < 2:
+        return None
+    tests = list(dict.fromkeys(results["test"]))
+    test = test if isinstance(test, str) and test in tests else tests[0]
+    sub = results[results["test"] == test]
+    b = replicability(sub, alpha=alpha, method="bonferroni")
+    f = replicability(sub, alpha=alpha, method="fisher")
+    b = b.assign(k_fisher=f["k"].to_numpy())
+    _write(tabdir / "replicability.csv", b.to_csv(index=False))
+    _write(tabdir / "replicability.md", to_markdown(b))
+    return b
