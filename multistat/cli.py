@@ -122,6 +122,9 @@ def load(
 def units(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     size: Annotated[int, typer.Option("--size", "-m", help="instances per unit")] = 1,
+    by: Annotated[str | None, typer.Option(
+        help="group: one unit per group (document, talk) of the instances, from "
+             "--group-col at load time; replaces --size")] = None,
     statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
     seed: Annotated[int | None, typer.Option(
         help="shuffle instances with this seed first (default: no shuffle)")] = None,
@@ -134,8 +137,12 @@ def units(
     from multistat import cube
     from multistat.units import evaluation_units
 
-    result = evaluation_units(_open(study), size=size, statistic=statistic, seed=seed,
-                              remainder=remainder)
+    if by is not None:
+        result = evaluation_units(_open(study), by=by, statistic=statistic,
+                                  size=None if size == 1 else size, seed=seed)
+    else:
+        result = evaluation_units(_open(study), size=size, statistic=statistic, seed=seed,
+                                  remainder=remainder)
     cube.save(result, out)
     _echo_summary(result)
     typer.echo(f"wrote {out}")
@@ -261,6 +268,7 @@ def compare_cmd(
 
 
 def _mount_subapps():
+    from multistat._cli_across import friedman_command, replicability_command
     from multistat._cli_corpus import load_labels_command, load_mt_command
     from multistat._cli_rank import rank_command
     from multistat._cli_report import report_command
@@ -273,6 +281,11 @@ def _mount_subapps():
                 "self-contained HTML report from a compare table.")(report_command)
     app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
                 "rank intervals (Parquet).")(rank_command)
+    app.command("friedman", help="Friedman test across test sets x metrics with Nemenyi, "
+                "Bonferroni-Dunn or Wilcoxon-Holm post-hoc tests and a critical-difference "
+                "diagram.")(friedman_command)
+    app.command("replicability", help="On how many test sets, and which, an effect holds "
+                "(Dror et al. 2017).")(replicability_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from multistat import cube
@@ -84,3 +88,41 @@ def test_groups_of_and_errors():
         evaluation_units(cube.make_study([ds]), by="doc")
     with pytest.raises(ParameterError, match="give `size`"):
         evaluation_units(cube.make_study([ds]))
+
+
+# ----------------------------------------------------------------- real data: MQM TED
+MQM_TED = Path(__file__).resolve().parent / "data" / "mqm-ted-ende" / "ratings.tsv.gz"
+
+
+def mqm_ted_segments() -> pd.DataFrame:
+    """Segment-level MQM scores of the TED slice: Major 5, Minor 1, Minor
+    Fluency/Punctuation 0.1 (Freitag et al. 2021 weights), summed per system x segment,
+    negated so that higher is better; one row per system x segment with its talk."""
+    rows = pd.read_csv(MQM_TED, sep="\t", quoting=csv.QUOTE_NONE, keep_default_na=False)
+    weight = rows["severity"].map({"Major": 5.0, "Minor": 1.0, "No-error": 0.0})
+    weight[(rows["severity"] == "Minor") & (rows["category"] == "Fluency/Punctuation")] = 0.1
+    seg = (rows.assign(penalty=weight)
+           .groupby(["system", "doc", "seg_id"], as_index=False)["penalty"].sum())
+    return seg.assign(score=-seg["penalty"])
+
+
+def mqm_ted_dataset():
+    seg = mqm_ted_segments()
+    wide = seg.pivot(index="seg_id", columns="system", values="score")
+    doc = seg.drop_duplicates("seg_id").set_index("seg_id")["doc"].loc[wide.index]
+    ds = cube.make_dataset("ted", wide.to_numpy().T[:, None, :], systems=wide.columns,
+                           metrics=["mqm"], instances=wide.index.astype(str))
+    return ds.assign_coords(group=("instance", doc.to_numpy().astype(str)))
+
+
+def test_mqm_ted_units_by_talk():
+    ds = mqm_ted_dataset()
+    assert ds.sizes["instance"] == 529 and ds.sizes["system"] == 4
+    out = cube.datasets(evaluation_units(cube.make_study([ds]), by="group"))["ted"]
+    seg = mqm_ted_segments()
+    ref = seg.groupby(["system", "doc"])["score"].mean().unstack("doc")  # pandas reference
+    assert out.instance.values.tolist() == ["talk.1", "talk.3", "talk.4", "talk.5",
+                                            "talk.6"]
+    assert out.unit_n.values.tolist() == [140, 31, 129, 70, 159]  # segments per talk
+    np.testing.assert_allclose(out.score.values[:, 0],
+                               ref.loc[out.system.values, out.instance.values].to_numpy())

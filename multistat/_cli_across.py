@@ -1,0 +1,170 @@
+"""``multistat friedman`` and ``multistat replicability``: across test sets (issue 11).
+
+Mounted in :mod:`multistat.cli` with ``app.command(...)``. Errors are
+:class:`~multistat.errors.MultistatError` and become one line on stderr with exit
+status 2 in :func:`multistat.cli.main`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from multistat.errors import InputFileError, ParameterError
+
+
+def _compare_table(frame) -> bool:
+    return {"system_a", "system_b", "p_value", "dataset"} <= set(frame.columns)
+
+
+def _blocks(input: Path, wide: bool, lower_is_better: bool):
+    """What to rank: a compare table (its score_a/score_b), a wide table (rows = blocks,
+    first column the block name) or a study."""
+    from multistat.io._parsing import read_table
+
+    if wide:
+        frame = read_table(input)
+        if frame.shape[1] < 2:
+            raise InputFileError(f"{input}: a wide table needs a block column and at least "
+                                 "3 system columns")
+        return frame.set_index(frame.columns[0]), not lower_is_better
+    if input.suffix == ".parquet":
+        from multistat.io import read_parquet
+
+        frame = read_parquet(input)
+        if _compare_table(frame):
+            from multistat.report.across import wide_scores
+
+            return wide_scores(frame), True  # oriented by each metric's direction
+    from multistat import cube
+
+    return cube.load(input), True
+
+
+def friedman_command(
+    input: Annotated[Path, typer.Argument(help="a compare table (Parquet from `multistat "
+                                                "compare`), a study (.nc or score file), "
+                                                "or with --wide a table of blocks x "
+                                                "systems")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="pairwise post-hoc table "
+                                                           "(Parquet)")] =
+    Path("friedman.parquet"),
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="INPUT is a table with one row per block (test set, or test set x "
+                       "metric): first column the block name, one column per system")] =
+    False,
+    lower_is_better: Annotated[bool, typer.Option(
+        "--lower-is-better", help="with --wide: smaller scores are better")] = False,
+    posthoc: Annotated[str, typer.Option(
+        help="nemenyi | bonferroni-dunn (against --control) | wilcoxon-holm")] = "nemenyi",
+    control: Annotated[str | None, typer.Option(
+        help="control system of bonferroni-dunn (default: the best mean rank)")] = None,
+    alpha: Annotated[float, typer.Option(help="level of the critical difference")] = 0.05,
+    figure: Annotated[Path | None, typer.Option(
+        "--figure", help="also draw the critical-difference diagram (PNG)")] = None,
+):
+    """Friedman test over blocks (test sets x metrics) with a post-hoc test; prints the
+    statistic, Iman-Davenport F, mean ranks and the Nemenyi critical difference."""
+    from multistat.across import friedman
+    from multistat.io import write_parquet
+
+    scores, hib = _blocks(input, wide, lower_is_better)
+    r = friedman(scores, higher_is_better=hib, alpha=alpha, posthoc=posthoc,
+                 control=control)
+    meta = {"stage": "friedman", "input": str(input), "posthoc": posthoc, "alpha": alpha,
+            "control": r.control or "", "statistic": r.statistic, "p_value": r.p_value,
+            "iman_davenport": r.iman_davenport,
+            "iman_davenport_p_value": r.iman_davenport_p_value,
+            "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
+            "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
+    write_parquet(r.pairwise, out, metadata=meta)
+    typer.echo(f"Friedman chi2 = {r.statistic:.4g}, p = {r.p_value:.4g}; Iman-Davenport F "
+               f"= {r.iman_davenport:.4g}, p = {r.iman_davenport_p_value:.4g} "
+               f"({r.n_systems} systems, {r.n_blocks} blocks)")
+    typer.echo(f"Nemenyi critical difference (alpha={alpha:g}): "
+               f"{r.critical_difference:.4g}")
+    typer.echo("mean ranks (1 = best): " + ", ".join(f"{k} {v:.2f}"
+                                                     for k, v in r.mean_ranks.items()))
+    sig = r.pairwise[r.pairwise["reject"]]
+    typer.echo(f"{len(sig)} of {len(r.pairwise)} pairs differ ({posthoc}): " +
+               ", ".join(f"{a}-{b}" for a, b in zip(sig.system_a, sig.system_b)))
+    if figure is not None:
+        from multistat.report.across import cd_diagram
+        from multistat.report.plots import save_png
+
+        figure.parent.mkdir(parents=True, exist_ok=True)
+        from multistat._atomic import write_bytes
+
+        write_bytes(figure, save_png(cd_diagram(r)))
+        typer.echo(f"wrote {figure}")
+    typer.echo(f"wrote {out}")
+
+
+def _p_list(text: str):
+    """``0.01,0.2`` or ``newstest=0.01,ted=0.2``."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    named = ["=" in t for t in items]
+    if any(named) and not all(named):
+        raise ParameterError("--p-values: name every p-value (set=p) or none")
+    out = {}
+    for i, t in enumerate(items):
+        name, _, value = t.rpartition("=") if "=" in t else (f"dataset{i + 1}", "", t)
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ParameterError(f"--p-values: {t!r} is not a number (item {i + 1})") \
+                from None
+    return out
+
+
+def replicability_command(
+    input: Annotated[Path | None, typer.Argument(
+        help="compare table (Parquet from `multistat compare` over several datasets)")] =
+    None,
+    p_values: Annotated[str | None, typer.Option(
+        "--p-values", help="instead of INPUT: one p-value per test set, comma-separated "
+                           "(0.01,0.2,...) or named (newstest=0.01,ted=0.2)")] = None,
+    alpha: Annotated[float, typer.Option(help="family-wise level")] = 0.05,
+    method: Annotated[str, typer.Option(
+        help="bonferroni (any dependence) | fisher (independent test sets)")] =
+    "bonferroni",
+    test: Annotated[str | None, typer.Option(
+        help="only this test of the compare table (default: every test)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="with INPUT: the replicability table (Parquet)")] = None,
+):
+    """How many test sets, and which, show an effect (Dror et al. 2017): k-hat from
+    partial conjunction p-values, datasets identified by Holm's procedure."""
+    from multistat.across import replicability
+
+    if (input is None) == (p_values is None):
+        raise ParameterError("give a compare table INPUT or --p-values, not both")
+    if p_values is not None:
+        r = replicability(_p_list(p_values), alpha=alpha, method=method)
+        typer.echo(f"k = {r.k} of {len(r.p_values)} test sets ({method}, alpha={alpha:g})")
+        typer.echo("partial conjunction p (u = 1..N): " +
+                   ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
+        typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
+        return
+    from multistat.io import read_parquet, write_parquet
+
+    table = read_parquet(input)
+    if test is not None:
+        if test not in set(table.get("test", [])):
+            raise ParameterError(f"--test {test!r} is not in {input} (tests: "
+                                 f"{', '.join(sorted(set(table.get('test', []))))})")
+        table = table[table["test"] == test]
+    res = replicability(table, alpha=alpha, method=method)
+    out = out or Path("replicability.parquet")
+    write_parquet(res, out, metadata={"stage": "replicability", "input": str(input),
+                                      "alpha": alpha, "method": method})
+    held = res[res["k"] > 0]
+    typer.echo(f"{len(held)} of {len(res)} claims hold on at least one test set "
+               f"({method}, alpha={alpha:g}):")
+    cols = ["metric", "better", "system_a", "system_b", "test", "n_datasets", "k",
+            "datasets"]
+    if len(held):
+        typer.echo(held[cols].to_string(index=False, max_rows=30))
+    typer.echo(f"wrote {out}")

@@ -1,0 +1,134 @@
+"""``multistat friedman``, ``multistat replicability`` and ``multistat units --by group``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import multistat
+from multistat import cube
+from multistat.cli import main
+from multistat.io import read_parquet
+
+
+def run(argv, capsys):
+    try:
+        status = main([str(a) for a in argv])
+    except SystemExit as exc:
+        status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line_error(status, err, fragment):
+    assert status == 2 and "Traceback" not in err
+    lines = err.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("multistat: error: ")
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def study_and_table(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    nodes = {}
+    for d in ("newstest", "ted", "wmt"):
+        score = rng.normal(size=(4, 1, 50)) + np.array([0.8, 0.4, 0.0, -0.1])[:, None, None]
+        nodes[d] = cube.make_dataset(d, score, systems=list("ABCD"), metrics=["m"],
+                                     instances=[f"i{j}" for j in range(50)])
+    study = cube.make_study(nodes)
+    tmp = tmp_path_factory.mktemp("across")
+    path = tmp / "study.nc"
+    cube.save(study, path)
+    table = multistat.compare(study, tests=("t",), effect_sizes=False)
+    tpath = tmp / "results.parquet"
+    multistat.write_parquet(table, tpath)
+    return study, path, table, tpath
+
+
+def test_friedman_wide_table(tmp_path, capsys):
+    wide = tmp_path / "wide.csv"
+    pd.DataFrame({"block": ["s1", "s2", "s3", "s4"], "A": [0.9, 0.8, 0.85, 0.7],
+                  "B": [0.8, 0.7, 0.8, 0.6], "C": [0.7, 0.75, 0.6, 0.65]}).to_csv(
+        wide, index=False)
+    out, fig = tmp_path / "f.parquet", tmp_path / "cd.png"
+    status, stdout, err = run(["friedman", wide, "--wide", "-o", out, "--figure", fig],
+                              capsys)
+    assert status == 0, err
+    # chi2 = 6 and F_F = 9 worked by hand in tests/test_across.py; p = exp(-6/2) = .04979;
+    # F(2, 6) tail: (1 + 2 * 9 / 6)^(-6/2) = 4^-3 = 0.015625 (printed .4g: 0.01562)
+    assert stdout.splitlines()[0] == ("Friedman chi2 = 6, p = 0.04979; Iman-Davenport F = "
+                                      "9, p = 0.01562 (3 systems, 4 blocks)")
+    assert "mean ranks (1 = best): A 1.00, B 2.50, C 2.50" in stdout
+    assert fig.stat().st_size > 1000
+    pw = read_parquet(out)
+    assert len(pw) == 3 and pw.attrs["multistat"]["statistic"] == pytest.approx(6.0)
+    # lower is better flips the ranks
+    status, stdout, _ = run(["friedman", wide, "--wide", "--lower-is-better", "-o", out],
+                            capsys)
+    assert "mean ranks (1 = best): B 1.50, C 1.50, A 3.00" in stdout
+
+
+def test_friedman_study_and_compare_table_agree(study_and_table, tmp_path, capsys):
+    study, path, table, tpath = study_and_table
+    ref = multistat.friedman(study)
+    for src in (path, tpath):
+        status, stdout, err = run(["friedman", src, "-o", tmp_path / "f.parquet",
+                                   "--posthoc", "bonferroni-dunn", "--control", "D"],
+                                  capsys)
+        assert status == 0, err
+        assert f"Friedman chi2 = {ref.statistic:.4g}" in stdout
+        pw = read_parquet(tmp_path / "f.parquet")
+        assert set(pw.system_a) == {"D"} and len(pw) == 3
+
+
+def test_replicability_cli(study_and_table, tmp_path, capsys):
+    _, _, table, tpath = study_and_table
+    status, stdout, err = run(["replicability", "--p-values",
+                               "a=0.168,b=0.297,c=0.357,d=0.019,e=0.218,f=0.001"], capsys)
+    assert status == 0, err
+    # Dror et al.'s example (tests/test_across.py): k_Bonferroni = 1, Holm identifies f
+    assert stdout.splitlines() == [
+        "k = 1 of 6 test sets (bonferroni, alpha=0.05)",
+        "partial conjunction p (u = 1..N): 0.006, 0.095, 0.672, 0.672, 0.672, 0.672",
+        "identified by Holm: f"]
+    status, stdout, _ = run(["replicability", "--p-values", "0.168,0.297,0.357,0.019,"
+                             "0.218,0.001", "--method", "fisher"], capsys)
+    assert stdout.startswith("k = 2 of 6")
+    out = tmp_path / "rep.parquet"
+    status, stdout, err = run(["replicability", tpath, "-o", out], capsys)
+    assert status == 0, err
+    got = read_parquet(out)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True),
+                                  multistat.replicability(table).reset_index(drop=True),
+                                  check_dtype=False)
+
+
+def test_cli_errors(study_and_table, tmp_path, capsys):
+    _, path, _, tpath = study_and_table
+    one_line_error(*run(["replicability"], capsys)[::2], "not both")
+    one_line_error(*run(["replicability", "--p-values", "a=0.1,0.2"], capsys)[::2],
+                   "name every p-value")
+    one_line_error(*run(["replicability", "--p-values", "0.1,x"], capsys)[::2],
+                   "'x' is not a number")
+    one_line_error(*run(["replicability", tpath, "--test", "z"], capsys)[::2],
+                   "--test 'z' is not in")
+    one_line_error(*run(["friedman", path, "--posthoc", "tukey"], capsys)[::2],
+                   "`posthoc` must be one of")
+    one_line_error(*run(["friedman", path, "--control", "A"], capsys)[::2],
+                   "`control` applies only")
+
+
+def test_units_by_group(tmp_path, capsys):
+    score = np.arange(24, dtype=float).reshape(2, 1, 12)
+    ds = cube.make_dataset("docs", score, systems=["a", "b"], metrics=["m"],
+                           instances=[f"i{k:02d}" for k in range(12)])
+    ds = ds.assign_coords(group=("instance", [f"doc{k // 4}" for k in range(12)]))
+    src, out = tmp_path / "s.nc", tmp_path / "u.nc"
+    cube.save(cube.make_study([ds]), src)
+    status, stdout, err = run(["units", src, "--by", "group", "-o", out], capsys)
+    assert status == 0, err
+    got = cube.datasets(cube.open_study(out))["docs"]
+    assert got.instance.values.tolist() == ["doc0", "doc1", "doc2"]
+    # means of 4 consecutive values: 1.5, 5.5, 9.5 (system a), + 12 for b
+    np.testing.assert_allclose(got.score.values[:, 0], [[1.5, 5.5, 9.5], [13.5, 17.5, 21.5]])
