@@ -425,8 +425,9 @@ class TestErrors:
     def test_not_found_and_directory(self, tmp_path):
         with pytest.raises(InputFileError, match=r"nope\.csv: no such file"):
             read_scores(tmp_path / "nope.csv")
-        with pytest.raises(InputFileError, match=r"is a directory, not a score file"):
-            read_scores(tmp_path)
+        (tmp_path / "empty").mkdir()  # a folder is read file by file (one system each)
+        with pytest.raises(InputFileError, match=r"empty: the folder holds no score files"):
+            read_scores(tmp_path / "empty")
         with pytest.raises(ParameterTypeError, match=r"`path` must be a file path"):
             read_scores(3)
 
@@ -541,7 +542,7 @@ class TestErrors:
     def test_bad_parameters(self, tmp_path):
         path = write(tmp_path, "x.csv", LONG_CSV)
         with pytest.raises(ParameterError, match=r"`format` must be one of 'long', 'wide', "
-                                                 r"'pairs'; got 'csv'"):
+                                                 r"'pairs', 'lines', 'comet'; got 'csv'"):
             read_scores(path, format="csv")
         with pytest.raises(ParameterError, match=r"`missing` must be one of 'raise', 'drop'; "
                                                  r"got 'omit'"):

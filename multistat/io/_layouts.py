@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import lzma
+import re
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +20,7 @@ from multistat.io._parsing import (
     _read_text,
     _scores,
 )
-from multistat.io._sources import _WHITESPACE
+from multistat.io._sources import _WHITESPACE, _open_text, _show, _stem
 
 # ----------------------------------------------------------------------------- layouts
 _ROLES = ("dataset", "system", "metric", "instance")
@@ -191,9 +195,12 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
 
 
 def _pairs_layout(src, k, raw, *, systems, metric, dataset):
+    """Header-less numbers, one column per system: NLPStatTest pairs (2 systems) or one
+    score per line (1 system, named after the file)."""
     src.header = False
     src.skip_blank = False
-    if src.sep is None:
+    src.n_fields = len(systems)
+    if src.sep is None or src.sep == "\t" and len(systems) == 1:
         src.sep = _WHITESPACE
     frame = _read_text(src)
     blank = frame.isna().all(axis=1).to_numpy()
@@ -201,15 +208,108 @@ def _pairs_layout(src, k, raw, *, systems, metric, dataset):
     if n == 0:
         raise InputFileError(f"{src.path}: the file is empty")
     frame = frame.iloc[:n]
-    if frame.shape[1] != 2 or frame.isna().to_numpy().any():
-        bad = src.first_bad_line(2)
+    if frame.shape[1] != len(systems) or frame.isna().to_numpy().any():
+        bad = src.first_bad_line(len(systems))
         if bad is not None:
-            raise _malformed(src, bad, 2)
+            raise _malformed(src, bad, len(systems))
     rows = np.arange(n)
     instances = (rows.astype(np.int64), [str(i) for i in range(n)])
     for j, name in enumerate(systems):
-        scores = _scores(src, frame.iloc[:, j], name, label=f"column {j + 1} (system {name!r})")
+        label = (f"column {j + 1} (system {name!r})" if len(systems) > 1
+                 else f"system {name!r}")
+        scores = _scores(src, frame.iloc[:, j], name, label=label)
         raw.add(k, scores, rows, dataset=dataset, system=name, metric=metric,
                 instance=instances)
 
 
+# ----------------------------------------------------------------------------- COMET
+# comet-score (Unbabel/COMET, comet/cli/score.py) prints per segment
+#   "{file}\tSegment {i}\tscore: {score:.4f}"   (COMET >= 1.0; "\tvariance: ..." with MC
+#   dropout), older versions "Segment {i}\tscore: {score:.3f}" or "Segment {i} score: ...",
+# then one summary line per system, "{file}\tscore: {score:.4f}" (older: "System score:
+# {score}"), and optionally "Predictions saved in: {json}." and the embedding cache info.
+_COMET_SEGMENT = re.compile(
+    r"^(?:(?P<file>[^\t]*)\t)?Segment (?P<seg>\d+)[\t ]score: (?P<score>\S+)"
+    r"(?:\s+variance: \S+)?\s*$")
+_COMET_SUMMARY = re.compile(r"^(?:(?P<file>[^\t]*)\t)?(?:System )?score: (?P<score>\S+)\s*$")
+_COMET_TRAILERS = ("Predictions saved in: ", "CacheInfo(")
+
+
+def looks_like_comet(src) -> bool:
+    """A text file whose first non-blank line is a comet-score segment or summary line."""
+    line = src.first_line or ""
+    return src.kind == "text" and bool(_COMET_SEGMENT.match(line) or
+                                       _COMET_SUMMARY.match(line))
+
+
+def _comet_layout(src, k, raw, *, metric, dataset):
+    """Per-segment scores of ``comet-score`` output; one system per translation file."""
+    src.header = False
+    src.skip_blank = True
+    files, segs, scores, rows = [], [], [], []
+    summaries: dict[str, tuple[int, str]] = {}
+    row = -1
+    try:
+        with _open_text(src.path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                text = line.rstrip("\r\n")
+                if not text.strip():
+                    continue
+                row += 1
+                m = _COMET_SEGMENT.match(text)
+                if m:
+                    try:
+                        value = float(m["score"])
+                    except ValueError:
+                        raise InputFileError(f"{src.path}, line {lineno}: non-numeric score "
+                                             f"{_show(m['score'])}") from None
+                    files.append(m["file"] or "")
+                    segs.append(m["seg"])
+                    scores.append(value)
+                    rows.append(row)
+                    continue
+                m = _COMET_SUMMARY.match(text)
+                if m:
+                    summaries[m["file"] or ""] = (lineno, m["score"])
+                    continue
+                if text.startswith(_COMET_TRAILERS):
+                    continue
+                raise InputFileError(
+                    f"{src.path}, line {lineno}: not a line of comet-score output (expected "
+                    f"'FILE<tab>Segment N<tab>score: X' or 'FILE<tab>score: X'): "
+                    f"{_show(text)}")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"{src.path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise InputFileError(f"{src.path}: cannot be read ({exc})") from None
+    if not files:
+        raise InputFileError(
+            f"{src.path}: comet-score output without per-segment lines (only system "
+            f"scores, as with --only_system); multistat needs the segment scores")
+    uniq = list(dict.fromkeys(files))
+    stems = [_stem(Path(f)) if f else _stem(src.path) for f in uniq]
+    names = stems if len(set(stems)) == len(stems) else [f or _stem(src.path) for f in uniq]
+    code_of = {f: i for i, f in enumerate(uniq)}
+    sys_codes = np.array([code_of[f] for f in files], dtype=np.int64)
+    score = np.array(scores, dtype=np.float64)
+    for f, (lineno, token) in summaries.items():
+        if f not in code_of:
+            raise InputFileError(f"{src.path}, line {lineno}: system score for {f!r}, which "
+                                 f"has no segment lines")
+        mine = score[sys_codes == code_of[f]]
+        decimals = len(token.partition(".")[2])
+        try:
+            total = float(token)
+        except ValueError:
+            raise InputFileError(f"{src.path}, line {lineno}: non-numeric system score "
+                                 f"{_show(token)}") from None
+        mean = float(np.mean(mine))
+        if not abs(mean - total) <= 10.0 ** -max(decimals, 1) + 1e-12:
+            raise InputFileError(
+                f"{src.path}, line {lineno}: the system score {token} of {f or 'the system'!r} "
+                f"is not the mean of its {mine.size} segment scores ({mean:.6f}): is the "
+                f"output truncated or are two runs concatenated?")
+    inst_codes, inst_names = pd.factorize(pd.Series(segs, dtype=object))
+    raw.add(k, score, np.array(rows), dataset=dataset, system=(sys_codes, names),
+            metric=metric, instance=(inst_codes.astype(np.int64), [str(x) for x in inst_names]))

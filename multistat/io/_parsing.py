@@ -56,7 +56,7 @@ def _read_text(src: _Source) -> pd.DataFrame:
         except pd.errors.EmptyDataError:
             raise InputFileError(f"{src.path}: the file is empty") from None
         except (pd.errors.ParserError, pd.errors.ParserWarning):
-            bad = src.first_bad_line(None if src.header else 2)
+            bad = src.first_bad_line(None if src.header else src.n_fields)
             if bad is None:  # pragma: no cover - pandas and the scan disagree
                 raise InputFileError(f"{src.path}: cannot be parsed as a table") from None
             raise _malformed(src, bad, None) from None
@@ -80,7 +80,8 @@ def _read_text(src: _Source) -> pd.DataFrame:
 def _malformed(src: _Source, bad: tuple[int, str, int], expected: int | None) -> InputFileError:
     lineno, text, nfields = bad
     if expected is None:
-        expected = (len(_split_line(src.first_line, src.sep)) if src.header else 2)
+        expected = (len(_split_line(src.first_line, src.sep)) if src.header
+                    else src.n_fields)
     if nfields == 0:
         return InputFileError(
             f"{src.path}, line {lineno}: malformed line: blank line between data lines")

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+import glob
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
 from multistat._validation import check_choice
-from multistat.errors import ParameterError, ParameterTypeError
-from multistat.io._layouts import _long_layout, _pairs_layout, _Raw, _wide_layout
+from multistat.errors import InputFileError, ParameterError, ParameterTypeError
+from multistat.io._layouts import (
+    _comet_layout,
+    _long_layout,
+    _pairs_layout,
+    _Raw,
+    _wide_layout,
+    looks_like_comet,
+)
 from multistat.io._model import _validate
 from multistat.io._parsing import _column_list, _read_table
 from multistat.io._sources import (
     FORMATS,
     _looks_like_pairs,
+    _names,
     _normalise_sep,
     _resolve_source,
+    _show,
     _stem,
 )
 
@@ -24,18 +35,28 @@ from multistat.io._sources import (
 def read_scores(path, *, format=None, system_col=None, metric_col=None, instance_col=None,
                 score_col=None, dataset_col=None, metric=None, dataset=None,
                 lower_is_better=(), missing="raise", systems=None, sep=None,
-                run_col=None, group_col=None) -> pd.DataFrame:
+                run_col=None, group_col=None, dataset_from_filename=False) -> pd.DataFrame:
     """Read per-instance scores into one validated long frame.
 
     Parameters
     ----------
-    path : str or pathlib.Path, or mapping {metric: path}
-        The score file. ``.csv``, ``.tsv``, ``.txt`` (whitespace-separated), ``.jsonl``,
+    path : str or pathlib.Path, a folder, a glob pattern, a list of those, or mapping
+        The score file(s). ``.csv``, ``.tsv``, ``.txt`` (whitespace-separated), ``.jsonl``,
         ``.json``, ``.parquet``, each optionally compressed (``.gz``, ``.bz2``, ``.xz``);
-        any other name is read as delimited text. With ``format="wide"`` a mapping
-        ``{metric: path}`` reads one wide file per metric.
-    format : {"long", "wide", "pairs"} or None
-        Layout of the file; detected when None (see Notes).
+        any other name is read as delimited text. A folder stands for its files (sorted,
+        hidden ones skipped), a pattern such as ``"scores/*.txt"`` for the files it
+        matches; the rows of all files are validated together. With ``format="wide"`` a
+        mapping ``{metric: path}`` reads one wide file per metric.
+    format : {"long", "wide", "pairs", "lines", "comet"} or None
+        Layout of every file; detected per file when None (see Notes). ``"lines"``: one
+        score per line, the file is one system named after the file (``sysA.txt`` ->
+        ``sysA``), instances are line numbers from 0. ``"comet"``: the output of COMET's
+        ``comet-score`` (per-segment lines ``FILE<tab>Segment i<tab>score: x``; one system
+        per translation file, named after it; metric ``"comet"`` unless ``metric=``; the
+        final system-score lines are checked against the segment means).
+    dataset_from_filename : bool
+        Name each file's dataset after the file (``newstest2019.tsv`` ->
+        ``newstest2019``), e.g. for one file per test set.
     system_col, instance_col : str or list of str, optional
         Column(s) naming the system / the instance (long: defaults ``"system"``,
         ``"instance"``; wide: ``instance_col`` defaults to an ``"instance"`` column if
@@ -48,9 +69,10 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         the file has such a column).
     metric, dataset : str, optional
         Fixed metric / dataset name for a file without such a column. Defaults: the
-        metric is the score column's name (long) or ``"score"`` (wide, pairs); the
-        dataset is the file name without its suffixes (``scores.csv.gz`` -> ``scores``),
-        or for a ``{metric: path}`` mapping the name of the first file's folder.
+        metric is the score column's name (long) or ``"score"`` (wide, pairs, lines); the
+        dataset is the file name without its suffixes (``scores.csv.gz`` -> ``scores``)
+        for one file, and the name of the folder holding the (first) file for a folder,
+        a pattern, a list of several files or a ``{metric: path}`` mapping.
     lower_is_better : str or sequence of str
         Metrics for which a smaller score is better (e.g. error counts, MQM penalties).
     missing : {"raise", "drop"}
@@ -106,10 +128,12 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     Format detection (``format=None``):
 
     1. a mapping ``{metric: path}`` is ``"wide"``;
-    2. a delimited text file (any name but ``.json``, ``.jsonl``, ``.parquet``) whose
-       first non-blank line holds numbers only is ``"pairs"`` (a header line is never all
-       numbers);
-    3. otherwise the table is ``"long"`` if it has the system and score columns
+    2. a text file whose first non-blank line is a ``comet-score`` segment (or system
+       score) line is ``"comet"``;
+    3. a delimited text file (any name but ``.json``, ``.jsonl``, ``.parquet``) whose
+       first non-blank line holds one number is ``"lines"``, two or more numbers
+       ``"pairs"`` (a header line is never all numbers);
+    4. otherwise the table is ``"long"`` if it has the system and score columns
        (``system_col``/``score_col`` or ``"system"``/``"score"``), or if either option
        was given, and ``"wide"`` if not.
 
@@ -180,6 +204,12 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                 f"pass either `{role}_col` (a column) or `{role}=` (one fixed name), not both")
 
     # ---- which files, which layout
+    if not isinstance(dataset_from_filename, bool):
+        raise ParameterTypeError(f"`dataset_from_filename` must be True or False; got "
+                                 f"{dataset_from_filename!r}")
+    if dataset_from_filename and (dataset is not None or explicit["dataset"]):
+        raise ParameterError("`dataset_from_filename=True` names each file's dataset; drop "
+                             "`dataset`/`dataset_col`")
     if isinstance(path, Mapping):
         if fmt not in (None, "wide"):
             raise ParameterError(
@@ -199,21 +229,47 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             items.append((key, _resolve_source(value, sep=sep)))
         default_dataset = items[0][1].path.resolve().parent.name or "dataset"
     else:
-        src = _resolve_source(path, sep=sep)
-        items = [(metric, src)]
-        default_dataset = _stem(src.path)
-        if fmt is None and (explicit["system"] or explicit["score"]):
-            fmt = "long"
-        if fmt is None and _looks_like_pairs(src):
-            fmt = "pairs"
+        files, default_dataset = _expand_paths(path)
+        items = [(metric, _resolve_source(f, sep=sep)) for f in files]
     dataset_fixed = dataset if dataset is not None else default_dataset
-    if fmt == "pairs":
+
+    formats = []
+    for _, src in items:
+        f = fmt
+        if f is None and (explicit["system"] or explicit["score"]):
+            f = "long"
+        if f is None:
+            f = _detect_format(src)
+        formats.append(f)
+    if "pairs" in formats or "lines" in formats or "comet" in formats:
         bad = [n for n in ("system_col", "instance_col", "score_col", "metric_col",
                            "dataset_col") if explicit[n.removesuffix("_col")]]
         bad += [f"{r}_col" for r, v in extra.items() if v is not None]
         if bad:
             names = ", ".join(f"`{b}`" for b in bad)
-            raise ParameterError(f"format='pairs' has no named columns; drop {names}")
+            which = next(f for f in formats if f in ("pairs", "lines", "comet"))
+            raise ParameterError(f"format={which!r} has no named columns; drop {names}")
+    if "lines" in formats and dataset_from_filename:
+        raise ParameterError("`dataset_from_filename=True` names a dataset per file, but a "
+                             "file of one score per line is one system (named after the "
+                             "file); use `dataset=` to name their dataset")
+    if "comet" in formats and systems is not None:
+        raise ParameterError("`systems` does not apply to comet-score output (the systems "
+                             "are its translation files)")
+    if "lines" in formats:
+        if systems is not None:
+            raise ParameterError("`systems` does not apply to files of one score per line "
+                                 "(each file is one system, named after the file)")
+        stems = [_stem(src.path) for (_, src), f in zip(items, formats) if f == "lines"]
+        twice = sorted({x for x in stems if stems.count(x) > 1})
+        if twice:
+            paths = [str(src.path) for (_, src), f in zip(items, formats)
+                     if f == "lines" and _stem(src.path) == twice[0]]
+            raise InputFileError(f"files {_names(paths, 3)} would all be system "
+                                 f"{twice[0]!r} (one score per line, system named after the "
+                                 f"file); rename one")
+    pair_names = None
+    if "pairs" in formats:
         pair_names = ("A", "B") if systems is None else systems
         if (isinstance(pair_names, str) or not isinstance(pair_names, Sequence)
                 or len(pair_names) != 2 or not all(isinstance(s, str) and s for s in pair_names)):
@@ -223,7 +279,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         if pair_names[0] == pair_names[1]:
             raise ParameterError(f"`systems` must be two different names; got {systems!r}")
     elif systems is not None:
-        if fmt == "long":
+        if "long" in formats:
             raise ParameterError(
                 "`systems` applies to format='pairs' (names) and 'wide' (columns); for "
                 "long tables use system_col")
@@ -234,25 +290,35 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     raw = _Raw()
     sources = []
     layouts = set()
-    for k, (item_metric, src) in enumerate(items):
+    for k, ((item_metric, src), layout) in enumerate(zip(items, formats)):
         sources.append(src)
-        if fmt == "pairs":
-            _pairs_layout(src, k, raw, systems=tuple(pair_names),
-                          metric=item_metric or "score", dataset=dataset_fixed)
-            layouts.add("pairs")
+        ds_k = _stem(src.path) if dataset_from_filename else dataset_fixed
+        if layout in ("pairs", "lines"):
+            names = tuple(pair_names) if layout == "pairs" else (_stem(src.path),)
+            _pairs_layout(src, k, raw, systems=names, metric=item_metric or "score",
+                          dataset=ds_k)
+            layouts.add(layout)
+            continue
+        if layout == "comet":
+            _comet_layout(src, k, raw, metric=item_metric or "comet", dataset=ds_k)
+            layouts.add(layout)
             continue
         table = _read_table(src)
         table.columns = [str(c) for c in table.columns]
-        layout = fmt
         if layout is None:
             has_long = (cols["system"][0] in table.columns and cols["score"][0] in table.columns)
             layout = "long" if has_long else "wide"
         layouts.add(layout)
+        if dataset_from_filename and "dataset" in table.columns:
+            raise ParameterError(
+                f"`dataset_from_filename=True` names the dataset {ds_k!r}, but {src.path} "
+                f"has a 'dataset' column; drop one of them")
+        fixed_ds = ds_k if dataset_from_filename else dataset
         if layout == "long":
             _long_layout(src, table, k, raw, system_col=cols["system"],
                          metric_col=cols["metric"], instance_col=cols["instance"],
                          score_col=cols["score"][0], dataset_col=cols["dataset"],
-                         metric=item_metric, dataset=dataset,
+                         metric=item_metric, dataset=fixed_ds,
                          default_dataset=default_dataset, explicit=explicit, extra=extra)
         else:
             if explicit["system"] or explicit["score"]:
@@ -261,7 +327,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                     "`system_col`/`score_col` (or use format='long')")
             _wide_layout(src, table, k, raw, metric_col=cols["metric"],
                          instance_col=cols["instance"], dataset_col=cols["dataset"],
-                         metric=item_metric, dataset=dataset,
+                         metric=item_metric, dataset=fixed_ds,
                          default_dataset=default_dataset, systems=systems,
                          explicit=explicit, extra=extra)
     frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
@@ -273,3 +339,63 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     return frame
 
 
+
+
+_GLOB = set("*?[")
+
+
+def _expand_paths(path) -> tuple[list[Path], str]:
+    """Files of ``path`` (a file, a folder, a glob pattern, or a list of those) and the
+    default dataset name: a single file's name without suffixes, else the name of the
+    folder holding the (first) file."""
+    if isinstance(path, str | Path):
+        entries, single = [path], True
+    elif isinstance(path, Sequence) and not isinstance(path, bytes):
+        entries, single = list(path), False
+        if not entries:
+            raise ParameterError("`path` is an empty list; give at least one file")
+    else:
+        raise ParameterTypeError(
+            f"`path` must be a file path (str or pathlib.Path), a folder, a glob pattern, a "
+            f"list of those, or for format='wide' a mapping {{metric: path}}; got "
+            f"{type(path).__name__}")
+    files: list[Path] = []
+    folder = None
+    for entry in entries:
+        if not isinstance(entry, str | Path):
+            raise ParameterTypeError(f"`path` entries must be file paths; got "
+                                     f"{type(entry).__name__}: {_show(entry)}")
+        p = Path(entry)
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+            if not found:
+                raise InputFileError(f"{p}: the folder holds no score files")
+            files.extend(found)
+            folder = folder or p
+        elif not p.exists() and _GLOB & set(str(entry)):
+            found = sorted(Path(f) for f in glob.glob(str(entry)) if Path(f).is_file())
+            if not found:
+                raise InputFileError(f"{entry}: no file matches this pattern")
+            files.extend(found)
+        else:
+            files.append(p)  # a missing file is reported by _resolve_source
+    seen: set = set()
+    for f in files:
+        key = f.resolve() if f.exists() else f
+        if key in seen:
+            raise ParameterError(f"{f}: the same file is given twice")
+        seen.add(key)
+    if single and len(files) == 1 and folder is None:
+        return files, _stem(files[0])
+    base = folder if folder is not None else files[0].resolve().parent
+    return files, base.resolve().name or "dataset"
+
+
+def _detect_format(src) -> str | None:
+    """comet-score output, one score per line, NLPStatTest pairs, or a table (None)."""
+    if looks_like_comet(src):
+        return "comet"
+    if _looks_like_pairs(src):
+        tokens = src.first_line.split()
+        return "lines" if len(tokens) == 1 else "pairs"
+    return None

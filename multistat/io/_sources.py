@@ -22,7 +22,7 @@ from multistat.errors import InputFileError, ParameterError, ParameterTypeError
 #: Columns of the validated long frame, in this order.
 COLUMNS: tuple[str, ...] = ("dataset", "system", "metric", "instance", "score")
 #: Layouts understood by :func:`read_scores`.
-FORMATS: tuple[str, ...] = ("long", "wide", "pairs")
+FORMATS: tuple[str, ...] = ("long", "wide", "pairs", "lines", "comet")
 #: Schema-metadata key under which :func:`write_parquet` stores the JSON metadata.
 PARQUET_METADATA_KEY = b"multistat"
 #: Separator used when ``system_col``/``instance_col`` name several columns.
@@ -129,6 +129,7 @@ class _Source:
     sep: str | None = None  # text only
     header: bool = True  # text only
     skip_blank: bool = True  # text only
+    n_fields: int = 2  # fields per line of a header-less file (pairs 2, lines 1)
     first_line: str | None = None  # first non-blank line (text/jsonl)
     first_lineno: int = 1  # its line number
     _cache: dict = field(default_factory=dict, repr=False)
