@@ -217,7 +217,8 @@ def compare_cmd(
     10_000,
     seed: Annotated[int, typer.Option(help="random seed (0 is a seed)")] = 0,
     correction: Annotated[str, typer.Option(
-        help="statsmodels multipletests method, or none")] = "holm",
+        help="statsmodels multipletests method, westfall-young (step-down over the shared "
+             "resampling plan; bootstrap/permutation only), or none")] = "holm",
     family: Annotated[str | None, typer.Option(
         help="columns defining correction families (comma-separated) or 'all'; default "
              "dataset,metric,test")] = None,
@@ -237,6 +238,9 @@ def compare_cmd(
     effect_sizes: Annotated[bool, typer.Option(
         help="add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals")] = True,
     progress: Annotated[bool, typer.Option(help="progress bar")] = True,
+    equivalence_margin: Annotated[float | None, typer.Option(
+        help="margin delta (metric units): add p_equivalence/equivalent (TOST: tied "
+             "within +-delta, corrected like p_value)")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
     from multistat.comparison import compare
@@ -250,7 +254,7 @@ def compare_cmd(
         correction=None if correction == "none" else correction, family=fam,
         scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
         power=power if power is not None else observed_power, progress=progress,
-        effect_sizes=effect_sizes,
+        effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
         return_systems=True)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
     write_parquet(table, out, metadata=meta)

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from multistat import cube
+from multistat import cube, stepdown
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -60,9 +60,12 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
                         else check_probability("confidence_level", confidence_level))
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
-    if correction is not None and correction not in METHODS:
-        raise ParameterError(f"`correction` must be one of {', '.join(METHODS)} or None; "
+    if correction is not None and correction not in METHODS + stepdown.CORRECTIONS:
+        raise ParameterError(f"`correction` must be one of "
+                             f"{', '.join(METHODS + stepdown.CORRECTIONS)} or None; "
                              f"got {correction!r}")
+    if correction in stepdown.CORRECTIONS:
+        stepdown.check_westfall_young(tests, statistic)
     if not (scheduler in ("threads", "processes", "synchronous") or
             (isinstance(scheduler, str) and "://" in scheduler) or
             type(scheduler).__name__ == "Client"):
@@ -119,7 +122,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             confidence_level=None, n_resamples=10_000, seed=0, correction="holm",
             family=None, scheduler="threads", n_chunks=None, ci_method="bca",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
-            return_systems=False):
+            return_systems=False, equivalence_margin=None):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
     Parameters
@@ -140,7 +143,11 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     n_resamples : resamples for bootstrap and permutation
     seed : non-negative int, 0 included; the same seed gives bit-identical tables
         whatever ``scheduler`` and ``n_chunks``
-    correction : statsmodels ``multipletests`` method or None
+    correction : statsmodels ``multipletests`` method, ``"westfall-young"`` (resampling
+        step-down over the shared plan, :mod:`multistat.stepdown`: max-T for means,
+        min-P for corpus metrics; ``"westfall-young-maxT"``/``"-minP"`` to choose; only
+        with the bootstrap and permutation tests — closed-form tests are refused, as they
+        have no joint null on a shared plan) or None
     family : None (dataset x metric x test), ``"all"``, or column name(s)
     scheduler : ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
         address (``"tcp://..."``) or a ``distributed.Client``
@@ -155,6 +162,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     progress : show a progress bar
     return_systems : also return the per-system table (score with bootstrap percentile
         interval), used by leaderboards
+    equivalence_margin : delta > 0 (metric units): add TOST columns ``p_equivalence``,
+        ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
+        correction; :mod:`multistat.equivalence`) for the t, Wilcoxon, bootstrap and
+        permutation tests
 
     Returns
     -------
@@ -173,6 +184,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
      seed) = _compare_iv(study, tests, statistic, alternative, null_value, alpha,
                          confidence_level, n_resamples, seed, correction, scheduler,
                          ci_method, bootstrap_pvalue)
+    from multistat.equivalence import check_margin
+
+    equivalence_margin = check_margin(equivalence_margin)
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
     bar = None
     if progress:
@@ -250,7 +264,21 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         raise ParameterError("nothing to compare: no dataset/metric left after the "
                              "`datasets`/`metrics` selection")
     table = pd.concat(parts, ignore_index=True)
-    table = adjust(table, method=correction, family=family, alpha=alpha)
+    if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
+        table = stepdown.adjust_table(table, study, method=correction, alpha=alpha,
+                                      family=family, n_resamples=n_resamples, seed=seed,
+                                      scheduler=scheduler, n_chunks=n_chunks)
+    else:
+        table = adjust(table, method=correction, family=family, alpha=alpha)
+    if equivalence_margin is not None:  # TOST columns (multistat.equivalence)
+        from multistat.equivalence import add_equivalence
+
+        table = add_equivalence(
+            table, study, equivalence_margin, tests=tests, correction=correction,
+            family=family, alpha=alpha, statistic=statistic, pairs=pairs, metrics=metrics,
+            datasets=datasets, confidence_level=confidence_level, n_resamples=n_resamples,
+            seed=seed, scheduler=scheduler, n_chunks=n_chunks,
+            bootstrap_pvalue=bootstrap_pvalue)
     for col in COLUMNS:
         if col not in table.columns:
             table[col] = np.nan
@@ -260,6 +288,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
                                          bootstrap_pvalue)
+    if equivalence_margin is not None:
+        table.attrs["multistat"].update(
+            equivalence_margin=equivalence_margin, equivalence_correction=(
+                "holm" if correction in stepdown.CORRECTIONS else correction or "none"))
     if return_systems:
         systems = (pd.concat(systems_parts, ignore_index=True) if systems_parts else
                    system_scores(study, n_resamples=n_resamples, seed=seed,

@@ -83,6 +83,10 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
     [0.03, 0.06, 0.06, nan]
     """
     alpha = check_probability("alpha", alpha)
+    if isinstance(method, str) and method.startswith("westfall-young"):
+        raise ParameterError(f"`correction` {method!r} needs the resampling plan of the "
+                             "tests, not only their p-values: use "
+                             f"multistat.compare(..., correction={method!r})")
     if method is not None and method not in METHODS:
         raise ParameterError(f"`correction` must be one of {', '.join(METHODS)} or None; got "
                              f"{method!r}")

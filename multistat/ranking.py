@@ -26,7 +26,6 @@ import pandas as pd
 
 from multistat import cube
 from multistat._validation import check_choice, check_int, check_probability, check_seed
-from multistat.errors import ParameterError
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -142,13 +141,9 @@ def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
     confidence_level = check_probability("confidence_level", confidence_level)
-    if equivalence_margin is not None:
-        from multistat._validation import check_real
+    from multistat.equivalence import check_margin
 
-        equivalence_margin = check_real("equivalence_margin", equivalence_margin)
-        if not equivalence_margin > 0:
-            raise ParameterError("`equivalence_margin` must be a positive number (metric "
-                                 f"units); got {equivalence_margin!r}")
+    equivalence_margin = check_margin(equivalence_margin)
     return test, alpha, n_resamples, seed, confidence_level, equivalence_margin
 
 

@@ -141,3 +141,161 @@ def from_matrix(null: np.ndarray, observed, **kwargs):
     """:func:`westfall_young` for a null matrix ``(B, P)`` held in memory."""
     null = np.asarray(null, float)
     return westfall_young(lambda idx: null[:, idx], observed, **kwargs)
+
+
+# ----------------------------------------------------------------------------- compare
+#: ``correction=`` names: "westfall-young" is max-T for mean statistics (studentized,
+#: one scale) and min-P for corpus metrics (scale and shape differ across pairs)
+CORRECTIONS = ("westfall-young", "westfall-young-maxT", "westfall-young-minP")
+TESTS = ("bootstrap", "permutation")
+
+
+def check_westfall_young(tests, statistic):
+    """Refuse what has no joint null on a shared plan (closed-form tests, medians)."""
+    from multistat.errors import ParameterError
+
+    closed = [t for t in tests if t not in TESTS]
+    if closed:
+        raise ParameterError(
+            f"correction='westfall-young' needs a resampling test ({' or '.join(TESTS)}): "
+            "its joint null distribution comes from their shared plan; "
+            f"{', '.join(closed)} {'is' if len(closed) == 1 else 'are'} closed-form — run "
+            "tests=('bootstrap',) or ('permutation',), or use correction='holm'")
+    if statistic != "mean":
+        raise ParameterError("correction='westfall-young' works on the mean (or corpus "
+                             f"metric) statistic; got statistic={statistic!r}")
+
+
+def _group_nulls(kind, X, corpus, n_resamples, seed, dataset, scheduler, n_chunks):
+    """Per-system resampled arrays of one metric group on the test's own plan."""
+    from multistat import resampling as eng
+
+    n = X.shape[-1]
+    if kind == "permutation":
+        exact = n < 63 and 2**n <= n_resamples
+        run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset,
+               "scheduler": scheduler, "n_chunks": n_chunks, "exact": exact}
+        if corpus is not None:
+            from multistat.significance.resampling import _swap_kernel
+
+            return {"swapped": eng.resample("permutation", _swap_kernel, corpus[1], **run),
+                    "total": corpus[1].sum(1)}
+        aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n
+        return {"flips": eng.resample("permutation", eng.linear_kernel, aug, **run)}
+    run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset,
+           "scheduler": scheduler, "n_chunks": n_chunks}
+    if corpus is not None:
+        return {"dist": corpus[0](eng.resample("bootstrap", eng.corpus_sums_kernel,
+                                               corpus[1], **run))[..., None]}
+    return {"dist": eng.resample("bootstrap", eng.linear_kernel, X / n, **run)}
+
+
+def _null_of(kind, arrays, fn, a, b, m, est, null_value):
+    """``idx -> (B, len(idx))`` null statistics of rows ``idx`` (pairs a - b, metric m),
+    on the scale of ``est - null_value`` (what compare's test counts against)."""
+    def null_of(idx):
+        ai, bi, mi = a[idx], b[idx], m[idx]
+        if kind == "bootstrap":
+            d = arrays["dist"]
+            return d[:, ai, mi] - d[:, bi, mi] - est[idx]
+        if "flips" in arrays:
+            f = arrays["flips"]
+            return f[:, ai, mi] - f[:, bi, mi] - null_value * f[:, -1, mi]
+        sw, tot = arrays["swapped"], arrays["total"]
+        moved = sw[:, bi] - sw[:, ai]
+        return fn(tot[ai] + moved) - fn(tot[bi] - moved)
+    return null_of
+
+
+def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=None,
+                 n_resamples=10_000, seed=0, scheduler="threads", n_chunks=None):
+    """``p_adjusted``/``reject`` of a compare table by the Westfall-Young step-down.
+
+    Each family must lie within one dataset, one test and one metric group (metrics
+    scored on the same instances): its joint null distribution is then the shared plan
+    that test used, rebuilt here per system (resampled means, sign-flipped sums or
+    corpus sufficient statistics; pairs formed last, in slabs). Returns a copy.
+    """
+    from multistat import cube
+    from multistat.comparison import _canonical, _groups
+    from multistat.correct import family_columns
+    from multistat.errors import ParameterError
+
+    out = table.copy()
+    cols = family_columns(out, family)
+    keys = (out[cols].astype(str).agg(" | ".join, axis=1).to_numpy() if cols
+            else np.full(len(out), "all", dtype=object))
+    out["family"] = keys
+    out["correction"] = method
+    out["alpha"] = alpha
+    p_adj = np.full(len(out), np.nan)
+    reject = np.zeros(len(out), bool)
+    all_ds = cube.datasets(study)
+    group_of = {}  # (dataset, metric) -> group id and data
+    for name in pd_unique(out["dataset"]):
+        ds = _canonical(all_ds[name].compute())
+        score = np.asarray(ds[cube.SCORE].values)
+        for g, (kind, ms, valid) in enumerate(_groups(ds)):
+            for j, m in enumerate(ms):
+                group_of[(name, str(ds.metric.values[m]))] = (g, kind, ms, valid, ds,
+                                                             score)
+    cache = {}
+    for fam, idx in _indices(keys).items():
+        rows = out.iloc[idx]
+        ident = {(d, t, group_of[(d, mt)][0]) for d, t, mt in
+                 zip(rows["dataset"], rows["test"], rows["metric"])}
+        if len(ident) > 1:
+            raise ParameterError(
+                f"correction={method!r}: family {fam!r} spans several datasets, tests or "
+                "instance sets; its joint null must come from one shared plan — use the "
+                "default family (dataset x metric x test) or family=['dataset', 'test'] "
+                "over metrics scored on the same instances")
+        (name, test, gid), = ident
+        g, kind, ms, valid, ds, score = group_of[(name, rows["metric"].iloc[0])]
+        if (name, test, gid) not in cache:
+            X = score[:, ms][:, :, valid]
+            corpus = None
+            if kind == "corpus":
+                from multistat.corpus import get_corpus_metric
+
+                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+                corpus = (cm.fn, stats)
+            cache.clear()  # one group's per-system arrays at a time
+            cache[(name, test, gid)] = (_group_nulls(test, X, corpus, n_resamples, seed,
+                                                     name, scheduler, n_chunks),
+                                        corpus[0] if corpus else None, kind)
+        arrays, fn, kind = cache[(name, test, gid)]
+        sysidx = {s: i for i, s in enumerate(ds.system.values.astype(str))}
+        a = rows["system_a"].map(sysidx).to_numpy(int)
+        b = rows["system_b"].map(sysidx).to_numpy(int)
+        m = rows["metric"].map({str(ds.metric.values[mm]): j for j, mm in enumerate(ms)}
+                               ).to_numpy(int)
+        est = rows["estimate"].to_numpy(float)
+        null_value = float(rows["null_value"].iloc[0])
+        alternative = str(rows["alternative"].iloc[0])
+        how = method.rsplit("-", 1)[1] if method != "westfall-young" else (
+            "minP" if kind == "corpus" else "maxT")
+        obs = np.where(np.isfinite(rows["p_value"].to_numpy(float)), est - null_value,
+                       np.nan)
+        _, p = westfall_young(_null_of(test, arrays, fn, a, b, m, est, null_value), obs,
+                              alternative=alternative, method=how, alpha=alpha)
+        # never below the test's own p-value (its two-sided bootstrap p doubles the
+        # smaller tail; the step-down counts |T|)
+        p = np.fmax(p, rows["p_value"].to_numpy(float))
+        p_adj[idx], reject[idx] = p, p <= alpha
+    out["p_adjusted"] = p_adj
+    out["reject"] = reject
+    return out
+
+
+def pd_unique(values):
+    import pandas as pd
+
+    return list(pd.unique(values))
+
+
+def _indices(keys) -> dict:
+    import pandas as pd
+
+    return pd.Series(range(len(keys))).groupby(keys, sort=False).indices

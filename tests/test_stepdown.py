@@ -145,3 +145,117 @@ def test_errors():
         from_matrix(np.zeros((3, 2)), [1, 2], method="maxP")
     with pytest.raises(ParameterError, match="`alternative` must be one of"):
         from_matrix(np.zeros((3, 2)), [1, 2], alternative="both")
+
+
+# ----------------------------------------------------------------------------- compare
+@pytest.fixture(scope="module")
+def demo_study():
+    import multistat
+    from multistat.demo import demo_frame
+
+    return multistat.from_frame(demo_frame())
+
+
+def test_compare_westfall_young_against_holm(demo_study):
+    import multistat
+    from multistat.correct import adjust
+
+    B = 5000
+    t = multistat.compare(demo_study, tests=("bootstrap", "permutation"),
+                          correction="westfall-young", n_resamples=B, effect_sizes=False,
+                          ci_method="percentile")
+    assert (t["correction"] == "westfall-young").all()
+    assert (t["reject"] == (t["p_adjusted"] <= ALPHA)).all()
+    assert (t["p_adjusted"] >= t["p_value"]).all()
+    h = adjust(t.drop(columns=["p_adjusted", "reject"]), method="holm")
+    # Monte Carlo error of Holm's p: (m - j + 1) x sd of the raw p (at least 1/B)
+    m = t.groupby(["dataset", "metric", "test"])["p_value"].transform("size").to_numpy()
+    rank = t.groupby(["dataset", "metric", "test"])["p_value"].rank(method="first")
+    mult = m - rank.to_numpy() + 1
+    pr = np.maximum(t["p_value"].to_numpy(), 1 / B)
+    tol = 3 * np.sqrt(mult**2 * pr * (1 - pr) / B + 0.25 / B)
+    wy, hp = t["p_adjusted"].to_numpy(), h["p_adjusted"].to_numpy()
+    assert np.all(wy <= hp + tol)
+    assert not np.any(h["reject"] & ~t["reject"] & (hp < ALPHA - tol))
+    assert t["reject"].sum() >= h["reject"].sum()
+    # demo pairs share systems and instances: the step-down adjusts much less than Holm
+    assert np.median(wy[hp < 1] / hp[hp < 1]) < 0.8
+
+
+def test_compare_westfall_young_one_pair_is_the_test_p(demo_study):
+    # a family of one pair: no multiplicity; the step-down rebuilt the test's own null
+    import multistat
+
+    for test in ("permutation", "bootstrap"):
+        t = multistat.compare(demo_study, tests=(test,), pairs=[("sys-j", "sys-c")],
+                              correction="westfall-young", n_resamples=1000,
+                              alternative="greater", effect_sizes=False,
+                              ci_method="percentile")
+        np.testing.assert_array_equal(t["p_adjusted"], t["p_value"])
+
+
+def test_compare_westfall_young_corpus_metric_min_p(tmp_path):
+    # a corpus metric (accuracy from [correct, 1] statistics): "westfall-young" takes
+    # min-P there; every rejection of Holm (away from the boundary) is kept
+    import pandas as pd
+
+    import multistat
+    from multistat.adapters import load_labels
+    from multistat.correct import adjust
+
+    rng = np.random.default_rng(4)
+    n = 300
+    gold = rng.integers(0, 3, n)
+    rows = []
+    for s, acc in (("s1", 0.9), ("s2", 0.88), ("s3", 0.75), ("s4", 0.6)):
+        pred = np.where(rng.random(n) < acc, gold, (gold + 1) % 3)
+        rows.append(pd.DataFrame({"system": s, "instance": np.arange(n), "gold": gold,
+                                  "prediction": pred}))
+    study = load_labels(pd.concat(rows), metrics=("accuracy",), dataset="labels")
+    for test in ("bootstrap", "permutation"):
+        t = multistat.compare(study, tests=(test,), correction="westfall-young",
+                              n_resamples=2000, effect_sizes=False, ci_method="percentile")
+        h = adjust(t.drop(columns=["p_adjusted", "reject"]), method="holm")
+        assert t["reject"].sum() >= h["reject"].sum() >= 3
+        assert (t["p_adjusted"] >= t["p_value"]).all()
+
+
+def test_compare_westfall_young_refusals(demo_study):
+    import multistat
+    from multistat.correct import adjust
+    from multistat.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="needs a resampling test.*t, wilcoxon are "
+                                             "closed-form"):
+        multistat.compare(demo_study, tests=("t", "wilcoxon", "bootstrap"),
+                          correction="westfall-young")
+    with pytest.raises(ParameterError, match="statistic='median'"):
+        multistat.compare(demo_study, tests=("bootstrap",), statistic="median",
+                          correction="westfall-young")
+    with pytest.raises(ParameterError, match="spans several datasets"):
+        multistat.compare(demo_study, tests=("permutation",), family="all",
+                          correction="westfall-young", n_resamples=100)
+    with pytest.raises(ParameterError, match="needs the resampling plan"):
+        adjust(pd_frame(), method="westfall-young")
+
+
+def pd_frame():
+    import pandas as pd
+
+    return pd.DataFrame({"p_value": [0.01, 0.2]})
+
+
+def test_rank_with_westfall_young(demo_study):
+    import multistat
+
+    b = multistat.rank(demo_study, correction="westfall-young", n_resamples=1000,
+                       datasets=["newstest"], metrics=["likert"])
+    h = multistat.rank(demo_study, correction="holm", n_resamples=1000,
+                       datasets=["newstest"], metrics=["likert"])
+    assert b.attrs["multistat"]["correction"] == "westfall-young"
+    # at B = 1000 the smallest two-sided bootstrap p is 2/1001, so Holm's smallest
+    # adjusted p over 45 pairs is 0.09: no decision; the step-down decides many pairs
+    assert h["beats"].sum() == 0
+    assert b["beats"].sum() >= 20
+    c = b.set_index("system")["cluster"]
+    assert c["sys-a"] == c["sys-b"]
