@@ -89,7 +89,7 @@ def friedman_command(
                                                      for k, v in r.mean_ranks.items()))
     sig = r.pairwise[r.pairwise["reject"]]
     typer.echo(f"{len(sig)} of {len(r.pairwise)} pairs differ ({posthoc}): " +
-               ", ".join(f"{a}-{b}" for a, b in zip(sig.system_a, sig.system_b)))
+               ", ".join(f"{a} vs {b}" for a, b in zip(sig.system_a, sig.system_b)))
     if figure is not None:
         from multistat.report.across import cd_diagram
         from multistat.report.plots import save_png

@@ -99,6 +99,12 @@ def load(
     dataset_col: DatasetCol = None, metric: MetricOpt = None, dataset: DatasetOpt = None,
     lower_is_better: LowerOpt = None, missing: MissingOpt = "raise", sep: SepOpt = None,
     systems: SystemsOpt = None,
+    run_col: Annotated[str | None, typer.Option(
+        help="column holding the training run (seed): rows that differ only in run are "
+             "runs, the tests use run-averaged scores")] = None,
+    group_col: Annotated[str | None, typer.Option(
+        help="column holding the group (document, talk) of each instance, for `units "
+             "--by group`")] = None,
 ):
     """Validate a score file, write the study cube (NetCDF) and print a summary."""
     import warnings
@@ -111,7 +117,7 @@ def load(
                       metric, dataset, lower_is_better, missing, sep, systems)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
-        frame = read_scores(path, **kw)
+        frame = read_scores(path, **kw, run_col=run_col, group_col=group_col)
     study = cube.from_frame(frame)
     cube.save(study, out)
     _echo_summary(study, frame.attrs.get("dropped", []))
