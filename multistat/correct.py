@@ -35,6 +35,15 @@ def family_columns(table: pd.DataFrame, family) -> list[str]:
     return cols
 
 
+def family_keys(table: pd.DataFrame, cols: list[str]) -> pd.Series:
+    """Readable family key per row (``"newstest | bleu | t"``), built column-wise (a
+    row-wise join costs seconds on 10^5 rows)."""
+    keys = table[cols[0]].astype(str)
+    for c in cols[1:]:
+        keys = keys + " | " + table[c].astype(str)
+    return keys
+
+
 def holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Holm's step-down adjustment, same numbers as statsmodels' ``method="holm"``.
 
@@ -96,7 +105,7 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
     p_adj = np.full(len(out), np.nan)
     reject = np.zeros(len(out), dtype=bool)
     if cols:
-        keys = out[cols].astype(str).agg(" | ".join, axis=1)
+        keys = family_keys(out, cols)
     else:
         keys = pd.Series("all", index=out.index)
     for _, idx in out.groupby(keys.to_numpy(), sort=False).indices.items():

@@ -218,12 +218,12 @@ def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=No
     """
     from multistat import cube
     from multistat.comparison import _canonical, _groups
-    from multistat.correct import family_columns
+    from multistat.correct import family_columns, family_keys
     from multistat.errors import ParameterError
 
     out = table.copy()
     cols = family_columns(out, family)
-    keys = (out[cols].astype(str).agg(" | ".join, axis=1).to_numpy() if cols
+    keys = (family_keys(out, cols).to_numpy(dtype=object) if cols
             else np.full(len(out), "all", dtype=object))
     out["family"] = keys
     out["correction"] = method
