@@ -21,63 +21,107 @@ from multistat.errors import ConstantInputWarning
 SHAPIRO_MAX = 5000
 SKEW_THRESHOLD = 0.5
 
+#: reasons shown for the built-in tests, by situation; a registered test without an entry
+#: gets the generic reason of its list (:data:`_GENERIC`)
 _REASONS = {
-    # (symmetric, normal) -> {test: (list, reason)}
+    # (symmetric, normal) -> {test: reason}
     (True, True): {
-        "t": ("recommended", "differences look symmetric and normal: the t test is exact "
-                             "and most powerful"),
-        "wilcoxon": ("non_preferred", "valid under symmetry but less powerful than t on "
-                                      "normal data"),
-        "sign": ("non_preferred", "valid without assumptions but uses only the signs: "
-                                  "low power"),
-        "permutation": ("non_preferred", "valid, but computationally expensive and no "
-                                         "more powerful than t here"),
-        "bootstrap": ("non_preferred", "valid, but computationally expensive and no more "
-                                       "powerful than t here"),
+        "t": "differences look symmetric and normal: the t test is exact and most powerful",
+        "wilcoxon": "valid under symmetry but less powerful than t on normal data",
+        "sign": "valid without assumptions but uses only the signs: low power",
+        "permutation": "valid, but computationally expensive and no more powerful than t "
+                       "here",
+        "bootstrap": "valid, but computationally expensive and no more powerful than t here",
     },
     (True, False): {
-        "wilcoxon": ("recommended", "differences are roughly symmetric but not normal: "
-                                    "Wilcoxon keeps power without normality"),
-        "sign": ("non_preferred", "valid without assumptions but uses only the signs: "
-                                  "low power"),
-        "permutation": ("non_preferred", "valid (mean), but computationally expensive"),
-        "bootstrap": ("non_preferred", "valid (mean), but computationally expensive"),
-        "t": ("inappropriate", "normality rejected (t is OK for large samples by the CLT)"),
+        "wilcoxon": "differences are roughly symmetric but not normal: Wilcoxon keeps power "
+                    "without normality",
+        "sign": "valid without assumptions but uses only the signs: low power",
+        "permutation": "valid (mean), but computationally expensive",
+        "bootstrap": "valid (mean), but computationally expensive",
+        "t": "normality rejected (t is OK for large samples by the CLT)",
     },
     (False, None): {
-        "sign": ("recommended", "differences are skewed: test the median; the sign test "
-                                "needs neither symmetry nor normality"),
-        "permutation": ("non_preferred", "valid with the median statistic, but "
-                                         "computationally expensive"),
-        "bootstrap": ("non_preferred", "valid with the median statistic, but "
-                                       "computationally expensive"),
-        "t": ("inappropriate", "skewed differences: the mean is not a good centre and t "
-                               "assumes normality"),
-        "wilcoxon": ("inappropriate", "assumes a symmetric distribution of differences, "
-                                      "which the skewness rejects"),
+        "sign": "differences are skewed: test the median; the sign test needs neither "
+                "symmetry nor normality",
+        "permutation": "valid with the median statistic, but computationally expensive",
+        "bootstrap": "valid with the median statistic, but computationally expensive",
+        "t": "skewed differences: the mean is not a good centre and t assumes normality",
+        "wilcoxon": "assumes a symmetric distribution of differences, which the skewness "
+                    "rejects",
     },
 }
+_GENERIC = {
+    "recommended": "its assumptions fit the differences best",
+    "non_preferred": "valid here but less powerful or more expensive than the recommended "
+                     "test",
+    "inappropriate": "its assumptions (symmetry or normality) are rejected by the data",
+    "resampling": "valid, but computationally expensive",
+}
+
+
+def _classify(spec, symmetric: bool, normal: bool) -> str:
+    """Table 2 of the NLPStatTest manual from a spec's assumption flags.
+
+    A test whose assumptions fail is inappropriate (normality when the differences are not
+    normal or skewed, symmetry when skewed). Resampling tests are never recommended (valid
+    but expensive). Of the rest, the recommended test is the one with the most
+    assumptions that hold: normal -> the tests assuming normality; symmetric only -> those
+    assuming symmetry (not normality); skewed -> those assuming neither.
+    """
+    if spec.assumes_normal and not (symmetric and normal):
+        return "inappropriate"
+    if spec.assumes_symmetric and not symmetric:
+        return "inappropriate"
+    if spec.resampling:
+        return "non_preferred"
+    if symmetric and normal:
+        best = spec.assumes_normal
+    elif symmetric:
+        best = spec.assumes_symmetric and not spec.assumes_normal
+    else:
+        best = not spec.assumes_symmetric and not spec.assumes_normal
+    return "recommended" if best else "non_preferred"
+
+
+def _specs(binary: bool):
+    from multistat.significance import REGISTRY
+
+    general = [s for s in REGISTRY.values() if not s.binary_only]
+    # order within a list: most assumptions first, resampling tests last (as Table 2)
+    general.sort(key=lambda s: (s.resampling, not s.assumes_normal, not s.assumes_symmetric))
+    special = [s for s in REGISTRY.values() if s.binary_only] if binary else []
+    return special, general
 
 
 def recommend(skewness: float, normal: bool, *, binary: bool = False) -> dict:
     """Test statistic and the three lists of Table 2 for one comparison.
 
     ``|skewness| < 0.5`` counts as symmetric (mean); otherwise median (appendix C.2).
-    NaN skewness (constant differences) is treated as symmetric. A binary metric adds
-    McNemar's test as recommended.
+    NaN skewness (constant differences) is treated as symmetric. The lists cover every
+    registered test and are decided by each spec's assumption flags
+    (``assumes_normal``, ``assumes_symmetric``, ``resampling``; :func:`_classify`). A
+    binary metric adds the binary-only tests (McNemar) as recommended.
     """
     symmetric = not (abs(skewness) >= SKEW_THRESHOLD)  # NaN -> symmetric
     key = (True, bool(normal)) if symmetric else (False, None)
-    table = _REASONS[key]
+    special, general = _specs(binary)
+    groups: dict = {"recommended": [], "non_preferred": [], "inappropriate": []}
+    reasons = []
+    for spec in special:
+        groups["recommended"].append(spec.name)
+        reasons.append(f"{spec.name}: binary (0/1) scores: McNemar's test on discordant "
+                       "pairs is exact" if spec.name == "mcnemar" else
+                       f"{spec.name}: binary (0/1) scores: a test made for them")
+    for spec in general:
+        group = _classify(spec, symmetric, bool(normal) and symmetric)
+        groups[group].append(spec.name)
+        text = _REASONS[key].get(spec.name) or _GENERIC[
+            "resampling" if spec.resampling and group == "non_preferred" else group]
+        reasons.append(f"{spec.name}: {text}")
     out = {"test_statistic": "mean" if symmetric else "median"}
-    for group in ("recommended", "non_preferred", "inappropriate"):
-        names = [t for t, (g, _) in table.items() if g == group]
+    for group, names in groups.items():
         out[group] = ",".join(names)
-    reasons = [f"{t}: {r}" for t, (_, r) in table.items()]
-    if binary:
-        out["recommended"] = ",".join(["mcnemar"] + out["recommended"].split(","))
-        reasons.insert(0, "mcnemar: binary (0/1) scores: McNemar's test on discordant "
-                          "pairs is exact")
     out["reasons"] = " | ".join(reasons)
     return out
 

@@ -196,6 +196,36 @@ def demo_data(
         typer.echo(f"wrote {p}")
 
 
+def parse_test_options(items) -> dict | None:
+    """``["wilcoxon.zero_method=pratt", ...]`` -> ``{"wilcoxon": {"zero_method": "pratt"}}``;
+    values true/false become booleans, numbers become int/float."""
+    from multistat.errors import ParameterError
+
+    if not items:
+        return None
+    out: dict = {}
+    for item in items:
+        head, sep, value = item.partition("=")
+        test, dot, key = head.strip().partition(".")
+        if not sep or not dot or not test or not key.strip():
+            raise ParameterError(f"--test-option {item[:100]!r}: write TEST.OPTION=VALUE, "
+                                 "e.g. wilcoxon.zero_method=pratt")
+        value = value.strip()
+        low = value.lower()
+        if low in ("true", "false"):
+            parsed = low == "true"
+        else:
+            try:
+                parsed = int(value)
+            except ValueError:
+                try:
+                    parsed = float(value)
+                except ValueError:
+                    parsed = value
+        out.setdefault(test, {})[key.strip()] = parsed
+    return out
+
+
 def _split(text: str | None):
     return None if not text else [t.strip() for t in text.split(",") if t.strip()]
 
@@ -247,13 +277,21 @@ def compare_cmd(
     equivalence_margin: Annotated[float | None, typer.Option(
         help="margin delta (metric units): add p_equivalence/equivalent (TOST: tied "
              "within +-delta, corrected like p_value)")] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="working-memory budget, e.g. 2GiB or 500MB (default: a "
+                               "safe share of physical memory); results do not depend "
+                               "on it")] = None,
+    test_option: Annotated[list[str] | None, typer.Option(
+        "--test-option", help="an option of one test as TEST.OPTION=VALUE, repeatable, "
+                              "e.g. --test-option wilcoxon.zero_method=pratt "
+                              "--test-option wilcoxon.correction=true")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
     from multistat.comparison import compare
     from multistat.io import write_parquet
 
     fam = family if family in (None, "all") else _split(family)
-    table, systems = compare(
+    result = compare(
         _open(study), tests=_split(tests), statistic=statistic, pairs=pairs,
         metrics=_split(metrics), datasets=_split(datasets), alternative=alternative,
         null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
@@ -261,7 +299,9 @@ def compare_cmd(
         scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
         power=power if power is not None else observed_power, progress=progress,
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
-        return_systems=True)
+        memory_limit=memory_limit, test_options=parse_test_options(test_option),
+        return_systems=systems_out is not None)
+    table, systems = result if systems_out is not None else (result, None)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
     write_parquet(table, out, metadata=meta)
     if systems_out is not None:

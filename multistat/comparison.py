@@ -1,10 +1,13 @@
 """The batch driver: every pair x metric x dataset x test in one call, one tidy table.
 
-For each dataset, metrics that share the same set of scored instances form a group; one
-resampling plan per ``(seed, dataset, kind, block)`` serves all systems, metrics and pairs
-of the dataset (:mod:`multistat.resampling`), closed-form tests run vectorized over all
-pairs at once, and the p-values are corrected over declared families
-(:mod:`multistat.correct`).
+For each dataset, metrics that share the same set of scored instances form a group (a
+:class:`~multistat.significance.Slab`); every requested test runs through its registry
+spec's batch entry (:meth:`~multistat.significance.TestSpec.run`), so this module names no
+test. One resampling plan per ``(seed, dataset, kind, block)`` serves all systems, metrics
+and pairs of the dataset (:mod:`multistat.resampling`); closed-form tests and effect sizes
+run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._budget`),
+from per-system quantities where the statistic allows (means and the Gram matrix for t and
+d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from multistat import cube, stepdown
+from multistat._budget import Budget
+from multistat._progress import Progress as _Progress
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -28,20 +33,24 @@ from multistat.correct import METHODS, adjust
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
+from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords
+from multistat.significance.parametric import pair_mean_sd
 
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
+EFFECT_BYTES_PER_VALUE = 160  # working memory of the effect sizes per pair x metric x instance
 EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                                            "hodges_lehmann")
                        for s in ("", "_ci_low", "_ci_high"))
 COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "estimate",
            "ci_low", "ci_high", "confidence_level", "test", "alternative", "null_value",
            "statistic", "p_value", "family", "correction", "p_adjusted", "reject", "alpha",
-           *EFFECT_COLUMNS, "power", "n_resamples", "seed", "note", "higher_is_better",
+           *EFFECT_COLUMNS, "power", "mde", "n_resamples", "seed", "note", "higher_is_better",
            "score_a", "score_b")
 
 
 def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confidence_level,
-                n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue):
+                n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue,
+                test_options, mde_power):
     if isinstance(tests, str):
         tests = (tests,)
     tests = tuple(tests)
@@ -60,9 +69,11 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
                         else check_probability("confidence_level", confidence_level))
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
+    if correction == "none":
+        correction = None
     if correction is not None and correction not in METHODS + stepdown.CORRECTIONS:
         raise ParameterError(f"`correction` must be one of "
-                             f"{', '.join(METHODS + stepdown.CORRECTIONS)} or None; "
+                             f"{', '.join(METHODS + stepdown.CORRECTIONS)}, 'none' or None; "
                              f"got {correction!r}")
     if correction in stepdown.CORRECTIONS:
         stepdown.check_westfall_young(tests, statistic)
@@ -74,8 +85,38 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
                              f"{scheduler!r}")
     check_choice("ci_method", ci_method, rs.CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, rs.BOOTSTRAP_PVALUES)
+    mde_power = check_probability("mde_power", mde_power)
     return (tests, statistic, alternative, null_value, alpha, confidence_level, n_resamples,
-            seed)
+            seed, correction, _check_test_options(test_options, tests), mde_power)
+
+
+def _check_test_options(test_options, tests) -> dict:
+    """``{test: {option: value}}`` checked against the tests run and their signatures."""
+    if test_options is None:
+        return {}
+    if not isinstance(test_options, dict):
+        raise ParameterError("`test_options` must be a dict {test name: {option: value}}; "
+                             f"got {type(test_options).__name__}")
+    out = {}
+    for name, opts in test_options.items():
+        if name not in tests:
+            raise ParameterError(f"`test_options` names test {name!r}, which is not among "
+                                 f"the tests run ({', '.join(tests)})")
+        if not isinstance(opts, dict):
+            raise ParameterError(f"`test_options[{name!r}]` must be a dict of options; got "
+                                 f"{type(opts).__name__}")
+        allowed = REGISTRY[name].options()
+        fixed = {"alternative", "null_value", "confidence_level"}  # compare's own keywords
+        for key in opts:
+            if key in fixed or (allowed is not None and key not in allowed):
+                ok = sorted((allowed or set()) - fixed)
+                raise ParameterError(
+                    f"`test_options[{name!r}]`: unknown option {key!r}; {name} takes "
+                    f"{', '.join(ok) if ok else 'no options'}"
+                    + (f" ({key} is set for all tests by compare's own keyword)"
+                       if key in fixed else ""))
+        out[name] = dict(opts)
+    return out
 
 
 def _groups(ds) -> list[tuple[str, list[int], np.ndarray]]:
@@ -102,27 +143,13 @@ def _rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
                          for k, v in frame_cols.items()})
 
 
-def _power_column(d: np.ndarray, n: int, alpha: float, alternative: str, target):
-    """Power of the paired t test at level alpha to detect ``target`` (metric units; None:
-    the observed mean difference) given each pair's sd of differences
-    (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
-    from multistat.power.analytic import _t_power
-
-    sd = d.std(-1, ddof=1)
-    delta = d.mean(-1) if target is None else np.full(sd.shape, float(target))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        effect = np.where(sd > 0, delta / sd, np.nan)
-    power = np.vectorize(lambda e: np.nan if np.isnan(e) else _t_power(n, e, alpha,
-                                                                       alternative))
-    return power(effect).astype(float)
-
-
 def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
             datasets=None, alternative="two-sided", null_value=0.0, alpha=0.05,
             confidence_level=None, n_resamples=10_000, seed=0, correction="holm",
             family=None, scheduler="threads", n_chunks=None, ci_method="bca",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
-            return_systems=False, equivalence_margin=None):
+            return_systems=False, equivalence_margin=None, memory_limit=None,
+            test_options=None, mde_power=0.8):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
     Parameters
@@ -130,7 +157,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     study : a study (``multistat.load``, ``multistat.evaluation_units``,
         ``multistat.load_translations``) or a path ``multistat.load`` reads
     tests : registry names: ``"t"``, ``"wilcoxon"``, ``"sign"``, ``"bootstrap"``,
-        ``"permutation"``, ``"mcnemar"`` (binary metrics only)
+        ``"permutation"``, ``"mcnemar"`` (binary metrics only), or any test added with
+        :func:`multistat.significance.register` (it runs with the options given here)
     statistic : ``"mean"`` or ``"median"`` — what the bootstrap and permutation tests
         compare (t is always about the mean; sign about the median; Wilcoxon about the
         pseudo-median); corpus metrics always compare the corpus metric
@@ -142,12 +170,12 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     confidence_level : interval level (default ``1 - alpha``)
     n_resamples : resamples for bootstrap and permutation
     seed : non-negative int, 0 included; the same seed gives bit-identical tables
-        whatever ``scheduler`` and ``n_chunks``
+        whatever ``scheduler``, ``n_chunks`` and ``memory_limit``
     correction : statsmodels ``multipletests`` method, ``"westfall-young"`` (resampling
         step-down over the shared plan, :mod:`multistat.stepdown`: max-T for means,
         min-P for corpus metrics; ``"westfall-young-maxT"``/``"-minP"`` to choose; only
         with the bootstrap and permutation tests — closed-form tests are refused, as they
-        have no joint null on a shared plan) or None
+        have no joint null on a shared plan), or ``"none"``/None
     family : None (dataset x metric x test), ``"all"``, or column name(s)
     scheduler : ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
         address (``"tcp://..."``) or a ``distributed.Client``
@@ -158,10 +186,20 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     effect_sizes : add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals
     power : False; True (power of the paired t test to detect the *observed* mean
         difference — retrospective, says so in ``note``); or a number: the difference in
-        metric units the test should detect
-    progress : show a progress bar
+        metric units the test should detect (column ``power``)
+    progress : show a progress bar (advances per slab of pairs and per resampling block,
+        with the time left); runs estimated over about 5 minutes first print what will
+        be computed and the estimate
     return_systems : also return the per-system table (score with bootstrap percentile
-        interval), used by leaderboards
+        interval), used by leaderboards; computed only when asked for
+    memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
+        safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
+        of pairs and of resampling-plan rows are sized by it; results are bit-identical
+        for every limit
+    test_options : ``{test: {option: value}}``, options of one test, e.g.
+        ``{"wilcoxon": {"zero_method": "pratt", "correction": True, "method": "approx"}}``
+        or ``{"bootstrap": {"ci_method": "percentile"}}``; recorded in the metadata
+    mde_power : the power at which column ``mde`` is computed (default 0.8)
     equivalence_margin : delta > 0 (metric units): add TOST columns ``p_equivalence``,
         ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
         correction; :mod:`multistat.equivalence`) for the t, Wilcoxon, bootstrap and
@@ -175,25 +213,40 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         ``ci_low/ci_high`` its interval at ``confidence_level``; ``statistic`` the test's
         own statistic; ``p_value`` raw, ``p_adjusted``/``reject`` after ``correction``
         within ``family``; effect columns (NaN for corpus metrics, with a note);
-        ``score_a/score_b`` each system's mean (or corpus) score; ``note`` why a value is
-        NaN or how it was computed. ``table.attrs["multistat"]`` holds the run metadata.
+        ``mde`` the minimum detectable difference: the smallest true difference in metric
+        units the test would detect with probability ``mde_power`` at level ``alpha``
+        (uncorrected) with this ``n`` and the observed variance — for closed-form tests
+        the paired-t closed form ``d_z(n, alpha, power) * sd(a - b)``
+        (:func:`multistat.power.analytic.mde_paired_t`), for resampling tests the same
+        multiplier times ``sqrt(n)`` times the resampled standard error (standard
+        deviation of the bootstrap distribution, or of the permutation null), which also
+        covers corpus metrics; ``score_a/score_b`` each system's mean (or corpus) score;
+        ``note`` why a value is NaN or how it was computed. ``table.attrs["multistat"]``
+        holds the run metadata.
     """
     if not hasattr(study, "children"):
         study = cube.load(study)
     (tests, statistic, alternative, null_value, alpha, confidence_level, n_resamples,
-     seed) = _compare_iv(study, tests, statistic, alternative, null_value, alpha,
-                         confidence_level, n_resamples, seed, correction, scheduler,
-                         ci_method, bootstrap_pvalue)
+     seed, correction, test_options, mde_power) = _compare_iv(
+        study, tests, statistic, alternative, null_value, alpha, confidence_level,
+        n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue, test_options,
+        mde_power)
+    budget = Budget.of(memory_limit)
+    specs = [REGISTRY[t] for t in tests]
+    for spec in specs:
+        _check_resampling_signature(spec)
+    base_ctx = Context(alternative=alternative, null_value=null_value,
+                       confidence_level=confidence_level, alpha=alpha, statistic=statistic,
+                       n_resamples=n_resamples, seed=seed, scheduler=scheduler,
+                       n_chunks=n_chunks, ci_method=ci_method,
+                       bootstrap_pvalue=bootstrap_pvalue, budget=budget)
+    ctxs = {s.name: base_ctx.for_test(test_options.get(s.name)) for s in specs}
     from multistat.equivalence import check_margin
 
     equivalence_margin = check_margin(equivalence_margin)
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=sum(len(_groups(ds)) for ds in all_ds.values()) * len(tests),
-                   desc="multistat compare", unit="step")
+    bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
+                          effect_sizes, budget)
     parts, systems_parts = [], []
     for name, ds in all_ds.items():
         ds = _canonical(ds.compute())
@@ -201,65 +254,56 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             idx = cube.pair_indices(ds.system.values, pairs)
         except UnknownSystemError as exc:
             raise UnknownSystemError(f"dataset {name!r}: {exc}") from None
-        ia = np.array([a for a, _ in idx], dtype=int)
-        ib = np.array([b for _, b in idx], dtype=int)
+        ia = np.array([a for a, _ in idx], dtype=np.intp)
+        ib = np.array([b for _, b in idx], dtype=np.intp)
         sysnames = ds.system.values.astype(str)
         score = np.asarray(ds[cube.SCORE].values)
         for kind, ms, valid in _groups(ds):
             if metrics is not None:
                 ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
                 if not ms:
-                    if bar is not None:
-                        bar.update(len(tests))
                     continue
-            X = score[:, ms][:, :, valid]  # (S, M, n)
-            n = X.shape[-1]
-            corpus = None
-            if kind == "corpus":
-                from multistat.corpus import get_corpus_metric
-
-                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
-                corpus = (cm.fn, stats)
-                sys_obs = cm.fn(stats.sum(1))[:, None]
-            else:
-                sys_obs = X.mean(-1)
+            slab = _slab(ds, name, kind, ms, valid, score, sysnames)
+            for spec in specs:
+                if spec.binary_only and not slab.is_corpus:
+                    _check_binary(spec, ds, ms, name)
+            sys_obs = slab.means() if not slab.is_corpus else slab.corpus_observed
             base = {
-                "dataset": name, "metric": np.tile(ds.metric.values[ms].astype(str), len(ia)),
+                "dataset": name, "metric": np.tile(np.asarray(slab.metrics), len(ia)),
                 "system_a": np.repeat(sysnames[ia], len(ms)),
                 "system_b": np.repeat(sysnames[ib], len(ms)),
                 "higher_is_better": np.tile(ds.higher_is_better.values[ms].astype(bool),
                                             len(ia)),
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
-            extra = _pair_extras(X, ia, ib, kind, effect_sizes, confidence_level, power,
-                                 alpha, alternative)
-            for test in tests:
-                res = _run_test(test, X, ia, ib, kind=kind, corpus=corpus, ds=ds, ms=ms,
-                                statistic=statistic, alternative=alternative,
-                                null_value=null_value, confidence_level=confidence_level,
-                                n_resamples=n_resamples, seed=seed, dataset=name,
-                                scheduler=scheduler, n_chunks=n_chunks, ci_method=ci_method,
-                                bootstrap_pvalue=bootstrap_pvalue)
-                sysdist = res.pop("systems", None)
-                if return_systems and test == "bootstrap" and sysdist is not None:
+            results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
+                                        effect_sizes, power, budget)
+            mult = _mde_multiplier(slab.n, alpha, mde_power, alternative)
+            have_systems = False
+            for spec in specs:
+                res = results[spec.name]
+                if return_systems and res.systems is not None and not have_systems:
+                    have_systems = True
                     systems_parts.append(_system_rows(name, ds, ms, sysnames, sys_obs,
-                                                      sysdist, confidence_level, n))
+                                                      res.systems, confidence_level, slab.n))
                 rows = dict(base)
-                rows.update({k: (np.asarray(v).ravel() if np.ndim(v) else v) for k, v in res.items()})
-                rows.update(test=test, alternative=alternative, null_value=null_value,
-                            confidence_level=confidence_level,
-                            n_resamples=n_resamples if REGISTRY[test].resampling else 0,
-                            seed=seed if REGISTRY[test].resampling else -1)
-                rows.update(extra)
+                arrays = dict(res.arrays)
+                se = arrays.pop("se", None)
+                rows.update({k: np.asarray(v).ravel() for k, v in arrays.items()})
+                rows.update(test=spec.name, alternative=ctxs[spec.name].alternative,
+                            null_value=ctxs[spec.name].null_value,
+                            confidence_level=ctxs[spec.name].confidence_level)
+                if "n_resamples" not in arrays:
+                    rows["n_resamples"] = 0
+                if "seed" not in arrays:
+                    rows["seed"] = -1
+                rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
+                rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"), se)
                 if extra.get("_note") is not None:
-                    rows["note"] = _join_notes(rows["note"], rows.pop("_note"))
-                rows.pop("_note", None)
+                    rows["note"] = _join_notes(rows["note"], extra["_note"])
                 parts.append(_rows(rows, len(ia) * len(ms)))
-                if bar is not None:
-                    bar.update(1)
-    if bar is not None:
-        bar.close()
+        bar.finish(name)
+    bar.close()
     if not parts:
         raise ParameterError("nothing to compare: no dataset/metric left after the "
                              "`datasets`/`metrics` selection")
@@ -287,7 +331,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     table.attrs["multistat"] = _metadata(study, tests, statistic, pairs, alternative,
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
-                                         bootstrap_pvalue)
+                                         bootstrap_pvalue, test_options, budget, mde_power)
     if equivalence_margin is not None:
         table.attrs["multistat"].update(
             equivalence_margin=equivalence_margin, equivalence_correction=(
@@ -296,9 +340,151 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         systems = (pd.concat(systems_parts, ignore_index=True) if systems_parts else
                    system_scores(study, n_resamples=n_resamples, seed=seed,
                                  confidence_level=confidence_level, scheduler=scheduler,
-                                 metrics=metrics, datasets=datasets))
+                                 metrics=metrics, datasets=datasets,
+                                 memory_limit=budget))
         return table, systems
     return table
+
+
+def _check_resampling_signature(spec) -> None:
+    """A registered resampling test without its own batch must take ``seed`` and
+    ``n_resamples``, or compare could not record the plan it used."""
+    if not spec.resampling or spec.batch is not None:
+        return
+    names = accepted_keywords(spec.func)
+    missing = [k for k in ("seed", "n_resamples") if names is not None and k not in names]
+    if missing:
+        raise ParameterError(
+            f"registered resampling test {spec.name!r} does not accept "
+            f"{' or '.join(repr(m) for m in missing)}; compare passes the plan it was given "
+            "and records it, so the function must take them (or give the spec a `batch`)")
+
+
+def _check_binary(spec, ds, ms, dataset) -> None:
+    for m in ms:
+        if ds.kind.values[m] != "binary":
+            raise TestNotApplicableError(
+                f"{spec.name} needs a binary (0/1) metric; metric {str(ds.metric.values[m])!r} "
+                f"of dataset {dataset!r} is not — restrict with metrics=[...]")
+
+
+def _slab(ds, name, kind, ms, valid, score, sysnames) -> Slab:
+    X = score[:, ms][:, :, valid]  # (S, M, n)
+    corpus = None
+    kinds = tuple(str(ds.kind.values[m]) for m in ms)
+    slab = Slab(X, dataset=name, metrics=tuple(ds.metric.values[ms].astype(str)),
+                systems=tuple(sysnames), metric_kinds=kinds)
+    if kind == "corpus":
+        from multistat.corpus import get_corpus_metric
+
+        cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+        stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+        corpus = (cm.fn, stats)
+        slab.corpus = corpus
+        slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
+    return slab
+
+
+def _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, power, budget):
+    """Every spec on one slab: closed-form specs (and the effect sizes) over slabs of
+    pairs sized by the budget, resampling specs on all pairs at once."""
+    P, M, n = len(ia), slab.shape[1], slab.n
+    sliced = [s for s in specs if not s.all_pairs]
+    whole = [s for s in specs if s.all_pairs]
+    results: dict = {}
+    extras: list = []
+    per_value = max([s.bytes_per_value for s in sliced] +
+                    [EFFECT_BYTES_PER_VALUE if want_effects else 0, 16])
+    slabs = budget.slabs(P, M * n * per_value) if P else []
+    pieces = {s.name: [] for s in sliced}
+    for sl in slabs:
+        a, b = ia[sl], ib[sl]
+        for spec in sliced:
+            pieces[spec.name].append(spec.run(slab, a, b, ctxs[spec.name]))
+            bar.tick(slab.dataset, spec.name, 1)
+        extras.append(_pair_extras(slab, a, b, want_effects, base_ctx, power))
+        bar.tick(slab.dataset, "", 1)
+        slab.release_pairs()
+    for spec in sliced:
+        results[spec.name] = (BatchResult.concat(pieces[spec.name]) if pieces[spec.name]
+                              else spec.run(slab, ia, ib, ctxs[spec.name]))
+    for spec in whole:
+        ctx = ctxs[spec.name].replace(progress=bar.share(slab.dataset, spec.name))
+        results[spec.name] = spec.run(slab, ia, ib, ctx)
+    extra = {k: np.concatenate([e[k] for e in extras]) if not isinstance(extras[0][k], str)
+             else extras[0][k] for k in extras[0]} if extras else {}
+    return results, extra
+def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
+    """Effect-size and power columns and the sd of the differences (for ``mde``), one value
+    per pair x metric (ravelled), for one slab of pairs."""
+    P, M, n = len(ia), slab.shape[1], slab.n
+    out: dict = {}
+    if slab.is_corpus:
+        if want_effects:
+            for c in EFFECT_COLUMNS:
+                out[c] = np.full(P * M, np.nan)
+            out["_note"] = ("effect sizes of per-instance scores do not apply to a corpus "
+                            "metric (the estimate is the corpus-metric difference)")
+        if power:
+            out["power"] = np.full(P * M, np.nan)
+        out["_sd"] = np.full(P * M, np.nan)
+        return out
+    mean_d, sd_d = pair_mean_sd(slab, ia, ib)
+    if want_effects:
+        from multistat.effect import effect_sizes_batch
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # constant pairs: NaN + notes from the tests
+            eff = effect_sizes_batch(slab, ia, ib, confidence_level=ctx.confidence_level,
+                                     moments=(mean_d, sd_d))
+        for c in EFFECT_COLUMNS:
+            out[c] = np.asarray(eff[c], dtype=float).reshape(P * M)
+    if power:
+        target = None if power is True else float(power)
+        out["power"] = _power_column(mean_d, sd_d, n, ctx.alpha, ctx.alternative,
+                                     target).reshape(P * M)
+        if target is None:
+            out["_note"] = ("power: retrospective, at the observed mean difference (a "
+                            "function of the p-value; plan with `multistat power`)")
+    out["_sd"] = sd_d.reshape(P * M)
+    return out
+
+
+def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
+    """Power of the paired t test at level alpha to detect ``target`` (metric units; None:
+    the observed mean difference) given each pair's sd of differences
+    (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
+    from multistat.power.analytic import _t_power
+
+    delta = mean_d if target is None else np.full(sd.shape, float(target))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effect = np.where(sd > 0, delta / sd, np.nan)
+    power = np.vectorize(lambda e: np.nan if np.isnan(e) else _t_power(n, e, alpha,
+                                                                       alternative))
+    return power(effect).astype(float)
+
+
+def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
+    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none)."""
+    from multistat.errors import MultistatError
+    from multistat.power.analytic import mde_paired_t
+
+    if n < 2:
+        return float("nan")
+    try:
+        return float(mde_paired_t(n=n, power=power, alpha=alpha, alternative=alternative))
+    except (MultistatError, ValueError, ArithmeticError):
+        return float("nan")
+
+
+def _mde(spec, slab, mult, sd, se):
+    """Column ``mde``: resampling tests from their resampled standard error, the others
+    from the sd of the differences (paired-t closed form)."""
+    if se is not None:
+        return mult * np.sqrt(slab.n) * np.asarray(se, dtype=float).ravel()
+    if slab.is_corpus or sd is None:
+        return np.nan
+    return mult * sd
 
 
 def _canonical(ds):
@@ -314,88 +500,6 @@ def _join_notes(a, b):
     return np.array(["; ".join(s for s in (x, y) if s) for x, y in zip(a, b)], dtype=object)
 
 
-def _pair_extras(X, ia, ib, kind, want_effects, confidence_level, power, alpha,
-                 alternative) -> dict:
-    """Effect-size and power columns, one value per pair x metric (ravelled)."""
-    P, M, n = len(ia), X.shape[1], X.shape[2]
-    out: dict = {}
-    if kind == "corpus":
-        if want_effects:
-            for c in EFFECT_COLUMNS:
-                out[c] = np.full(P * M, np.nan)
-            out["_note"] = ("effect sizes of per-instance scores do not apply to a corpus "
-                            "metric (the estimate is the corpus-metric difference)")
-        if power:
-            out["power"] = np.full(P * M, np.nan)
-        return out
-    A, B = X[ia], X[ib]  # (P, M, n)
-    if want_effects:
-        from multistat.effect import effect_sizes
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constant pairs: NaN + notes from the tests
-            eff = effect_sizes(A, B, confidence_level=confidence_level)
-        for c in EFFECT_COLUMNS:
-            out[c] = np.asarray(eff[c], dtype=float).reshape(P * M)
-    if power:
-        target = None if power is True else float(power)
-        out["power"] = _power_column(A - B, n, alpha, alternative, target).reshape(P * M)
-        if target is None:
-            out["_note"] = ("power: retrospective, at the observed mean difference (a "
-                            "function of the p-value; plan with `multistat power`)")
-    return out
-
-
-def _run_test(test, X, ia, ib, *, kind, corpus, ds, ms, statistic, alternative,
-              null_value, confidence_level, n_resamples, seed, dataset, scheduler,
-              n_chunks, ci_method, bootstrap_pvalue) -> dict:
-    spec = REGISTRY[test]
-    P, M, n = len(ia), X.shape[1], X.shape[2]
-    common = dict(alternative=alternative, null_value=null_value)
-    run = dict(n_resamples=n_resamples, seed=seed, dataset=dataset, scheduler=scheduler,
-               n_chunks=n_chunks, corpus=corpus)
-    stat_kind = "corpus" if kind == "corpus" else statistic
-    if test == "bootstrap":
-        out = rs.bootstrap_block(X, ia, ib, statistic=statistic,
-                                 confidence_level=confidence_level, ci_method=ci_method,
-                                 pvalue=bootstrap_pvalue, **common, **run)
-        out.pop("systems_observed", None)
-        out["n"], out["statistic_kind"] = n, stat_kind
-        return out
-    if test == "permutation":
-        out = rs.permutation_block(X, ia, ib, statistic=statistic, **common, **run)
-        out.pop("exact", None)
-        out["n"], out["statistic_kind"] = n, stat_kind
-        return out
-    # closed-form tests: per-instance scores, vectorized over pairs x metrics
-    if kind == "corpus":
-        nan = np.full((P, M), np.nan)
-        return {"n": n, "statistic_kind": spec.statistic_kinds[0], "statistic": nan,
-                "p_value": nan, "estimate": nan, "ci_low": nan, "ci_high": nan,
-                "note": np.full((P, M), f"{test}: not applicable to a corpus metric (use "
-                                        "bootstrap or permutation)", dtype=object)}
-    if spec.binary_only:
-        for m in ms:
-            if ds.kind.values[m] != "binary":
-                raise TestNotApplicableError(
-                    f"{test} needs a binary (0/1) metric; metric {ds.metric.values[m]!r} of "
-                    f"dataset {dataset!r} is not — restrict with metrics=[...]")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = spec.func(X[ia], X[ib], confidence_level=confidence_level, **common)
-    out = {"n": np.broadcast_to(np.asarray(res.n), (P, M)),
-           "statistic_kind": res.statistic_kind or spec.statistic_kinds[0]}
-    for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
-        out[k] = np.broadcast_to(np.asarray(getattr(res, k), dtype=float), (P, M))
-    note = np.asarray(res.note, dtype=object)
-    out["note"] = np.broadcast_to(note, (P, M)) if note.ndim else np.full((P, M), str(note),
-                                                                         dtype=object)
-    if caught and not np.any(out["note"] != ""):
-        msg = "; ".join(sorted({str(w.message) for w in caught}))[:300]
-        out["note"] = np.full((P, M), msg, dtype=object)
-    return out
-
-
 def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
     lo_q, hi_q = (1 - confidence_level) / 2, 1 - (1 - confidence_level) / 2
     lo, hi = np.quantile(sysdist, [lo_q, hi_q], axis=0)  # (S, M)
@@ -409,7 +513,8 @@ def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
 
 
 def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
-                  scheduler="threads", metrics=None, datasets=None) -> pd.DataFrame:
+                  scheduler="threads", metrics=None, datasets=None, memory_limit=None
+                  ) -> pd.DataFrame:
     """Each system's score (mean or corpus metric) with a bootstrap percentile interval.
 
     Uses the same plans as :func:`compare`'s bootstrap (same seed, same resamples).
@@ -421,6 +526,7 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
     confidence_level = check_probability("confidence_level", confidence_level)
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
+    budget = Budget.of(memory_limit)
     parts = []
     from multistat import resampling as eng
 
@@ -438,7 +544,7 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
             X = score[:, ms][:, :, valid]
             n = X.shape[-1]
             run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=name,
-                       scheduler=scheduler)
+                       scheduler=scheduler, budget=budget)
             if kind == "corpus":
                 from multistat.corpus import get_corpus_metric
 
@@ -470,7 +576,7 @@ def study_hash(study) -> str:
 
 def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
               confidence_level, n_resamples, seed, correction, family, ci_method,
-              bootstrap_pvalue) -> dict:
+              bootstrap_pvalue, test_options=None, budget=None, mde_power=0.8) -> dict:
     from multistat import __version__
 
     return {"multistat_version": __version__, "seed": seed, "tests": list(tests),
@@ -480,4 +586,6 @@ def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
             "correction": correction or "none",
             "family": family if family is None or isinstance(family, str) else list(family),
             "ci_method": ci_method, "bootstrap_pvalue": bootstrap_pvalue,
+            "test_options": {k: dict(v) for k, v in (test_options or {}).items()},
+            "mde_power": mde_power,
             "input_sha256": study_hash(study)}

@@ -415,3 +415,56 @@ def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndar
         out[f"{res.name}_ci_low"] = res.ci_low
         out[f"{res.name}_ci_high"] = res.ci_high
     return {key: out[key] for key in EFFECT_COLUMNS}
+
+
+# ----------------------------------------------------------------------------- batch
+def _dz_from_moments(mean, sd, const, n, level):
+    """d_z and its noncentral-t interval from each pair's mean and sd of differences."""
+    shape = np.shape(mean)
+    if n < 2:
+        nan = np.full(shape, np.nan)
+        return nan, nan, nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(const, np.nan, mean / sd)
+    t = d * np.sqrt(n)
+    alpha = 1.0 - level
+    ok = np.isfinite(t)
+    low = np.full(shape, np.nan)
+    high = np.full(shape, np.nan)
+    if ok.any():
+        low[ok] = _nct_noncentrality(t[ok], n - 1, 1.0 - alpha / 2) / np.sqrt(n)
+        high[ok] = _nct_noncentrality(t[ok], n - 1, alpha / 2) / np.sqrt(n)
+    return d, low, high
+
+
+def effect_sizes_batch(slab, ia, ib, *, confidence_level=0.95, moments=None
+                       ) -> dict[str, np.ndarray]:
+    """:func:`effect_sizes` for pairs ``(ia, ib)`` of a study slab
+    (:class:`multistat.significance.Slab`), arrays ``(p, M)``.
+
+    Cohen's d_z and Hedges' g come from per-system means and the Gram matrix
+    (:func:`multistat.significance.parametric.pair_mean_sd`, ``moments=(mean, sd)`` if
+    already computed) - no pair is materialised for them; Wilcoxon r and Hodges-Lehmann
+    use the slab's differences and their sort (shared with the Wilcoxon test).
+    """
+    from multistat.significance.parametric import pair_constant, pair_mean_sd
+
+    level = check_probability("confidence_level", confidence_level)
+    n = slab.n
+    mean, sd = pair_mean_sd(slab, ia, ib) if moments is None else moments
+    const = (pair_constant(slab, ia, ib, mean, sd) if n >= 2
+             else np.ones(np.shape(mean), bool))
+    d, low, high = _dz_from_moments(mean, sd, const, n, level)
+    out = {"cohens_d": d, "cohens_d_ci_low": low, "cohens_d_ci_high": high,
+           "hedges_g": hedges_correction(n - 1) * d, "hedges_g_ci_low": low,
+           "hedges_g_ci_high": high}
+    diff = slab.diff(ia, ib)
+    zeros = np.zeros_like(diff)
+    info = slab.rank_info(ia, ib)
+    for func in (wilcoxon_r, hodges_lehmann):
+        kw = {} if info is None else {"info": info}
+        res = func(diff, zeros, confidence_level=level, **kw)
+        out[res.name] = res.estimate
+        out[f"{res.name}_ci_low"] = res.ci_low
+        out[f"{res.name}_ci_high"] = res.ci_high
+    return {key: np.asarray(out[key], dtype=float) for key in EFFECT_COLUMNS}

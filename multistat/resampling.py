@@ -12,6 +12,19 @@ Plans
   number of times instance ``i`` is drawn in resample ``b``; row sums are ``n``.
 * sign flips (paired permutation / approximate randomization): a **+-1 matrix** ``S``;
   swapping a and b on instance ``i`` flips the sign of ``d_i = a_i - b_i``.
+
+Row slabs
+---------
+A block of 1000 resamples over ``n`` instances is a ``(1000, n)`` matrix: 7.5 GiB of
+indices at ``n = 2,000,000``. When a block does not fit in the memory budget
+(:mod:`multistat._budget`) it is generated and consumed in slabs of rows
+(:func:`plan_slabs`): the slabs draw from the block's one generator in order, so their
+concatenation is the block itself, bit for bit. This holds because the index draws
+(int32/int64 bounded integers) take one 32-bit value per draw whatever the call, and the
+sign-flip bytes (uint8, drawn four per 32-bit value with a buffer that restarts at every
+call) are split only at multiples of 4 bytes: slabs are multiples of 4 rows
+(``tests/test_resampling.py`` checks both). Kernels work row by row, so results do not
+depend on the slab either.
 """
 
 from __future__ import annotations
@@ -49,29 +62,54 @@ def block_bounds(n_resamples: int, block_size: int = BLOCK_SIZE) -> list[tuple[i
     return [(s, min(s + block_size, n_resamples)) for s in range(0, n_resamples, block_size)]
 
 
-def bootstrap_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+def bootstrap_counts(rng: np.random.Generator, size: int, n: int, *, rows=None
+                     ) -> np.ndarray:
     """Count matrix ``(size, n)`` (float64, exact integers) of ``size`` bootstrap resamples.
 
     Row ``b`` counts how often each instance is drawn in ``n`` draws with replacement
-    (indices drawn uniformly, then counted with one ``bincount``).
+    (indices drawn uniformly, then counted with one ``bincount``). ``rows``: draw only the
+    next ``rows`` rows of a block of ``size`` (the index type stays the block's), see
+    :func:`plan_slabs`.
     """
     dtype = np.int32 if size * n < 2**31 else np.int64
-    idx = rng.integers(0, n, size=(size, n), dtype=dtype)
-    idx += (np.arange(size, dtype=dtype) * n)[:, None]
-    return np.bincount(idx.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+    rows = size if rows is None else rows
+    idx = rng.integers(0, n, size=(rows, n), dtype=dtype)
+    idx += (np.arange(rows, dtype=dtype) * n)[:, None]
+    return np.bincount(idx.ravel(), minlength=rows * n).reshape(rows, n).astype(np.float64)
 
 
-def sign_flips(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+def sign_flips(rng: np.random.Generator, size: int, n: int, *, rows=None) -> np.ndarray:
     """+-1 matrix ``(size, n)`` (float64): each instance's difference flipped w.p. 1/2.
 
-    Built from random bytes unpacked into bits (8 fair coin flips per byte).
+    Built from random bytes unpacked into bits (8 fair coin flips per byte). ``rows``:
+    the next ``rows`` rows only (a multiple of 4 except for the last slab).
     """
-    raw = rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8)
+    rows = size if rows is None else rows
+    raw = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
     bits = np.unpackbits(raw, axis=1, count=n)
     return 1.0 - 2.0 * bits
 
 
 _PLAN_FUNCS = {"bootstrap": bootstrap_counts, "permutation": sign_flips}
+#: bytes per plan row and instance while a row slab is generated and consumed: the
+#: float64 plan, the int32/int64 indices and a kernel's temporaries of the same size
+PLAN_BYTES_PER_VALUE = 32
+#: slabs are multiples of this many rows (keeps the uint8 sign-flip stream intact)
+SLAB_ROW_MULTIPLE = 4
+
+
+def plan_slabs(kind: str, n: int, n_resamples: int, seed, dataset: str, block: int,
+               max_rows: int | None = None) -> Iterator[np.ndarray]:
+    """Block ``block`` of the plan in consecutive row slabs of at most ``max_rows`` rows
+    (a multiple of 4); their concatenation is :func:`plan_block` bit for bit."""
+    start, stop = block_bounds(n_resamples)[block]
+    size = stop - start
+    step = size if max_rows is None else max(SLAB_ROW_MULTIPLE,
+                                             int(max_rows) - int(max_rows) % SLAB_ROW_MULTIPLE)
+    rng = block_rng(seed, dataset, kind, block)
+    make = _PLAN_FUNCS[kind]
+    for r in range(0, size, step):
+        yield make(rng, size, n, rows=min(step, size - r))
 
 
 def plan_blocks(kind: str, n: int, n_resamples: int, seed, dataset: str = "") -> Iterator[
@@ -171,7 +209,7 @@ _WORKER_BLAS_LIMITED = False
 
 
 def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact,
-                parent_pid):
+                parent_pid, max_rows=None):
     global _WORKER_BLAS_LIMITED
     if os.getpid() != parent_pid and not _WORKER_BLAS_LIMITED:
         # a worker process (dask processes / distributed): BLAS on one thread, as in the
@@ -183,10 +221,11 @@ def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact
     out = []
     for b in blocks:
         if exact:
-            plan = exact_sign_flips(n)
-        else:
-            plan = plan_block(kind, n, n_resamples, seed, dataset, b)
-        out.append(kernel(plan, data))
+            out.append(kernel(exact_sign_flips(n), data))
+            continue
+        parts = [kernel(plan, data) for plan in plan_slabs(kind, n, n_resamples, seed,
+                                                            dataset, b, max_rows)]
+        out.append(parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0))
     return out
 
 
@@ -206,8 +245,8 @@ def get_client(scheduler):
 
 
 def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset: str = "",
-             scheduler="threads", n_chunks: int | None = None, exact: bool = False
-             ) -> np.ndarray:
+             scheduler="threads", n_chunks: int | None = None, exact: bool = False,
+             budget=None, progress=None) -> np.ndarray:
     """Apply ``kernel(plan_block, data)`` to every block of a plan and stack the results.
 
     Blocks are grouped into ``n_chunks`` dask tasks (default: one per block, at most 64);
@@ -217,8 +256,21 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     with the thread count); blocks run concurrently instead. Bit-identity holds across
     machines with the same CPU and BLAS build.
     ``exact=True`` (sign flips only) enumerates all ``2**n`` sign vectors instead.
+
+    ``budget`` (:class:`multistat._budget.Budget`, default: the default memory limit)
+    bounds each concurrent task's plan: a block that does not fit is generated and
+    consumed in row slabs (:func:`plan_slabs`), which changes no bit. ``progress(units)``
+    is called with the number of blocks as each task finishes.
     """
     import dask
+
+    from multistat._budget import Budget
+
+    budget = Budget.of(budget) if not isinstance(budget, Budget) else budget
+    # row slabs: every concurrent task keeps one slab of (rows x n) plan values alive
+    max_rows = budget.per_worker().rows(n * PLAN_BYTES_PER_VALUE,
+                                        multiple=SLAB_ROW_MULTIPLE)
+    max_rows = None if max_rows >= BLOCK_SIZE else max_rows
 
     if exact:
         groups = [[0]]
@@ -237,18 +289,53 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
         if client is not None:
             data_f = client.scatter(data, broadcast=True)
             futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,
-                                     kernel, data_f, exact, pid, pure=False) for g in groups]
+                                     kernel, data_f, exact, pid, max_rows, pure=False)
+                       for g in groups]
+            if progress is not None:
+                from distributed import as_completed
+
+                for fut in as_completed(futures):
+                    progress(len(groups[futures.index(fut)]))
             parts = client.gather(futures)
         elif len(groups) == 1 or scheduler in ("synchronous", "sync", "single-threaded"):
-            parts = [_block_task(kind, n, n_resamples, seed, dataset, g, kernel, data, exact,
-                                 pid) for g in groups]
+            parts = []
+            for g in groups:
+                parts.append(_block_task(kind, n, n_resamples, seed, dataset, g, kernel, data,
+                                         exact, pid, max_rows))
+                if progress is not None:
+                    progress(len(g))
         else:
             tasks = [dask.delayed(_block_task, pure=False)(kind, n, n_resamples, seed,
                                                             dataset, g, kernel, data, exact,
-                                                            pid)
+                                                            pid, max_rows)
                      for g in groups]
-            parts = dask.compute(*tasks, scheduler=scheduler)
+            if progress is None:
+                parts = dask.compute(*tasks, scheduler=scheduler)
+            else:
+                with _TaskTicks(progress, n_resamples):
+                    parts = dask.compute(*tasks, scheduler=scheduler)
     return np.concatenate([blk for part in parts for blk in part], axis=0)
+
+
+def _task_ticks():
+    from dask.callbacks import Callback
+
+    class TaskTicks(Callback):
+        """Advance a progress callback as each block task finishes (local schedulers)."""
+
+        def __init__(self, progress, n_resamples):
+            super().__init__()
+            self._progress = progress
+
+        def _posttask(self, key, result, dsk, state, worker_id):
+            if isinstance(result, list):
+                self._progress(len(result))
+
+    return TaskTicks
+
+
+def _TaskTicks(progress, n_resamples):  # noqa: N802 - a class factory (lazy dask import)
+    return _task_ticks()(progress, n_resamples)
 
 
 # ----------------------------------------------------------------------------- p-values

@@ -161,3 +161,131 @@ def test_instance_order_does_not_change_the_study_results(reference):
     got = compare(cube.make_study(shuffled), scheduler="synchronous", **KW)
     pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=False,
                                   rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------- every registered test via compare
+from multistat.significance import TestResult, TestSpec, register, unregister  # noqa: E402
+
+CALLS: list = []
+
+
+def _signflip_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
+                   seed=0, n_resamples=1000):
+    """A user's resampling test (sign flips of the mean difference, its own generator):
+    records the seed and resample count it was called with."""
+    CALLS.append((seed, n_resamples))
+    d = np.asarray(x, float) - np.asarray(y, float) - null_value
+    rng = np.random.default_rng(seed)
+    flips = rng.choice([-1.0, 1.0], size=(n_resamples, d.shape[-1]))
+    obs = d.mean(-1)
+    null = np.einsum("bn,...n->b...", flips, d) / d.shape[-1]
+    p = (np.sum(np.abs(null) >= np.abs(obs) - 1e-12, axis=0) + 1) / (n_resamples + 1)
+    nan = np.full(obs.shape, np.nan)
+    note = np.where(np.all(d == 0, axis=-1), "all differences are zero", "")
+    return TestResult(test="user_signflip", statistic=obs, p_value=p, estimate=obs + null_value,
+                      ci_low=nan, ci_high=nan, confidence_level=confidence_level,
+                      n=np.full(obs.shape, d.shape[-1]), alternative=alternative,
+                      null_value=null_value, note=note)
+
+
+@pytest.fixture
+def user_test():
+    spec = register(TestSpec("user_signflip", _signflip_test, "resampling", ("mean",),
+                             assumes_symmetric=True, assumes_normal=False, resampling=True))
+    CALLS.clear()
+    yield spec
+    unregister("user_signflip")
+
+
+def _registry_study(seed=0, n=40, degenerate=False):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    # scores on a grid of 1/64 (ties, like real scores) so a shift by 3 is exact in binary
+    cont = np.stack([np.round((base + q + rng.normal(0, 1, n)) * 64) / 64
+                     for q in (0.0, 0.2, 0.5)])
+    binr = np.stack([(rng.random(n) < p).astype(float) for p in (0.5, 0.6, 0.8)])
+    if degenerate:  # system 2 equals system 1: constant (zero) differences
+        cont[2] = cont[1]
+        binr[2] = binr[1]
+    score = np.stack([cont, binr], 1)
+    ds = cube.make_dataset("d", score, systems=["s1", "s2", "s3"], metrics=["m", "acc"],
+                           instances=[f"i{i:03d}" for i in range(n)], kind=["mean", "binary"])
+    return cube.make_study({"d": ds})
+
+
+def _run(test, study, **kw):
+    metrics = ["acc"] if REGISTRY[test].binary_only else ["m"]
+    kw = dict(dict(tests=(test,), seed=7, n_resamples=500, effect_sizes=False,
+                   metrics=metrics, scheduler="synchronous"), **kw)
+    return compare(study, **kw)
+
+
+def _registered_plus_user():
+    return sorted(REGISTRY) + ["user_signflip"]
+
+
+@pytest.mark.parametrize("test", _registered_plus_user())
+def test_registered_test_through_compare_records_what_it_used(test, user_test):
+    table = _run(test, _registry_study())
+    spec = REGISTRY[test]
+    if spec.resampling:
+        assert (table["seed"] == 7).all() and (table["n_resamples"] == 500).all()
+        # the p-values sit on the grid of the resample count actually used
+        p = table["p_value"].to_numpy()
+        np.testing.assert_allclose(p * 501, np.round(p * 501), atol=1e-8)
+        other = _run(test, _registry_study(), seed=8)
+        assert not np.array_equal(other["p_value"], table["p_value"])  # the seed is used
+    else:
+        assert (table["seed"] == -1).all() and (table["n_resamples"] == 0).all()
+    if test == "user_signflip":
+        assert set(CALLS) == {(7, 500), (8, 500)}  # never the function's defaults
+
+
+@pytest.mark.parametrize("test", _registered_plus_user())
+def test_registered_test_same_seed_identical_and_shift_invariant(test, user_test):
+    st = _registry_study()
+    a = _run(test, st)
+    b = _run(test, st)
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    if REGISTRY[test].binary_only:
+        return  # a shift leaves {0, 1}
+    ds = cube.datasets(st)["d"].copy(deep=True)
+    ds["score"] = ds["score"] + 3.0
+    shifted = _run(test, cube.make_study({"d": ds}))
+    for col in ("p_value", "estimate", "statistic", "ci_low", "ci_high"):
+        np.testing.assert_allclose(shifted[col], a[col], rtol=1e-9, atol=1e-9, err_msg=col)
+
+
+@pytest.mark.parametrize("test", _registered_plus_user())
+def test_registered_test_swapping_a_and_b_mirrors(test, user_test):
+    st = _registry_study()
+    ab = _run(test, st, pairs=[("s1", "s2"), ("s1", "s3"), ("s2", "s3")])
+    ba = _run(test, st, pairs=[("s2", "s1"), ("s3", "s1"), ("s3", "s2")])
+    np.testing.assert_allclose(ba["estimate"], -ab["estimate"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ba["p_value"], ab["p_value"], rtol=1e-12)
+    lo, hi = ab["ci_low"].to_numpy(), ab["ci_high"].to_numpy()
+    if not np.isnan(lo).all() and not REGISTRY[test].resampling:
+        np.testing.assert_allclose(ba["ci_low"], -hi, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(ba["ci_high"], -lo, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("test", _registered_plus_user())
+def test_registered_test_degenerate_and_missing_input_give_notes(test, user_test):
+    st = _registry_study(degenerate=True)
+    table = _run(test, st)
+    same = table[(table["system_a"] == "s2") & (table["system_b"] == "s3")]
+    assert len(same) == 1
+    row = same.iloc[0]
+    assert row["estimate"] == 0
+    assert row["note"] != "" or row["p_value"] == 1.0, row.to_dict()
+    # instances scored by no system are dropped (n says how many are left)
+    ds = cube.datasets(_registry_study())["d"].copy(deep=True)
+    ds["score"][:, :, :3] = np.nan
+    dropped = _run(test, cube.make_study({"d": ds}))
+    assert (dropped["n"] <= 37).all()
+    # a single scored instance: NaN with a note, not a crash
+    ds = cube.datasets(_registry_study())["d"].copy(deep=True)
+    ds["score"][:, :, 1:] = np.nan
+    tiny = _run(test, cube.make_study({"d": ds}))
+    assert (tiny["n"] <= 1).all()
+    assert ((tiny["note"] != "") | tiny["p_value"].notna()).all()

@@ -254,3 +254,133 @@ def test_public_functions_are_not_shadowed_by_submodules():
         if attr is not None:
             assert not isinstance(getattr(multistat, name), types.ModuleType), name
     assert callable(multistat.compare)
+
+
+# ----------------------------------------------------------------- options, budget, mde
+def test_wilcoxon_options_through_compare_equal_scipy():
+    # zero differences and ties on purpose: rounded scores, one system shares values
+    rng = np.random.default_rng(3)
+    n = 60
+    a = np.round(rng.normal(0.2, 1, n), 1)
+    b = np.where(rng.random(n) < 0.2, a, np.round(rng.normal(0, 1, n), 1))
+    c = np.round(rng.normal(0.1, 1, n), 1)
+    ds = cube.make_dataset("d", np.stack([a, b, c])[:, None, :], systems=["a", "b", "c"],
+                           metrics=["m"], instances=range(n))
+    st = cube.make_study({"d": ds})
+    for opts, ref_kw in [
+        ({"zero_method": "pratt", "correction": True, "method": "approx"},
+         dict(zero_method="pratt", correction=True, method="approx")),
+        ({"zero_method": "zsplit", "method": "approx"},
+         dict(zero_method="zsplit", method="approx")),
+        ({"zero_method": "wilcox", "correction": True, "method": "approx"},
+         dict(zero_method="wilcox", correction=True, method="approx")),
+    ]:
+        t = compare(st, tests=("wilcoxon",), test_options={"wilcoxon": opts},
+                    effect_sizes=False, correction="none")
+        assert t.attrs["multistat"]["test_options"] == {"wilcoxon": opts}
+        for _, row in t.iterrows():
+            x, y = {"a": a, "b": b, "c": c}[row.system_a], {"a": a, "b": b, "c": c}[
+                row.system_b]
+            ref = stats.wilcoxon(x, y, **ref_kw)  # scipy's p-value for the same options
+            assert row["p_value"] == pytest.approx(ref.pvalue, rel=1e-10), (opts, row)
+        assert (t["correction"] == "none").all()
+        np.testing.assert_array_equal(t["p_adjusted"], t["p_value"])
+
+
+def test_test_options_are_checked():
+    st, _ = _study()
+    with pytest.raises(ParameterError, match="not among the tests run"):
+        compare(st, tests=("t",), test_options={"wilcoxon": {"method": "exact"}})
+    with pytest.raises(ParameterError, match="unknown option 'zero_methd'"):
+        compare(st, tests=("wilcoxon",), test_options={"wilcoxon": {"zero_methd": "pratt"}})
+    with pytest.raises(ParameterError, match="compare's own keyword"):
+        compare(st, tests=("wilcoxon",), test_options={"wilcoxon": {"alternative": "less"}})
+    with pytest.raises(ParameterError, match="correction"):
+        compare(st, tests=("t",), correction="nope")
+
+
+def test_bootstrap_options_per_test_override_the_global_ones():
+    st, _ = _study()
+    glob = compare(st, tests=("bootstrap",), ci_method="percentile", **FAST)
+    per = compare(st, tests=("bootstrap",), test_options={"bootstrap": {"ci_method":
+                                                                        "percentile"}}, **FAST)
+    pd.testing.assert_frame_equal(glob, per, check_exact=True)
+
+
+ALL5 = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median"])
+def test_bit_identical_for_every_memory_limit(statistic):
+    # 16 MiB forces slabs of pairs (about 1 MiB each) and row slabs of every plan block
+    # (8 MiB per worker: 87 rows of 3,000 instances)
+    from multistat import resampling
+    from multistat._budget import Budget
+
+    rng = np.random.default_rng(1)
+    n, S = 3000, 6 if statistic == "mean" else 3
+    rows = Budget.of("16MiB").per_worker().rows(n * resampling.PLAN_BYTES_PER_VALUE)
+    assert rows < resampling.BLOCK_SIZE  # precondition: blocks are cut into row slabs
+    score = np.round(rng.normal(size=(S, 2, n)) + rng.normal(size=(1, 2, n)), 2)
+    ds = cube.make_dataset("big", score, systems=[f"s{i}" for i in range(S)],
+                           metrics=["m1", "m2"], instances=range(n))
+    st = cube.make_study({"big": ds})
+    kw = dict(tests=ALL5 if statistic == "mean" else ("bootstrap", "permutation"),
+              n_resamples=1200 if statistic == "mean" else 1100, statistic=statistic, effect_sizes=statistic == "mean",
+              scheduler="threads")
+    big = compare(st, memory_limit="4GiB", **kw)
+    small = compare(st, memory_limit="16MiB", **kw)
+    pd.testing.assert_frame_equal(small, big, check_exact=True)
+
+
+def test_memory_limit_is_parsed_and_checked():
+    from multistat._budget import parse_memory
+
+    assert parse_memory("2GiB") == 2 * 2**30
+    assert parse_memory("1.5GB") == 1_500_000_000
+    assert parse_memory(64 * 2**20) == 64 * 2**20
+    with pytest.raises(ParameterError, match="cannot read"):
+        parse_memory("lots")
+    with pytest.raises(ParameterError, match="at least"):
+        parse_memory("1KiB")
+    st, _ = _study()
+    with pytest.raises(ParameterError, match="memory_limit"):
+        compare(st, tests=("t",), memory_limit="two gigs")
+
+
+def test_mde_column_is_the_paired_t_closed_form_and_the_resampled_se():
+    from multistat.power.analytic import mde_paired_t
+
+    st, score = _study()
+    t = compare(st, tests=("t", "bootstrap"), metrics=["m"], **FAST)
+    row = t[(t.system_a == "a") & (t.system_b == "c")].set_index("test")
+    d = score[0, 0] - score[2, 0]
+    dz = mde_paired_t(n=80, power=0.8, alpha=0.05)
+    assert row.loc["t", "mde"] == pytest.approx(dz * d.std(ddof=1), rel=1e-10)
+    # the bootstrap's se of a mean difference is close to sd/sqrt(n): same mde within MC
+    assert row.loc["bootstrap", "mde"] == pytest.approx(row.loc["t", "mde"], rel=0.1)
+    t9 = compare(st, tests=("t",), metrics=["m"], mde_power=0.9, **FAST)
+    assert (t9["mde"].to_numpy() > t[t.test == "t"]["mde"].to_numpy()).all()
+
+
+def test_cli_memory_limit_and_test_options(tmp_path, capsys):
+    from multistat.cli import main
+
+    st, _ = _study()
+    path = tmp_path / "study.nc"
+    cube.save(st, path)
+    out = tmp_path / "r.parquet"
+    main(["compare", str(path), "--out", str(out), "--tests", "wilcoxon",
+          "--metrics", "m", "--no-progress", "--memory-limit", "64MiB",
+          "--test-option", "wilcoxon.zero_method=pratt", "--test-option",
+          "wilcoxon.correction=true", "--test-option", "wilcoxon.method=approx"])
+    got = pd.read_parquet(out)
+    ref = compare(st, tests=("wilcoxon",), metrics=["m"], test_options={"wilcoxon": {
+        "zero_method": "pratt", "correction": True, "method": "approx"}})
+    np.testing.assert_array_equal(got["p_value"], ref["p_value"])
+    assert not (tmp_path / "systems.parquet").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", str(path), "--out", str(out), "--no-progress",
+              "--test-option", "wilcoxon-pratt"])
+    assert exc.value.code == 2
+    assert "TEST.OPTION=VALUE" in capsys.readouterr().err

@@ -122,3 +122,44 @@ def test_kernels_are_bit_identical_whatever_the_callers_blas_threads():
     with threadpool_limits(limits=2, user_api="blas"):
         c = eng.resample("bootstrap", eng.linear_kernel, x, **run)
     assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+# ----------------------------------------------------------------- row slabs of a block
+@pytest.mark.parametrize("kind", ["bootstrap", "permutation"])
+@pytest.mark.parametrize("n", [5, 13, 1001])
+@pytest.mark.parametrize("max_rows", [1, 4, 7, 64, 999])
+def test_row_slabs_of_a_block_are_the_block_bit_for_bit(kind, n, max_rows):
+    from multistat.resampling import plan_block, plan_slabs
+
+    whole = plan_block(kind, n, 2500, 11, "ds", 1)
+    slabs = list(plan_slabs(kind, n, 2500, 11, "ds", 1, max_rows))
+    assert all(len(s) % 4 == 0 for s in slabs[:-1])  # sign-flip bytes stay aligned
+    assert len(slabs) == -(-1000 // max(4, max_rows - max_rows % 4))
+    np.testing.assert_array_equal(np.concatenate(slabs), whole)
+
+
+def test_uint8_draws_split_off_a_multiple_of_four_bytes_change_the_stream():
+    # why slabs are multiples of 4 rows: numpy draws 4 bytes per 32-bit value with a
+    # buffer that restarts at every call (if this ever passes, the constraint is moot)
+    from multistat.resampling import block_rng
+
+    one = block_rng(3, "d", "permutation", 0).integers(0, 256, size=(12, 1), dtype=np.uint8)
+    rng = block_rng(3, "d", "permutation", 0)
+    split = np.concatenate([rng.integers(0, 256, size=(k, 1), dtype=np.uint8)
+                            for k in (3, 9)])
+    assert not np.array_equal(one, split)
+
+
+def test_resample_with_a_small_budget_equals_the_whole_blocks():
+    from multistat._budget import Budget
+    from multistat.resampling import linear_kernel, resample
+
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(3, 4000)) / 4000
+    kw = dict(n=4000, n_resamples=1500, seed=5, dataset="x", scheduler="synchronous")
+    whole = resample("bootstrap", linear_kernel, data, budget=Budget(2**34), **kw)
+    ticks = []
+    small = resample("bootstrap", linear_kernel, data, budget=Budget(2**21),
+                     progress=ticks.append, **kw)
+    np.testing.assert_array_equal(small, whole)
+    assert sum(ticks) == 2  # one tick per block

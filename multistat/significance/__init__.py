@@ -11,13 +11,24 @@ Importing this package registers every test in
 """
 
 from multistat.significance import binary, parametric, rank, resampling
-from multistat.significance._base import REGISTRY, TestResult, TestSpec, get_test, register
+from multistat.significance._base import (
+    REGISTRY,
+    TestResult,
+    TestSpec,
+    get_test,
+    register,
+    unregister,
+)
+from multistat.significance._batch import BatchResult, Context, Slab
 from multistat.significance.binary import mcnemar
 from multistat.significance.parametric import paired_t
 from multistat.significance.rank import sign_test, wilcoxon
 
 __all__ = [
     "REGISTRY",
+    "BatchResult",
+    "Context",
+    "Slab",
     "TestResult",
     "TestSpec",
     "binary",
@@ -29,5 +40,6 @@ __all__ = [
     "register",
     "resampling",
     "sign_test",
+    "unregister",
     "wilcoxon",
 ]

@@ -10,6 +10,10 @@ are batch axes (e.g. pairs), so one call tests many pairs at once and every fiel
 result is an array of the leading shape (a 0-d array/float for 1-d input).
 Hypotheses are about the difference ``a - b`` (``x - y``) of the test's statistic:
 ``alternative="greater"`` means H1: theta(x - y) > null_value.
+
+``compare`` runs every test through its spec's batch entry (:meth:`TestSpec.run`,
+:mod:`multistat.significance._batch`): study slab + pair indices + context ->
+``BatchResult``; a spec without ``batch`` is run through ``func`` over slabs of pairs.
 """
 
 from __future__ import annotations
@@ -81,7 +85,31 @@ class TestResult:
 
 @dataclass(frozen=True)
 class TestSpec:
-    """A registry entry: the function and what it assumes (manual Table 3)."""
+    """A registry entry: the function, its batch entry and what it assumes (manual Table 3).
+
+    Attributes
+    ----------
+    name, func : registry name and the per-call test function (contract above)
+    family : ``"parametric" | "rank" | "resampling" | "binary"`` (or a new one)
+    statistic_kinds : statistics it can test: ``("mean",)``, ``("median",)``, ...
+    assumes_symmetric, assumes_normal : its assumptions about the differences; they decide
+        the recommended / non-preferred / inappropriate lists of
+        :func:`multistat.analyze` (manual Table 2)
+    binary_only : needs 0/1 scores (``compare`` refuses other metrics)
+    resampling : uses a resampling plan (``compare`` records ``seed`` and
+        ``n_resamples``; it is non-preferred in the analysis for its cost)
+    description : one line for listings
+    batch : ``batch(slab, ia, ib, ctx) -> BatchResult`` (see
+        :mod:`multistat.significance._batch`); None: the vectorized ``func`` over slabs
+        of pairs (:func:`~multistat.significance._batch.closed_form_batch`)
+    supports_corpus : can test a corpus-level metric (BLEU from sufficient statistics);
+        otherwise such rows are NaN with a note
+    all_pairs : the batch takes every pair of a group in one call (it shares per-system
+        work across pairs and slabs the pairs itself); otherwise ``compare`` calls it
+        once per slab of pairs sized by the memory budget
+    bytes_per_value : working memory of the batch per pair x metric x instance, used to
+        size the slabs of pairs
+    """
 
     __test__ = False
 
@@ -94,6 +122,41 @@ class TestSpec:
     binary_only: bool = False
     resampling: bool = False
     description: str = ""
+    batch: Callable[..., Any] | None = field(default=None, compare=False)
+    supports_corpus: bool = False
+    all_pairs: bool = False
+    bytes_per_value: int = 64
+
+    def run(self, slab, ia, ib, ctx):
+        """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->
+        :class:`~multistat.significance._batch.BatchResult` ``(len(ia), metrics)``."""
+        from multistat.significance import _batch
+
+        ia = np.asarray(ia, dtype=np.intp)
+        ib = np.asarray(ib, dtype=np.intp)
+        if slab.is_corpus and not self.supports_corpus:
+            others = [s.name for s in REGISTRY.values() if s.supports_corpus]
+            return _batch.not_applicable(
+                self.name, (len(ia), slab.shape[1]),
+                f"{self.name}: not applicable to a corpus metric (use "
+                f"{' or '.join(others) or 'a test for corpus metrics'})",
+                self.statistic_kinds[0])
+        if self.batch is not None:
+            return self.batch(slab, ia, ib, ctx)
+        return _batch.closed_form_batch(self, slab, ia, ib, ctx)
+
+    def options(self) -> set[str] | None:
+        """Option names ``compare(test_options={name: {...}})`` may give this test (None:
+        any; the function takes ``**kwargs``)."""
+        from multistat.significance._batch import Context, accepted_keywords
+
+        names = accepted_keywords(self.func)
+        if names is None:
+            return None
+        ctx_fields = {f.name for f in dataclasses.fields(Context)} - {
+            "options", "budget", "progress", "null_sink"}
+        return (names | (ctx_fields if self.resampling else set())) - {
+            "x", "y"}
 
 
 REGISTRY: dict[str, TestSpec] = {}
@@ -104,6 +167,14 @@ def register(spec: TestSpec) -> TestSpec:
         raise ParameterError(f"test {spec.name!r} is registered twice")
     REGISTRY[spec.name] = spec
     return spec
+
+
+def unregister(name: str) -> TestSpec:
+    """Remove a registered test (e.g. one a test registered for itself)."""
+    try:
+        return REGISTRY.pop(name)
+    except KeyError:
+        raise ParameterError(f"test {name!r} is not registered") from None
 
 
 def get_test(name: str) -> TestSpec:

@@ -39,6 +39,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from multistat import resampling as eng
+from multistat._budget import Budget
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -49,16 +50,17 @@ from multistat._validation import (
 )
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
+from multistat.significance._batch import BatchResult
 
 CI_METHODS = ("bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
-MEMORY_BUDGET = 256 * 2**20  # bytes for one pair chunk of resampled statistics
+MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functions)
 
 
 # ----------------------------------------------------------------------------- helpers
-def _pair_chunks(n_pairs: int, per_pair_bytes: int) -> list[slice]:
-    step = max(1, min(n_pairs, MEMORY_BUDGET // max(1, per_pair_bytes)))
-    return [slice(s, min(s + step, n_pairs)) for s in range(0, n_pairs, step)]
+def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
+    budget = Budget(MEMORY_BUDGET) if budget is None else budget
+    return budget.slabs(n_pairs, per_pair_bytes)
 
 
 def _interp_quantile(sorted_dist: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -213,19 +215,25 @@ def _empty(shape):
 def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
                     dataset="", ci_method="bca", pvalue="shifted", scheduler="threads",
-                    n_chunks=None, corpus=None) -> dict:
+                    n_chunks=None, corpus=None, budget=None, null_sink=None,
+                    progress=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
     (``X`` then only supplies the shape; M = 1). Returns arrays ``(P, M)``:
     ``statistic`` (theta_hat - null_value), ``p_value``, ``estimate``, ``ci_low``,
-    ``ci_high``, ``note``, and the system-level bootstrap distribution ``systems``
-    ``(B, S, M)`` when the statistic is a mean or corpus metric.
+    ``ci_high``, ``note``, ``se`` (standard deviation of the bootstrap distribution),
+    and the system-level bootstrap distribution ``systems`` ``(B, S, M)`` when the
+    statistic is a mean or corpus metric. Pairs are taken in slabs sized by ``budget``
+    (:class:`multistat._budget.Budget`); ``null_sink(slice, null, observed)`` receives
+    each slab's shifted bootstrap distribution ``theta* - theta_hat`` and
+    ``theta_hat - null_value`` (the Westfall-Young hook,
+    :class:`multistat.significance._batch.Context`).
     """
     n = X.shape[-1]
     ia, ib = np.asarray(ia), np.asarray(ib)
     run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=dataset,
-               scheduler=scheduler, n_chunks=n_chunks)
+               scheduler=scheduler, n_chunks=n_chunks, budget=budget, progress=progress)
     out = {"note": np.full((len(ia), X.shape[1]), "", dtype=object)}
     if corpus is not None:
         fn, stats = corpus
@@ -238,9 +246,9 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         sys_obs = X.mean(-1)
     else:
         sys_dist = None
-    est_all, p_all, lo_all, hi_all = [], [], [], []
-    per_pair = n_resamples * X.shape[1] * 8 * (3 if sys_dist is None else 2)
-    for sl in _pair_chunks(len(ia), per_pair):
+    est_all, p_all, lo_all, hi_all, se_all = [], [], [], [], []
+    per_pair = X.shape[1] * 8 * (n_resamples * (5 if sys_dist is None else 4) + 3 * n)
+    for sl in _pair_chunks(len(ia), per_pair, budget):
         a, b = ia[sl], ib[sl]
         if sys_dist is not None:
             est = sys_obs[a] - sys_obs[b]
@@ -269,6 +277,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             stud = (se_hat, np.sqrt(var_star / n))
         p = bootstrap_pvalues(est, dist, alternative=alternative, null_value=null_value,
                               method=pvalue)
+        if null_sink is not None:
+            null_sink(sl, dist - est, est - null_value)
+        se_all.append(dist.std(0, ddof=1) if dist.shape[0] > 1 else np.full(est.shape,
+                                                                            np.nan))
         lo, hi, note = bootstrap_interval(est, dist, alternative=alternative,
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
@@ -278,23 +290,37 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     est = np.concatenate(est_all)
     out.update(estimate=est, statistic=est - null_value, p_value=np.concatenate(p_all),
                ci_low=np.concatenate(lo_all), ci_high=np.concatenate(hi_all),
+               se=np.concatenate(se_all),
                systems=sys_dist, systems_observed=sys_obs if sys_dist is not None else None)
     return out
 
 
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                       null_value=0.0, n_resamples=10_000, seed=0, dataset="",
-                      scheduler="threads", n_chunks=None, corpus=None) -> dict:
+                      scheduler="threads", n_chunks=None, corpus=None, budget=None,
+                      null_sink=None, progress=None) -> dict:
     """Sign-flip permutation test for pairs of systems in ``X`` ``(S, M, n)``.
 
     Returns arrays ``(P, M)``: ``statistic`` (observed theta - null_value), ``p_value``,
-    ``estimate``, ``ci_low``/``ci_high`` (NaN), ``note``, and ``exact`` (bool).
+    ``estimate``, ``ci_low``/``ci_high`` (NaN), ``note``, ``exact`` (bool) and ``se``
+    (standard deviation of the null distribution). ``budget`` and ``null_sink`` as in
+    :func:`bootstrap_block` (``null`` is the sign-flipped statistic, ``observed``
+    ``theta_hat - null_value``).
     """
     n = X.shape[-1]
     ia, ib = np.asarray(ia), np.asarray(ib)
     exact = n < 63 and 2**n <= n_resamples
     run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=dataset,
-               scheduler=scheduler, n_chunks=n_chunks, exact=exact)
+               scheduler=scheduler, n_chunks=n_chunks, exact=exact, budget=budget,
+               progress=progress)
+    se_all = []
+
+    def sink(sl, null, observed):
+        se_all.append(null.std(0, ddof=1) if null.shape[0] > 1 else
+                      np.full(observed.shape, np.nan))
+        if null_sink is not None:
+            null_sink(sl, null, observed)
+
     shape = (len(ia), X.shape[1])
     if corpus is not None:
         if null_value != 0:
@@ -306,11 +332,12 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         swapped = eng.resample("permutation", _swap_kernel, stats, **run)  # (B, S, K)
         sys_obs = fn(total)
         est_all, p_all = [], []
-        for sl in _pair_chunks(len(ia), swapped.shape[0] * swapped.shape[2] * 8 * 4):
+        for sl in _pair_chunks(len(ia), swapped.shape[0] * swapped.shape[2] * 8 * 4, budget):
             a, b = ia[sl], ib[sl]
             moved = swapped[:, b] - swapped[:, a]  # (B, p, K): what a receives from b
             null = fn(total[a] + moved) - fn(total[b] - moved)
             obs = sys_obs[a] - sys_obs[b]
+            sink(sl, null[..., None], obs[:, None])
             est_all.append(obs[:, None])
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True
                                                )[:, None])
@@ -322,22 +349,24 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         ssum = flips[:, -1]  # (B, M)
         obs_mean = X.mean(-1)
         est_all, p_all = [], []
-        for sl in _pair_chunks(len(ia), flips.shape[0] * X.shape[1] * 8 * 2):
+        for sl in _pair_chunks(len(ia), flips.shape[0] * X.shape[1] * 8 * 4, budget):
             a, b = ia[sl], ib[sl]
             null = flips[:, a] - flips[:, b] - null_value * ssum[:, None, :]
             est = obs_mean[a] - obs_mean[b]
+            sink(sl, null, est - null_value)
             est_all.append(est)
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
                                                exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
     else:
         est_all, p_all = [], []
-        for sl in _pair_chunks(len(ia), n_resamples * X.shape[1] * 8 * 3):
+        for sl in _pair_chunks(len(ia), X.shape[1] * 8 * (n_resamples * 3 + 2 * n), budget):
             d = X[ia[sl]] - X[ib[sl]] - null_value
             obs = np.median(d, -1)
             null = eng.resample("permutation", eng.median_signflip_kernel,
                                 d.reshape(-1, n), **run)
             null = null.reshape((null.shape[0],) + obs.shape)
+            sink(sl, null, obs)
             est_all.append(obs + null_value)
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
@@ -346,7 +375,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                    dtype=object)
     return {"estimate": est, "statistic": est - null_value, "p_value": p,
             "ci_low": np.full(shape, np.nan), "ci_high": np.full(shape, np.nan),
-            "note": note, "exact": np.full(shape, exact)}
+            "note": note, "exact": np.full(shape, exact), "se": np.concatenate(se_all)}
 
 
 def _swap_kernel(plan, stats):
@@ -476,9 +505,52 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
                    X.shape[-1], statistic)
 
 
+# ----------------------------------------------------------------------------- batches
+def _plan_kw(slab, ctx) -> dict:
+    return dict(n_resamples=ctx.n_resamples, seed=ctx.seed, dataset=slab.dataset,
+                scheduler=ctx.scheduler, n_chunks=ctx.n_chunks, budget=ctx.budget,
+                progress=ctx.progress, null_sink=ctx.null_sink)
+
+
+def _finish(name, out, slab, ctx, systems=None):
+    out["n"] = slab.n
+    out["statistic_kind"] = "corpus" if slab.is_corpus else ctx.statistic
+    out["n_resamples"] = ctx.n_resamples
+    out["seed"] = ctx.seed
+    return BatchResult(name, out, systems=systems)
+
+
+def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
+    """Batch entry of ``"bootstrap"``: :func:`bootstrap_block` on all pairs of a slab
+    with the context's plan (seed, resamples, scheduler, budget) and options."""
+    check_choice("ci_method", ctx.ci_method, CI_METHODS)
+    check_choice("bootstrap_pvalue", ctx.bootstrap_pvalue, BOOTSTRAP_PVALUES)
+    if ctx.ci_method == "studentized" and ctx.statistic != "mean" and not slab.is_corpus:
+        raise TestNotApplicableError("ci_method='studentized' needs statistic='mean'")
+    out = bootstrap_block(slab.scores, ia, ib, statistic=ctx.statistic,
+                          alternative=ctx.alternative, null_value=ctx.null_value,
+                          confidence_level=ctx.confidence_level, ci_method=ctx.ci_method,
+                          pvalue=ctx.bootstrap_pvalue, corpus=slab.corpus,
+                          **_plan_kw(slab, ctx))
+    systems = out.pop("systems", None)
+    out.pop("systems_observed", None)
+    return _finish("bootstrap", out, slab, ctx, systems)
+
+
+def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
+    """Batch entry of ``"permutation"``: :func:`permutation_block` on all pairs."""
+    out = permutation_block(slab.scores, ia, ib, statistic=ctx.statistic,
+                            alternative=ctx.alternative, null_value=ctx.null_value,
+                            corpus=slab.corpus, **_plan_kw(slab, ctx))
+    out.pop("exact", None)
+    return _finish("permutation", out, slab, ctx)
+
+
 register(TestSpec("bootstrap", bootstrap_test, "resampling", ("mean", "median", "corpus"),
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
-                  description="paired bootstrap (shifted), BCa/percentile/studentized CI"))
+                  description="paired bootstrap (shifted), BCa/percentile/studentized CI",
+                  batch=bootstrap_batch, supports_corpus=True, all_pairs=True))
 register(TestSpec("permutation", permutation_test, "resampling", ("mean", "median", "corpus"),
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
-                  description="paired sign-flip permutation / approximate randomization"))
+                  description="paired sign-flip permutation / approximate randomization",
+                  batch=permutation_batch, supports_corpus=True, all_pairs=True))

@@ -1,0 +1,349 @@
+"""The batch entry of every registered test: study slab + pairs + context -> BatchResult.
+
+:func:`multistat.compare` knows no test by name. For every dataset it builds one
+:class:`Slab` per group of metrics sharing the same scored instances, and for every
+registered :class:`~multistat.significance._base.TestSpec` it asks, through
+:meth:`TestSpec.run`, for one :class:`BatchResult`: named arrays over (pair, metric).
+
+* A **closed-form** spec (``all_pairs=False``, the default) is called by the driver once
+  per slab of pairs, the slab sized by the memory budget; its default batch
+  (:func:`closed_form_batch`) calls the vectorized test function on ``x = X[ia]``,
+  ``y = X[ib]`` (shape ``(pairs, metrics, instances)``). Specs with a pair-free kernel
+  (paired t from the Gram matrix, McNemar from products of 0/1 matrices) provide their
+  own ``batch``.
+* A **resampling** spec sets ``all_pairs=True``: it receives every pair of the group at
+  once, because one plan per ``(seed, dataset, kind, block)`` serves all systems and
+  pairs, and it slabs the pairs itself with ``ctx.budget``. A registered resampling test
+  that gives only ``func`` is called per pair slab with the ``seed``, ``n_resamples``
+  (and every other :class:`Context` field its signature names) that ``compare`` was
+  given, so the table records what was used.
+
+Shared quantities (per-system means, the Gram matrix of centred scores, the differences
+of a pair slab and the sort of their absolute values) are computed once per slab by
+:class:`Slab` and handed to kernels explicitly; nothing is cached at module level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from multistat._budget import Budget
+
+#: fields every BatchResult holds, each an array (pairs, metrics)
+FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
+          "statistic_kind")
+#: instances summed at once in the Gram matrix (fixed, so results do not depend on the
+#: memory budget): (systems x GRAM_CHUNK) float64 per metric
+GRAM_CHUNK = 1 << 16
+
+
+# ----------------------------------------------------------------------------- context
+@dataclass(frozen=True)
+class Context:
+    """Everything ``compare`` passes to every test (frozen; derive with :meth:`replace`).
+
+    Attributes
+    ----------
+    alternative, null_value, confidence_level, alpha : the hypothesis and levels
+    statistic : ``"mean"`` or ``"median"`` for tests that compare either
+    n_resamples, seed : the resampling plan: blocks of 1000 resamples, one generator per
+        ``(seed, dataset, kind, block)`` (:mod:`multistat.resampling`)
+    scheduler, n_chunks : where the plan blocks run
+    ci_method, bootstrap_pvalue : bootstrap options
+    budget : :class:`multistat._budget.Budget`, the working memory of one step
+    options : this test's own keyword options (``compare(test_options={name: {...}})``):
+        keys naming a field of this class override it for this test, the others are
+        passed to the test function (e.g. ``zero_method`` of the Wilcoxon test)
+    progress : ``progress(units)`` advances the progress bar, or None
+    null_sink : **Westfall-Young hook** (issue 10), None by default. A resampling spec
+        that supports it calls ``null_sink(pairs, null, observed)`` for every slab of
+        pairs: ``pairs`` a slice into the ``ia``/``ib`` it was given, ``null`` an array
+        ``(B, p, M)`` of the test statistic's null distribution computed from the *same*
+        shared plan for every pair of the family (resample ``b`` is the same plan row for
+        all pairs, so the joint null distribution is the real one), ``observed`` ``(p, M)``
+        the observed statistic on the same (centred) scale, so that
+        ``p = (#{null >= observed} + 1)/(B + 1)`` is the spec's one-sided p. Bootstrap:
+        ``null = theta* - theta_hat``, ``observed = theta_hat - null_value``; permutation:
+        the sign-flipped statistic and ``theta_hat - null_value``. Max-T/min-P step-down
+        can accumulate per-resample maxima slab by slab without holding all pairs.
+
+    Equivalence (TOST) and other nulls: call ``spec.run(slab, ia, ib,
+    ctx.replace(null_value=margin, alternative="less"))`` and again with ``-margin`` and
+    ``"greater"``; every spec is callable at any null value and alternative.
+    """
+
+    alternative: str = "two-sided"
+    null_value: float = 0.0
+    confidence_level: float = 0.95
+    alpha: float = 0.05
+    statistic: str = "mean"
+    n_resamples: int = 10_000
+    seed: Any = 0
+    scheduler: Any = "threads"
+    n_chunks: int | None = None
+    ci_method: str = "bca"
+    bootstrap_pvalue: str = "shifted"
+    budget: Budget = field(default_factory=lambda: Budget.of(None))
+    options: Mapping = field(default_factory=dict)
+    progress: Callable[[float], None] | None = field(default=None, repr=False,
+                                                     compare=False)
+    null_sink: Callable | None = field(default=None, repr=False, compare=False)
+
+    def replace(self, **changes) -> Context:
+        return dataclasses.replace(self, **changes)
+
+    def for_test(self, options: Mapping | None) -> Context:
+        """This context with a test's own options applied (fields overridden, the rest
+        kept in :attr:`options`)."""
+        if not options:
+            return self.replace(options={})
+        names = {f.name for f in dataclasses.fields(self)} - {"options", "budget",
+                                                              "progress", "null_sink"}
+        over = {k: v for k, v in options.items() if k in names}
+        rest = {k: v for k, v in options.items() if k not in names}
+        return self.replace(options=rest, **over)
+
+    def tick(self, units: float = 1.0) -> None:
+        if self.progress is not None:
+            self.progress(units)
+
+
+# ----------------------------------------------------------------------------- slab
+@dataclass(eq=False)
+class Slab:
+    """One group of one dataset: metrics scored on the same instances.
+
+    Attributes
+    ----------
+    scores : ``(systems, metrics, instances)`` float64 (instances sorted by label)
+    dataset : dataset name (part of every plan's key)
+    metrics, systems : names
+    metric_kinds : ``"mean"``, ``"binary"`` or ``"corpus"`` per metric
+    corpus : ``(fn, stats)`` for a corpus metric (``stats`` ``(systems, n, K)``), else None
+    corpus_observed : ``(systems, 1)`` corpus-metric scores, for a corpus metric
+    """
+
+    scores: np.ndarray
+    dataset: str = ""
+    metrics: tuple = ()
+    systems: tuple = ()
+    metric_kinds: tuple = ()
+    corpus: tuple | None = None
+    corpus_observed: np.ndarray | None = None
+    _memo: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n(self) -> int:
+        return self.scores.shape[-1]
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.scores.shape
+
+    @property
+    def is_corpus(self) -> bool:
+        return self.corpus is not None
+
+    @property
+    def all_binary(self) -> bool:
+        return bool(self.metric_kinds) and all(k == "binary" for k in self.metric_kinds)
+
+    def means(self) -> np.ndarray:
+        """Per-system means ``(S, M)`` (computed once)."""
+        if "means" not in self._memo:
+            self._memo["means"] = self.scores.mean(-1)
+        return self._memo["means"]
+
+    def gram(self) -> np.ndarray:
+        """Gram matrices of the centred scores ``(M, S, S)``: ``G[m, a, b] =
+        sum_i (x_ai - xbar_a)(x_bi - xbar_b)`` - one BLAS product per metric, summed over
+        fixed chunks of :data:`GRAM_CHUNK` instances (computed once)."""
+        if "gram" not in self._memo:
+            X, mu = self.scores, self.means()
+            S, M, n = X.shape
+            G = np.zeros((M, S, S))
+            for m in range(M):
+                for s in range(0, n, GRAM_CHUNK):
+                    xc = X[:, m, s:s + GRAM_CHUNK] - mu[:, m, None]
+                    G[m] += xc @ xc.T
+            self._memo["gram"] = G
+        return self._memo["gram"]
+
+    def _pair_key(self, ia, ib):
+        return (np.asarray(ia).tobytes(), np.asarray(ib).tobytes())
+
+    def diff(self, ia, ib) -> np.ndarray:
+        """``X[ia] - X[ib]`` ``(p, M, n)`` for one slab of pairs (the last one is kept)."""
+        key = ("diff",) + self._pair_key(ia, ib)
+        hit = self._memo.get("diff")
+        if hit is None or hit[0] != key:
+            self._memo.pop("rank_info", None)
+            self._memo["diff"] = (key, self.scores[ia] - self.scores[ib])
+        return self._memo["diff"][1]
+
+    def rank_info(self, ia, ib):
+        """Sort information of ``X[ia] - X[ib]`` for rank statistics
+        (:func:`multistat.significance.rank.signed_rank_info`), shared by the Wilcoxon
+        test, Wilcoxon r and Hodges-Lehmann of one slab of pairs (kept for the last slab);
+        None if the rank module takes no such argument."""
+        key = ("rank",) + self._pair_key(ia, ib)
+        hit = self._memo.get("rank_info")
+        if hit is None or hit[0] != key:
+            from multistat.significance import rank
+
+            make = getattr(rank, "signed_rank_info", None)
+            self._memo["rank_info"] = (key, None if make is None else make(self.diff(ia, ib)))
+        return self._memo["rank_info"][1]
+
+    def release_pairs(self) -> None:
+        """Drop the per-pair-slab quantities (differences, sorts)."""
+        self._memo.pop("diff", None)
+        self._memo.pop("rank_info", None)
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass
+class BatchResult:
+    """One test's results over (pair, metric): named arrays of shape ``(P, M)``.
+
+    ``arrays`` always holds :data:`FIELDS` (``note`` and ``statistic_kind`` as object
+    arrays); further keys (e.g. ``n_resamples``, ``seed``, ``se``) become table columns.
+    ``systems``: optionally the per-system resampled statistic ``(B, S, M)`` (bootstrap),
+    used for the per-system table when it is asked for.
+    """
+
+    test: str
+    arrays: dict
+    systems: np.ndarray | None = None
+
+    def __post_init__(self):
+        shape = None
+        for k, v in list(self.arrays.items()):
+            v = np.asarray(v)
+            if v.ndim == 2:
+                shape = v.shape
+                break
+        if shape is None:
+            raise ValueError("BatchResult needs at least one (pairs, metrics) array")
+        for k, v in list(self.arrays.items()):
+            self.arrays[k] = np.broadcast_to(np.asarray(v), shape)
+        for k in FIELDS:
+            if k not in self.arrays:
+                fill = "" if k in ("note", "statistic_kind") else np.nan
+                self.arrays[k] = np.full(shape, fill, dtype=object if isinstance(fill, str)
+                                         else float)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.arrays["p_value"].shape
+
+    def __getitem__(self, key):
+        return self.arrays[key]
+
+    def __contains__(self, key):
+        return key in self.arrays
+
+    @classmethod
+    def concat(cls, parts: list[BatchResult]) -> BatchResult:
+        """Stack results over consecutive slabs of pairs."""
+        if len(parts) == 1:
+            return parts[0]
+        keys = [k for k in parts[0].arrays if all(k in p.arrays for p in parts)]
+        return cls(parts[0].test, {k: np.concatenate([p.arrays[k] for p in parts])
+                                   for k in keys},
+                   systems=parts[0].systems)
+
+    def to_frame(self, pairs=None, metrics=None) -> pd.DataFrame:
+        """Tidy frame, one row per pair x metric (pair-major), with ``pair`` and
+        ``metric`` labels (indices unless given) and every array as a column."""
+        P, M = self.shape
+        pl = np.arange(P) if pairs is None else np.asarray(
+            [f"{a}-{b}" if isinstance(a, str) else (a, b) for a, b in pairs]
+            if pairs is not None and np.ndim(pairs) == 2 else pairs, dtype=object)
+        ml = np.arange(M) if metrics is None else np.asarray(metrics, dtype=object)
+        out = {"test": self.test, "pair": np.repeat(pl, M), "metric": np.tile(ml, P)}
+        for k, v in self.arrays.items():
+            out[k] = np.asarray(v).reshape(P * M)
+        return pd.DataFrame(out)
+
+
+def not_applicable(test: str, shape, note: str, statistic_kind: str = "mean"
+                   ) -> BatchResult:
+    """All-NaN result with a note (e.g. a per-instance test on a corpus metric)."""
+    return BatchResult(test, {"n": np.zeros(shape, dtype=np.int64),
+                              "note": np.full(shape, note, dtype=object),
+                              "statistic_kind": np.full(shape, statistic_kind,
+                                                        dtype=object)})
+
+
+def from_test_result(res, shape, default_kind: str, caught=()) -> dict:
+    """Arrays ``(P, M)`` from a :class:`TestResult` over a (pairs, metrics) batch."""
+    out = {"n": np.broadcast_to(np.asarray(res.n), shape),
+           "statistic_kind": np.full(shape, res.statistic_kind or default_kind, dtype=object)}
+    for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
+        out[k] = np.broadcast_to(np.asarray(getattr(res, k), dtype=float), shape)
+    note = np.asarray(res.note, dtype=object)
+    out["note"] = (np.broadcast_to(note, shape) if note.ndim
+                   else np.full(shape, str(note), dtype=object))
+    if caught and not np.any(out["note"] != ""):
+        msg = "; ".join(sorted({str(w.message) for w in caught}))[:300]
+        out["note"] = np.full(shape, msg, dtype=object)
+    return out
+
+
+# ----------------------------------------------------------------------------- defaults
+def accepted_keywords(func) -> set[str] | None:
+    """Keyword names ``func`` accepts (None: it takes ``**kwargs``)."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return None
+    return {name for name, p in sig.parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - {"x", "y"}
+
+
+#: Context fields passed to a test function whose signature names them
+PASSED_FIELDS = ("alternative", "null_value", "confidence_level", "statistic",
+                 "n_resamples", "seed", "ci_method", "bootstrap_pvalue")
+
+
+def call_kwargs(func, ctx: Context) -> dict:
+    """Keywords for ``func``: the context fields it names, then the test's options."""
+    names = accepted_keywords(func)
+    kw = {k: getattr(ctx, k) for k in PASSED_FIELDS if names is None and k in (
+        "alternative", "null_value", "confidence_level") or names is not None and k in names}
+    kw.update(ctx.options)
+    return kw
+
+
+def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context) -> BatchResult:
+    """Default batch: the vectorized ``spec.func`` on ``(X[ia], X[ib])`` of one pair slab.
+
+    Warnings raised by the function become the rows' note when it gave none.
+    """
+    shape = (len(ia), slab.shape[1])
+    X = slab.scores
+    kw = call_kwargs(spec.func, ctx)
+    names = accepted_keywords(spec.func)
+    if names is not None and "info" in names and "info" not in kw:
+        info = slab.rank_info(ia, ib)  # one sort of |a - b| shared with the effect sizes
+        if info is not None:
+            kw["info"] = info
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = spec.func(X[ia], X[ib], **kw)
+    out = from_test_result(res, shape, spec.statistic_kinds[0], caught)
+    if spec.resampling:
+        out["n_resamples"] = np.full(shape, ctx.n_resamples)
+        out["seed"] = np.full(shape, ctx.seed if isinstance(ctx.seed, int) else -1)
+    return BatchResult(spec.name, out)
