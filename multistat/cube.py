@@ -30,7 +30,12 @@ import pandas as pd
 import xarray as xr
 
 from multistat._atomic import atomic_path
-from multistat.errors import DataValidationError, InputFileError, ParameterError
+from multistat.errors import (
+    DataValidationError,
+    InputFileError,
+    MultistatError,
+    ParameterError,
+)
 
 SCORE = "score"
 STATS = "stats"
@@ -184,8 +189,11 @@ def make_study(datasets: Mapping[str, xr.Dataset] | list[xr.Dataset]) -> xr.Data
         raise DataValidationError("a study needs at least one dataset")
     children = {}
     for name, ds in datasets.items():
-        if "/" in str(name):
-            raise DataValidationError(f"dataset name {name!r} may not contain '/'")
+        from multistat.io._model import bad_name
+
+        why = bad_name(str(name), "dataset")
+        if why is not None:
+            raise DataValidationError(f"dataset name {str(name)[:100]!r} {why}")
         ds = ds.assign_attrs(dataset=str(name))
         children[str(name)] = ds
     return xr.DataTree.from_dict({f"/{k}": v for k, v in children.items()})
@@ -352,35 +360,118 @@ def save(study: xr.DataTree, path) -> Path:
     return path
 
 
-def open_study(path) -> xr.DataTree:
-    """Reopen a study written by :func:`save` (loaded into memory)."""
+def _memory_bytes() -> int:
+    """Physical memory of this machine (bytes); 8 GiB where the OS does not say."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 8 << 30
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def open_study(path, *, max_bytes: int | None = None) -> xr.DataTree:
+    """Reopen a study written by :func:`save` (loaded into memory).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        NetCDF file written by :func:`save` (``multistat load``).
+    max_bytes : int, optional
+        Refuse a file whose variables would take more memory than this once loaded
+        (default: half of this machine's memory). A small file may declare huge
+        dimensions; this check reads only the metadata.
+
+    Raises
+    ------
+    InputFileError
+        Not a readable NetCDF/HDF5 file, not a multistat study (a group lacks ``score``
+        or its metadata, wrong dimensions or types, unknown metric kinds), or more data
+        than ``max_bytes``; the message names the file and the group.
+    """
     path = Path(path)
     if not path.exists():
         raise InputFileError(f"{path}: no such study file")
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a directory, not a study file")
+    limit = _memory_bytes() // 2 if max_bytes is None else int(max_bytes)
     try:
         tree = xr.open_datatree(path, engine="h5netcdf")
-    except (OSError, ValueError) as exc:
-        raise InputFileError(f"{path}: not a multistat study (NetCDF) file: {exc}") from None
-    out = {}
-    for name, node in tree.children.items():
-        ds = node.to_dataset().load()
-        lacking = [v for v in (SCORE, "higher_is_better", "kind", "corpus_fn") if v not in ds]
-        if lacking or ds[SCORE].dims != DIMS:
-            tree.close()
-            what = f"lacks {lacking}" if lacking else f"has `score` on {ds[SCORE].dims}"
-            raise InputFileError(f"{path}: not a multistat study: group {name!r} {what}")
-        ds = ds.assign_coords(higher_is_better=ds.higher_is_better.astype(bool))
-        for c in ("kind", "corpus_fn", "run", "group"):
-            if c in ds.coords:
-                ds = ds.assign_coords({c: ds[c].astype(str)})
-        if "n_runs" in ds.attrs:
-            ds.attrs["n_runs"] = int(ds.attrs["n_runs"])
-        validate_dataset(ds)
-        out[name] = ds
-    tree.close()
+    except Exception as exc:  # noqa: BLE001 - h5py/h5netcdf/xarray raise many classes
+        raise InputFileError(f"{path}: not a multistat study (NetCDF) file: "
+                             f"{_cut(exc)}") from None
+    try:
+        out = {}
+        for name, node in tree.children.items():
+            out[name] = _load_group(path, name, node, limit)
+    except MultistatError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a malformed group can fail anywhere
+        raise InputFileError(f"{path}: not a multistat study: {_cut(exc)}") from None
+    finally:
+        tree.close()
     if not out:
         raise InputFileError(f"{path}: not a multistat study: no dataset groups")
-    return make_study(out)
+    try:
+        return make_study(out)
+    except MultistatError as exc:
+        raise InputFileError(f"{path}: not a multistat study: {_cut(exc)}") from None
+
+
+def _cut(value, limit: int = 100) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _load_group(path: Path, name: str, node, limit: int) -> xr.Dataset:
+    """One dataset group, checked from its metadata before any data is read."""
+    where = f"{path}: group {_cut(name)!r}"
+    ds = node.to_dataset()
+    lacking = [v for v in (SCORE, "higher_is_better", "kind", "corpus_fn") if v not in ds]
+    if lacking:
+        raise InputFileError(f"{path}: not a multistat study: group {_cut(name)!r} lacks "
+                             f"{lacking}")
+    if ds[SCORE].dims != DIMS:
+        raise InputFileError(f"{path}: not a multistat study: group {_cut(name)!r} has "
+                             f"`score` on {ds[SCORE].dims}, not {DIMS}")
+    for var in (SCORE, STATS, RUN_SCORE):
+        if var in ds and ds[var].dtype.kind not in "fiu":
+            raise InputFileError(f"{where}: `{var}` holds {ds[var].dtype}, not numbers")
+    total = sum(int(v.size) * v.dtype.itemsize for v in ds.variables.values())
+    if total > limit:
+        big = max(ds.variables.items(), key=lambda kv: kv[1].size * kv[1].dtype.itemsize)
+        raise InputFileError(
+            f"{where}: loading it needs {_gib(total)} ({big[0]!r} has shape "
+            f"{tuple(big[1].shape)}), more than the limit of {_gib(limit)}; pass "
+            f"open_study(..., max_bytes=...) to allow it")
+    ds = ds.load()
+    kinds = [str(k) for k in np.atleast_1d(ds["kind"].values)]
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise InputFileError(f"{where}: unknown metric kind {_cut(bad[0])!r} (one of "
+                             f"{', '.join(KINDS)})")
+    hib = ds.higher_is_better.values
+    if hib.dtype.kind not in "biu" or not np.isin(hib, (0, 1)).all():
+        raise InputFileError(f"{where}: `higher_is_better` must be 0/1 per metric")
+    ds = ds.assign_coords(higher_is_better=ds.higher_is_better.astype(bool))
+    for c in ("kind", "corpus_fn", "run", "group"):
+        if c in ds.coords:
+            ds = ds.assign_coords({c: ds[c].astype(str)})
+    if "n_runs" in ds.attrs:
+        try:
+            ds.attrs["n_runs"] = int(ds.attrs["n_runs"])
+        except (TypeError, ValueError):
+            raise InputFileError(f"{where}: attribute n_runs={_cut(ds.attrs['n_runs'])!r} "
+                                 f"is not a count") from None
+    try:
+        validate_dataset(ds)
+    except MultistatError as exc:
+        raise InputFileError(f"{where}: {_cut(exc, 200)}") from None
+    return ds
 
 
 def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:

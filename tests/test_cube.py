@@ -156,7 +156,7 @@ class TestValidation:
         with pytest.raises(DataValidationError, match=r"a study needs at least one dataset"):
             cube.make_study({})
         with pytest.raises(DataValidationError,
-                           match=r"dataset name 'a/b' may not contain '/'"):
+                           match=r"dataset name 'a/b' contains a path separator"):
             cube.make_study({"a/b": ds})
 
     def test_errors_are_multistat_errors(self):
@@ -390,3 +390,51 @@ def test_load_reads_score_files(tmp_path):
 def test_datasets_of_a_single_dataset():
     ds = small_dataset("solo")
     assert list(cube.datasets(ds)) == ["solo"]
+
+
+# ======================================================================== hostile studies
+class TestHostileStudies:
+    """NetCDF files that are not multistat studies or ask for absurd work: one line naming
+    the file and the group, before any data is read (issue 13.2)."""
+
+    def _tree(self, tmp_path, ds, name="s.nc"):
+        path = tmp_path / name
+        xr.DataTree.from_dict({"/d": ds}).to_netcdf(path, engine="h5netcdf")
+        return path
+
+    def _good(self):
+        return cube.make_dataset("d", np.arange(6.0).reshape(2, 1, 3), systems=["a", "b"],
+                                 metrics=["m"], instances=["0", "1", "2"])
+
+    def test_huge_declared_dimensions_refused_before_loading(self, tmp_path):
+        import h5py
+
+        path = tmp_path / "huge.nc"
+        ds = self._good().assign_coords(higher_is_better=("metric", np.array([1], "i1")))
+        xr.DataTree.from_dict({"/d": ds}).to_netcdf(path, engine="h5netcdf")
+        with h5py.File(path, "a") as f:  # a 4 TB score declared in a small chunked file
+            del f["d/score"]
+            f["d"].create_dataset("score", shape=(2, 1, 2**38), dtype="f8", chunks=(1, 1, 1024))
+        assert path.stat().st_size < 1 << 20
+        with pytest.raises(InputFileError, match=r"huge\.nc: .*(needs|not a multistat)"):
+            cube.open_study(path)
+        with pytest.raises(InputFileError, match=r"limit of"):
+            cube.open_study(self._tree(tmp_path, self._good(), "ok.nc"), max_bytes=10)
+
+    def test_wrong_types_and_metadata(self, tmp_path):
+        good = self._good().assign_coords(higher_is_better=("metric", np.array([1], "i1")))
+        text = good.assign(score=good.score.astype(str))
+        with pytest.raises(InputFileError, match=r"group 'd': `score` holds <U\d+, not numbers"):
+            cube.open_study(self._tree(tmp_path, text, "t.nc"))
+        kind = good.assign_coords(kind=("metric", np.array(["x" * 500])))
+        with pytest.raises(InputFileError, match=r"group 'd': unknown metric kind 'x{100}\.\.\.'"):
+            cube.open_study(self._tree(tmp_path, kind, "k.nc"))
+        runs = good.assign_attrs(n_runs=10**12)
+        runs = runs.assign(run_score=(("system", "metric", "instance", "run"),
+                                      np.zeros((2, 1, 3, 1))))
+        with pytest.raises(InputFileError, match=r"n_runs=1000000000000 but the run dimension"):
+            cube.open_study(self._tree(tmp_path, runs, "r.nc"))
+        dot = tmp_path / "dot.nc"
+        xr.DataTree.from_dict({"/..": good}).to_netcdf(dot, engine="h5netcdf")
+        with pytest.raises(InputFileError, match=r"dot\.nc: not a multistat study"):
+            cube.open_study(dot)

@@ -243,9 +243,10 @@ class TestLong:
         with pytest.raises(InputFileError,
                            match=r"a\.json, record 2, column 'score': non-numeric score 'bad'"):
             read_scores(path)
-        with pytest.raises(InputFileError, match=r"r\.json: expected a JSON array of objects"):
+        with pytest.raises(InputFileError, match=r"r\.json, record 0: expected a JSON object, "
+                                                 r"found an array: '\[1, 2\]'"):
             read_scores(write(tmp_path, "r.json", "[[1, 2], [3, 4]]"))
-        with pytest.raises(InputFileError, match=r"s\.json: not valid JSON"):
+        with pytest.raises(InputFileError, match=r"s\.json, line 1: not valid JSON"):
             read_scores(write(tmp_path, "s.json", "[{]"))
 
     def test_composite_instance_col(self, tmp_path):
@@ -590,7 +591,7 @@ class TestErrors:
                               '{"system": "A", "instance": 1, "score": 1}\n'
                               '{"system": "B", "instance": 1, "score": \n'))
         with pytest.raises(InputFileError, match=r"b\.jsonl, line 1: expected a JSON object "
-                                                 r"per line, found list"):
+                                                 r"per line, found an array: '\[1, 2\]'"):
             read_scores(write(tmp_path, "b.jsonl", '[1, 2]\n{"a": 1}\n'))
 
     def test_not_utf8_and_not_parquet(self, tmp_path):

@@ -32,6 +32,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
     met_names = [raw.names["metric"][u] for u in met_u]
     sys_names, inst_names = raw.names["system"], raw.names["instance"]
 
+    _check_names(raw, sources)
     unknown = [m for m in lower_is_better if m not in met_names]
     if unknown:
         raise ParameterError(
@@ -239,3 +240,34 @@ def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
         f"instance belongs to one group for every system, metric and run"
         f"{'' if n_bad == 1 else f' ({n_bad} such instances)'}"
     )
+
+
+def bad_name(name: str, role: str) -> str | None:
+    """Why ``name`` cannot name a ``role`` (None if it can): blank or whitespace-only
+    names never; a dataset name also becomes a NetCDF group and file names, so ``.``,
+    ``..`` and names containing ``/`` or ``\\`` are refused too."""
+    if not name.strip():
+        return "is blank" if not name else "is whitespace only"
+    if role == "dataset":
+        if name in (".", ".."):
+            return "is a path component ('.' or '..')"
+        if "/" in name or "\\" in name:
+            return "contains a path separator"
+    if "\x00" in name:
+        return "contains a NUL character"
+    return None
+
+
+def _check_names(raw, sources) -> None:
+    """Refuse blank and path-like names where they become dataset or file names."""
+    for role in ("dataset", "system", "metric"):
+        for code, name in enumerate(raw.names[role]):
+            why = bad_name(name, role)
+            if why is None:
+                continue
+            first = int(np.flatnonzero(raw.codes[role] == code)[0])
+            src = sources[raw.src[first]]
+            raise DataValidationError(
+                f"{src.where(int(raw.row[first]))}: {role} name {_show(name)} {why}; "
+                f"{role} names must be visible text"
+                f"{' usable as a file name' if role == 'dataset' else ''}")

@@ -3,6 +3,8 @@ and identifier columns, with every error naming the file, the line and the colum
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import lzma
 import math
@@ -21,7 +23,6 @@ from multistat.errors import (
 )
 from multistat.io._sources import (
     _NA_TOKENS,
-    _PANDAS_MAJOR,
     KEY_JOIN,
     _open_text,
     _plural,
@@ -107,39 +108,58 @@ def _check_short_rows(src: _Source, frame: pd.DataFrame, used: Sequence[str]) ->
 
 
 def _read_json(src: _Source) -> pd.DataFrame:
-    kwargs = {"dtype": False, "compression": "infer", "lines": src.kind == "jsonl"}
-    if _PANDAS_MAJOR < 3:  # pragma: no cover - pandas 2 converts date-like columns
-        kwargs.update(convert_dates=False, keep_default_dates=False)
+    """JSON lines (one object per line) or a JSON array of objects, parsed with the
+    standard library so every fault is reported with its line (or record)."""
+    records: list[dict] = []
     try:
-        with warnings.catch_warnings():
-            # pandas deprecation noise about rows that are not objects; checked just below
-            warnings.simplefilter("ignore")
-            frame = pd.read_json(src.path, **kwargs)
-        bad = not all(isinstance(c, str) for c in frame.columns)  # a row was not an object
-    except ValueError as exc:
-        if src.kind != "jsonl":
-            raise InputFileError(f"{src.path}: not valid JSON ({exc})") from None
-        bad = True
-    if bad and src.kind == "jsonl":
-        with _open_text(src.path) as fh:  # decoding already succeeded in _resolve_source
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
+        with _open_text(src.path) as fh:
+            if src.kind == "jsonl":
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise InputFileError(
+                            f"{src.path}, line {lineno}: not valid JSON ({err.msg}): "
+                            f"{_show(line.rstrip())}") from None
+                    if not isinstance(obj, dict):
+                        raise InputFileError(
+                            f"{src.path}, line {lineno}: expected a JSON object per line, "
+                            f"found {_json_type(obj)}: {_show(line.rstrip())}")
+                    records.append(obj)
+            else:
                 try:
-                    obj = json.loads(line)
+                    data = json.load(fh)
                 except json.JSONDecodeError as err:
-                    raise InputFileError(
-                        f"{src.path}, line {lineno}: not valid JSON ({err.msg}): "
-                        f"{_show(line.rstrip())}") from None
-                if not isinstance(obj, dict):
-                    raise InputFileError(
-                        f"{src.path}, line {lineno}: expected a JSON object per line, "
-                        f"found {type(obj).__name__}: {_show(line.rstrip())}") from None
-        raise InputFileError(f"{src.path}: not valid JSON lines")  # pragma: no cover
-    if bad:
-        raise InputFileError(f"{src.path}: expected a JSON array of objects (records)")
+                    raise InputFileError(f"{src.path}, line {err.lineno}: not valid JSON "
+                                         f"({err.msg})") from None
+                if not isinstance(data, list):
+                    raise InputFileError(f"{src.path}: expected a JSON array of objects "
+                                         f"(records), found {_json_type(data)}")
+                for i, obj in enumerate(data):
+                    if not isinstance(obj, dict):
+                        raise InputFileError(
+                            f"{src.path}, record {i}: expected a JSON object, found "
+                            f"{_json_type(obj)}: {_show(json.dumps(obj))}")
+                records = data
+    except RecursionError:
+        raise InputFileError(f"{src.path}: JSON nested too deeply to be a score table"
+                             ) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            f"{src.path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        raise InputFileError(f"{src.path}: cannot be read ({exc})") from None
+    frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
     frame.columns = [str(c) for c in frame.columns]
     return frame
+
+
+def _json_type(obj) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(obj),
+                                                                       type(obj).__name__)
 
 
 def _read_parquet_table(src: _Source) -> pd.DataFrame:
@@ -193,11 +213,19 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
     token, DataValidationError at the first infinite score. ``rows`` maps positions to
     source rows (defaults to the position).
     """
+    _refuse_cells(src, values, column, "score", rows, label=label)
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        values = values.astype(object)
     if pd.api.types.is_bool_dtype(values.dtype) or pd.api.types.is_numeric_dtype(values.dtype):
         scores = values.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
-        scores = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64,
-                                                                 na_value=np.nan)
+        try:
+            numeric = pd.to_numeric(values, errors="coerce")
+        except (TypeError, ValueError, OverflowError):  # e.g. integers beyond 64 bits
+            numeric = pd.Series([_to_float(v) for v in values.astype(object)],
+                                index=values.index, dtype=np.float64)
+        scores = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
         candidates = np.flatnonzero(np.isnan(scores))
         if candidates.size:
             raw = values.iloc[candidates]
@@ -223,6 +251,73 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
     return scores
 
 
+def _to_float(value) -> float:
+    """float of one cell, NaN when it is not a number (huge integers become inf)."""
+    if isinstance(value, bool | int | float | np.number | decimal.Decimal):
+        try:
+            return float(value)
+        except (OverflowError, ValueError):
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+_SCALAR = (str, bool, int, float, np.number, np.bool_, decimal.Decimal)
+_WHEN = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+_PLAIN_INFERRED = {"string", "integer", "floating", "mixed-integer-float", "boolean",
+                   "decimal", "empty", "mixed-integer"}
+_TIME_INFERRED = {"datetime", "datetime64", "date", "time", "timedelta", "timedelta64",
+                  "period"}
+
+
+def _refuse_cells(src: _Source, values: pd.Series, column: str, role: str,
+                  rows: np.ndarray | None = None, *, label: str | None = None) -> None:
+    """A column must hold text or numbers (and, for scores, no dates or times): lists,
+    objects, bytes... from JSON or Parquet are an error naming the first such cell."""
+    dtype = values.dtype
+    when = (pd.api.types.is_datetime64_any_dtype(dtype)
+            or pd.api.types.is_timedelta64_dtype(dtype)
+            or isinstance(dtype, pd.PeriodDtype | pd.IntervalDtype))
+    if isinstance(dtype, pd.CategoricalDtype):
+        values = values.astype(object)
+        dtype = values.dtype
+    if when:
+        if role != "score":
+            return  # a date as an identifier is its text
+        pos = int(np.flatnonzero(values.notna().to_numpy())[0]) if values.notna().any() else 0
+        what = f"dates/times ({dtype})"
+    elif dtype != object:
+        return
+    else:
+        inferred = pd.api.types.infer_dtype(values, skipna=True)
+        if inferred in _PLAIN_INFERRED or (inferred in _TIME_INFERRED and role != "score"):
+            return
+        pos, what = None, None
+        for i, cell in enumerate(values.to_numpy(dtype=object)):
+            if cell is None or cell is pd.NA or cell is pd.NaT:
+                continue
+            if isinstance(cell, _WHEN):
+                if role == "score":
+                    pos, what = i, f"a date/time ({type(cell).__name__})"
+                    break
+                continue
+            if not isinstance(cell, _SCALAR):
+                pos, what = i, f"a value of type {type(cell).__name__}"
+                break
+        if pos is None:
+            return
+    row = int(pos if rows is None else rows[pos])
+    cell = values.iloc[pos]
+    need = "numbers" if role == "score" else "text or numbers"
+    raise InputFileError(
+        f"{src.where(row, column, label=label)}: {role} column holds {what}: "
+        f"{_show(cell)}; {role}s must be {need}")
+
+
 def _dedupe(codes: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]:
     """Merge codes whose names coincide as text (e.g. 1 and "1" in a JSON column)."""
     if len(set(names)) == len(names):
@@ -240,6 +335,7 @@ def _ids(src: _Source, frame: pd.DataFrame, columns: Sequence[str], role: str
     """
     parts = []
     for col in columns:
+        _refuse_cells(src, frame[col], col, role)
         codes, uniques = pd.factorize(frame[col], use_na_sentinel=True)
         if codes.size and codes.min() < 0:
             row = int(np.flatnonzero(codes < 0)[0])
