@@ -94,11 +94,11 @@ def _comet_output(files, seg_scores, json_path=None):
     out = []
     for i in range(len(seg_scores[0])):
         for j, f in enumerate(files):
-            out.append("{}\tSegment {}\tscore: {:.4f}".format(f, i, seg_scores[j][i]))
+            out.append(f"{f}\tSegment {i}\tscore: {seg_scores[j][i]:.4f}")
     for j, f in enumerate(files):
-        out.append("{}\tscore: {:.4f}".format(f, sum(seg_scores[j]) / len(seg_scores[j])))
+        out.append(f"{f}\tscore: {sum(seg_scores[j]) / len(seg_scores[j]):.4f}")
     if json_path:
-        out.append("Predictions saved in: {}.".format(json_path))
+        out.append(f"Predictions saved in: {json_path}.")
     return "\n".join(out) + "\n"
 
 
@@ -116,7 +116,7 @@ def test_comet_score_output(tmp_path):
         np.testing.assert_allclose(got["score"], np.round(seg[j], 4), rtol=0, atol=1e-12)
     # older COMET (< 1.0): no file column, "System score:" at the end; one file per system
     for name, row in (("sys1", seg[0]), ("sys2", seg[1])):
-        text = "".join("Segment {}\tscore: {:.4f}\n".format(i, v) for i, v in enumerate(row))
+        text = "".join(f"Segment {i}\tscore: {v:.4f}\n" for i, v in enumerate(row))
         write(tmp_path / "old" / f"{name}.out", text + f"System score: {row.mean():.4f}\n")
     old = ms.read_scores(tmp_path / "old", metric="comet-da")
     assert sorted(set(old.system)) == ["sys1", "sys2"] and set(old.metric) == {"comet-da"}
