@@ -149,7 +149,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             family=None, scheduler="threads", n_chunks=None, ci_method="bca",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
             return_systems=False, equivalence_margin=None, memory_limit=None,
-            test_options=None, mde_power=0.8):
+            test_options=None, mde_power=0.8, _system_sink=None):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
     Parameters
@@ -192,6 +192,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         be computed and the estimate
     return_systems : also return the per-system table (score with bootstrap percentile
         interval), used by leaderboards; computed only when asked for
+    _system_sink : internal (:func:`multistat.rank`): ``sink(dataset, metrics, dist)``
+        receives the bootstrap test's per-system resampled scores ``(B, S, M)`` of every
+        metric group, so a leaderboard reuses them instead of redrawing the plan
     memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
         safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
         of pairs and of resampling-plan rows are sized by it; results are bit-identical
@@ -248,6 +251,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
                           effect_sizes, budget)
     parts, systems_parts = [], []
+    boot_systems: dict = {}
     for name, ds in all_ds.items():
         ds = _canonical(ds.compute())
         try:
@@ -282,6 +286,14 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             have_systems = False
             for spec in specs:
                 res = results[spec.name]
+                if spec.name == "bootstrap" and res.systems is not None:
+                    # the bootstrap plan's per-system scores: for rank, and for the
+                    # Westfall-Young step-down (no second pass over the plan)
+                    if _system_sink is not None:
+                        _system_sink(name, list(slab.metrics), res.systems)
+                    if correction in stepdown.CORRECTIONS:
+                        for j, mname in enumerate(slab.metrics):
+                            boot_systems[(name, str(mname))] = res.systems[..., j]
                 if return_systems and res.systems is not None and not have_systems:
                     have_systems = True
                     systems_parts.append(_system_rows(name, ds, ms, sysnames, sys_obs,
@@ -311,7 +323,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
         table = stepdown.adjust_table(table, study, method=correction, alpha=alpha,
                                       family=family, n_resamples=n_resamples, seed=seed,
-                                      scheduler=scheduler, n_chunks=n_chunks)
+                                      scheduler=scheduler, n_chunks=n_chunks,
+                                      systems=boot_systems)
     else:
         table = adjust(table, method=correction, family=family, alpha=alpha)
     if equivalence_margin is not None:  # TOST columns (multistat.equivalence)

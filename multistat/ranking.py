@@ -148,11 +148,12 @@ def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
 
 
 def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, datasets=None,
-                         scheduler="threads", n_chunks=None):
+                         scheduler="threads", n_chunks=None, known=None):
     """Yield ``(dataset, metric names, higher_is_better, observed (S, M), resampled
     (B, S, M), system names)`` per metric group, on the shared bootstrap plan (the same
     plan, instance order and grouping as :func:`multistat.compare` and
-    :func:`multistat.system_scores`)."""
+    :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
+    already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
     from multistat import resampling as eng
     from multistat.comparison import _canonical, _groups
 
@@ -168,6 +169,19 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
                     continue
             X = score[:, ms][:, :, valid]
             n = X.shape[-1]
+            names = tuple(ds.metric.values[ms].astype(str))
+            hib = ds.higher_is_better.values[ms].astype(bool)
+            if known and (name, names) in known:
+                if kind == "corpus":
+                    from multistat.corpus import get_corpus_metric
+
+                    cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+                    stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid]
+                    obs = cm.fn(stats[..., :cm.n_stats].sum(1))[:, None]
+                else:
+                    obs = X.mean(-1)
+                yield name, np.array(names), hib, obs, known[(name, names)], sysnames
+                continue
             run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": name,
                    "scheduler": scheduler, "n_chunks": n_chunks}
             if kind == "corpus":
@@ -244,15 +258,20 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
     kw = {}
     if equivalence_margin is not None:
         kw["equivalence_margin"] = equivalence_margin
+    known = {}  # the bootstrap test's per-system resamples: the rank intervals reuse them
+
+    def sink(dataset, metric_names, dist):
+        known[(dataset, tuple(str(m) for m in metric_names))] = dist
+
     table = compare(study, tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
                     alpha=alpha, confidence_level=confidence_level, n_resamples=n_resamples,
                     seed=seed, correction=correction, scheduler=scheduler, n_chunks=n_chunks,
-                    ci_method="percentile", effect_sizes=False, **kw)
+                    ci_method="percentile", effect_sizes=False, _system_sink=sink, **kw)
     parts = []
     by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
     for name, mnames, hibs, obs, dist, sysnames in system_distributions(
             study, n_resamples=n_resamples, seed=seed, metrics=metrics, datasets=datasets,
-            scheduler=scheduler, n_chunks=n_chunks):
+            scheduler=scheduler, n_chunks=n_chunks, known=known):
         for j, (metric, hib) in enumerate(zip(mnames, hibs)):
             pairs = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],

@@ -208,13 +208,17 @@ def _null_of(kind, arrays, fn, a, b, m, est, null_value):
 
 
 def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=None,
-                 n_resamples=10_000, seed=0, scheduler="threads", n_chunks=None):
+                 n_resamples=10_000, seed=0, scheduler="threads", n_chunks=None,
+                 systems=None):
     """``p_adjusted``/``reject`` of a compare table by the Westfall-Young step-down.
 
     Each family must lie within one dataset, one test and one metric group (metrics
     scored on the same instances): its joint null distribution is then the shared plan
     that test used, rebuilt here per system (resampled means, sign-flipped sums or
-    corpus sufficient statistics; pairs formed last, in slabs). Returns a copy.
+    corpus sufficient statistics; pairs formed last, in slabs). ``systems``
+    (``{(dataset, metric): (B, S)}``) are the bootstrap test's own per-system resampled
+    scores when the caller has them (``compare`` does): then that plan is not redrawn.
+    Returns a copy.
     """
     from multistat import cube
     from multistat.comparison import _canonical, _groups
@@ -252,7 +256,17 @@ def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=No
                 "over metrics scored on the same instances")
         (name, test, gid), = ident
         g, kind, ms, valid, ds, score = group_of[(name, rows["metric"].iloc[0])]
-        if (name, test, gid) not in cache:
+        fam_metrics = [str(x) for x in pd_unique(rows["metric"])]
+        mpos = {str(ds.metric.values[mm]): j for j, mm in enumerate(ms)}
+        if test == "bootstrap" and systems and all((name, mt) in systems
+                                                   for mt in fam_metrics):
+            # compare's own bootstrap distributions, stacked in the group's metric order
+            dist = np.stack([systems.get((name, str(ds.metric.values[mm])),
+                                         np.full_like(systems[(name, fam_metrics[0])],
+                                                      np.nan)) for mm in ms], -1)
+            cache.clear()
+            cache[(name, test, gid)] = ({"dist": dist}, None, kind)
+        elif (name, test, gid) not in cache:
             X = score[:, ms][:, :, valid]
             corpus = None
             if kind == "corpus":
@@ -269,8 +283,7 @@ def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=No
         sysidx = {s: i for i, s in enumerate(ds.system.values.astype(str))}
         a = rows["system_a"].map(sysidx).to_numpy(int)
         b = rows["system_b"].map(sysidx).to_numpy(int)
-        m = rows["metric"].map({str(ds.metric.values[mm]): j for j, mm in enumerate(ms)}
-                               ).to_numpy(int)
+        m = rows["metric"].map(mpos).to_numpy(int)
         est = rows["estimate"].to_numpy(float)
         null_value = float(rows["null_value"].iloc[0])
         alternative = str(rows["alternative"].iloc[0])
