@@ -229,17 +229,26 @@ def _reason(kind, test, method, distribution, n, verdict) -> str:
                         "these are skewed")
     else:
         if verdict == "liberal":
+            if test == "bootstrap" and distribution == "heavy":
+                return ("heavy tails (infinite variance): bootstrap intervals are too "
+                        "narrow at every n; BCa's jackknife acceleration is unstable")
             if test == "bootstrap":
-                return ("bootstrap interval too narrow at small n (plug-in variance; BCa "
-                        "and percentile worst on skewed or heavy-tailed data)")
+                return ("bootstrap interval too narrow (plug-in variance, no t quantile), "
+                        "most at small n and on skewed data; shrinks as n grows")
             if test == "t" and distribution == "skewed":
                 return "skewed differences: the t interval undercovers at small n"
+            if test == "wilcoxon" and distribution == "skewed":
+                return ("the Walsh interval assumes differences symmetric about the "
+                        "pseudo-median; these are skewed")
             if distribution == "skewed":
                 return "skewed differences: asymmetric sampling distribution"
         else:
-            if test in ("sign",) or discrete:
-                return ("discrete data or order-statistic interval: attainable coverage "
-                        "above the nominal level")
+            if discrete and test in ("sign", "wilcoxon"):
+                return ("discrete differences with a point mass at the true median: the "
+                        "interval covers it almost always")
+            if test == "sign" or discrete:
+                return ("discrete test inverted: the attainable coverage lies above the "
+                        "nominal level")
             if distribution == "heavy":
                 return "heavy tails: the interval is wider than needed"
             if test == "mcnemar":
@@ -346,14 +355,14 @@ def _md_escape(text) -> str:
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one section per kind, off-nominal cells listed first."""
     meta = table.attrs.get("multistat", {})
-    lines = ["# multistat calibration", "",
-             f"alpha = {ALPHA}, interval level = {CONFIDENCE}; "
+    intro = (f"alpha = {ALPHA}, interval level = {CONFIDENCE}; "
              f"{meta.get('replicates', '?')} null data sets per setting in "
              f"{meta.get('n_groups', '?')} datasets (independent resampling plans), "
              f"{meta.get('n_resamples', '?')} resamples; seed {meta.get('seed', '?')}. "
              "A cell is `ok` within 3 binomial SE of the nominal value. `se_cluster` is "
              "the SE from the spread of the per-dataset rates (shared plans within a "
-             "dataset).", ""]
+             "dataset). Data and reasons: `multistat/calibration.py`.")
+    lines = ["# multistat calibration", "", intro, ""]
     cols = ["test", "method", "distribution", "n", "rate", "se_binomial", "se_cluster",
             "verdict", "reason"]
     for kind, title in (("type_i_error", "Type I error (nominal alpha = 0.05)"),
@@ -362,10 +371,10 @@ def to_markdown(table: pd.DataFrame) -> str:
         if part.empty:
             continue
         off = part[part["verdict"] != "ok"]
-        lines += [f"## {title}", "",
-                  f"{len(part)} cells, {len(off)} outside 3 binomial SE "
-                  f"({(off['verdict'] == 'liberal').sum()} liberal, "
-                  f"{(off['verdict'] == 'conservative').sum()} conservative).", ""]
+        summary = (f"{len(part)} cells, {len(off)} outside 3 binomial SE "
+                   f"({(off['verdict'] == 'liberal').sum()} liberal, "
+                   f"{(off['verdict'] == 'conservative').sum()} conservative).")
+        lines += [f"## {title}", "", summary, ""]
         lines.append("| " + " | ".join(cols) + " |")
         lines.append("|" + "---|" * len(cols))
         order = part.assign(_ok=part["verdict"] == "ok").sort_values(
@@ -411,8 +420,8 @@ def main(argv=None) -> int:
                     help="a one-minute subset: normal and binary data, n = 20 and 50, "
                          "400 replicates")
     args = ap.parse_args(argv)
-    kw = dict(replicates=args.replicates, n_groups=args.groups,
-              n_resamples=args.resamples, seed=args.seed)
+    kw = {"replicates": args.replicates, "n_groups": args.groups,
+          "n_resamples": args.resamples, "seed": args.seed}
     if args.quick:
         kw.update(distributions=("normal", "binary"), sizes=(20, 50), replicates=400,
                   n_groups=8, n_resamples=499)

@@ -181,7 +181,8 @@ _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
 
 
 def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
-             zero_method="wilcox", method="auto", correction=False, info=None):
+             zero_method="wilcox", method="auto", correction=False, info=None,
+             _interval=True):
     r"""Wilcoxon signed-rank test with the Hodges-Lehmann estimate and Walsh interval.
 
     Parameters
@@ -328,7 +329,17 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         _warn(np.ones(shape, bool), SmallSampleWarning,
               "Wilcoxon test: fewer than 2 pairs, the interval is unbounded")
 
+    if not _interval:  # p-values only (the tied-data inversion scan below)
+        nan = _scalar(np.full(shape, np.nan))
+        return TestResult(test="wilcoxon", statistic=_scalar(statistic),
+                          p_value=_scalar(p), estimate=nan, ci_low=nan, ci_high=nan,
+                          confidence_level=confidence_level, n=_scalar(count),
+                          alternative=alternative, null_value=null_value,
+                          statistic_kind="median")
     ci_exact = _walsh_exact_rows(diff, method, info)
+    tied_rows = _tied_rows(diff)
+    test_options = {"alternative": alternative, "zero_method": zero_method,
+                    "method": method, "correction": correction}
 
     def interval(level, notes=None):
         est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
@@ -337,6 +348,9 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
             _add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
                       f"{level}: interval is unbounded")
+        if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
+            low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
+                                        notes)
         return est, _scalar(low), _scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
@@ -349,6 +363,51 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         extra={"z": _scalar(z_out), "exact": _scalar(np.array(use_exact))},
         _ci_fn=lambda level: interval(check_probability("confidence_level", level))[1:],
     )
+
+
+_SCAN_MAX_BREAKPOINTS = 4096
+
+
+def _tied_rows(diff):
+    """Rows of ``diff`` with repeated values (ties or several zeros)."""
+    srt = np.sort(diff, axis=-1)
+    return np.any(srt[..., 1:] == srt[..., :-1], axis=-1)
+
+
+def _tied_inversion(diff, tied, low, high, level, options, notes):
+    """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
+    tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
+    each distinct Walsh average and each gap between two
+    (:func:`multistat.significance._inversion.scan_interval`). Rows with more than
+    ``_SCAN_MAX_BREAKPOINTS`` distinct averages keep the Walsh interval, with a note."""
+    from multistat.significance._inversion import scan_interval
+
+    shape = diff.shape[:-1]
+    low = np.array(np.broadcast_to(low, shape), dtype=float)
+    high = np.array(np.broadcast_to(high, shape), dtype=float)
+    flat = diff.reshape(-1, diff.shape[-1])
+    lo_f, hi_f = low.reshape(-1), high.reshape(-1)
+    too_many = np.zeros(lo_f.size, bool)
+    for r in np.flatnonzero(np.broadcast_to(tied, shape).reshape(-1)):
+        d = flat[r]
+        i, j = np.triu_indices(d.size)
+        walsh = np.unique((d[i] + d[j]) / 2)
+        if walsh.size > _SCAN_MAX_BREAKPOINTS:
+            too_many[r] = True
+            continue
+
+        def pvalues(deltas, d=d):
+            shifted = d[None, :] - deltas[:, None]
+            res = wilcoxon(shifted, np.zeros_like(shifted), _interval=False, **options)
+            return np.asarray(res.p_value, dtype=float)
+
+        lo_f[r], hi_f[r] = scan_interval(pvalues, walsh, alpha=1.0 - level)
+    if notes is not None:
+        _add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
+                  "disagree with the tie-corrected p-value at its ends")
+        _add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
+                  "interval is empty")
+    return low, high
 
 
 register(TestSpec(

@@ -3,46 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning
 from multistat.significance._base import TestResult
 from multistat.significance._binomial import binom_half_pvalue
+from multistat.significance._inversion import sign_interval_rows
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
-    _interval_quantile,
     _notes,
-    _one_sided_ends,
     _scalar,
     _warn,
 )
 
 __all__ = ["sign_test"]
-
-
-def _order_stat_rank(n, tail: float):
-    """Largest ``k`` with ``P(Bin(n, 1/2) <= k - 1) <= tail`` (0 if none), vectorized.
-
-    ``[d_(k), d_(n-k+1)]`` then covers the median with probability
-    ``1 - 2 P(B <= k - 1) >= 1 - 2 tail``.
-    """
-    n = np.asarray(n)
-    q = stats.binom.ppf(tail, n, 0.5)  # smallest q with cdf(q) >= tail
-    q = np.where(np.isnan(q), 0, q).astype(np.int64)
-    # cdf(q) == tail exactly is allowed (coverage is then exactly 1 - 2 tail)
-    k = np.where(stats.binom.cdf(q, n, 0.5) <= tail * (1 + 1e-12), q + 1, q)
-    return np.clip(k, 0, None)
-
-
-def _take_order_stat(sorted_d, k):
-    """``sorted_d[..., k - 1]`` per row (k is 1-based), NaN where ``k`` is out of range."""
-    n = sorted_d.shape[-1]
-    k = np.broadcast_to(np.asarray(k, dtype=np.int64), sorted_d.shape[:-1])
-    idx = np.clip(k - 1, 0, n - 1)[..., None]
-    out = np.take_along_axis(sorted_d, idx, axis=-1)[..., 0]
-    return np.where((k >= 1) & (k <= n), out, np.nan)
 
 
 def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
@@ -80,14 +55,20 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     two-sided: :math:`p = \min(1, 2 P(S' \le \min(S, m - S)))`, which equals
     :func:`scipy.stats.binomtest` for :math:`p_0 = 1/2`.
 
-    The interval uses all :math:`n` differences (zeros included):
-    :math:`[d_{(k)}, d_{(n-k+1)}]` with :math:`k` the largest integer such that
-    :math:`P(B \le k-1) \le \alpha/2`, :math:`B \sim \mathrm{Bin}(n, 1/2)`, so its
-    coverage :math:`1 - 2P(B \le k-1)` is at least the requested level for every continuous
-    distribution (Hollander, Wolfe & Chicken 2013, sec. 3.6). One-sided alternatives give
-    :math:`[d_{(k)}, \infty)` / :math:`(-\infty, d_{(n-k+1)}]` with :math:`\alpha` in one tail.
-    When :math:`n` is too small for any order statistic to reach the level, the interval is
-    :math:`(-\infty, \infty)` with a note.
+    The interval is the inversion of this test: the set of null values :math:`\delta` it
+    does not reject at level :math:`1 - \text{confidence\_level}` (same sidedness, same
+    zero handling), so ``p <= alpha`` exactly when the interval excludes ``null_value``.
+    For distinct differences it is the order-statistic interval
+    :math:`[d_{(k)}, d_{(n-k+1)}]`, :math:`k` the largest integer with
+    :math:`P(B \le k-1) \le \alpha/2`, :math:`B \sim \mathrm{Bin}(n, 1/2)` (Hollander,
+    Wolfe & Chicken 2013, sec. 3.6), whose coverage is at least the level for every
+    continuous distribution; an end where the data value itself is rejected (it is dropped
+    as a zero there) is moved to the nearest float inside. With ties it is computed exactly
+    by evaluating the p-value on every distinct value and every gap
+    (:func:`multistat.significance._inversion.sign_interval_rows`). One-sided alternatives
+    give :math:`[\text{low}, \infty)` / :math:`(-\infty, \text{high}]`. When :math:`n` is
+    too small for the test to ever reject, the interval is :math:`(-\infty, \infty)` with a
+    note.
 
     References
     ----------
@@ -97,8 +78,7 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     Examples
     --------
     >>> import numpy as np
-    >>> from scipy import stats
-    >>> x = np.array([3.0, 4.5, 2.0, 5.0, 4.0, 3.5, 6.0, 4.0])
+    >>>     >>> x = np.array([3.0, 4.5, 2.0, 5.0, 4.0, 3.5, 6.0, 4.0])
     >>> y = np.array([2.5, 4.0, 2.0, 4.0, 4.5, 3.0, 5.0, 3.0])
     >>> res = sign_test(x, y)  # one zero difference dropped: 6 positives among 7
     >>> int(res.statistic), int(res.n), bool(np.isclose(res.p_value, stats.binomtest(6, 7).pvalue))
@@ -131,17 +111,17 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     estimate = np.median(diff, axis=-1)
 
     def interval(level, notes=None):
-        kk = _order_stat_rank(n_all, _interval_quantile(level, alternative))
-        low = _take_order_stat(sorted_diff, kk)
-        high = _take_order_stat(sorted_diff, n_all - kk + 1)
-        if kk == 0:
-            low = np.full(shape, -np.inf)
-            high = np.full(shape, np.inf)
-            if notes is not None:
-                _add_note(notes, np.ones(shape, bool),
-                          f"n = {n_all} is too small for an order-statistic interval at "
-                          f"level {level}: interval is unbounded")
-        low, high = _one_sided_ends(low, high, alternative)
+        # the exact inversion of this very test (same zero handling): reject <=> the
+        # interval excludes null_value (issue 13.4)
+        low, high = sign_interval_rows(sorted_diff, alternative=alternative,
+                                       confidence_level=level, zero_method=zero_method)
+        if notes is not None and alternative == "two-sided":
+            _add_note(notes, np.isneginf(low) & np.isposinf(high),
+                      f"n = {n_all} is too small for the sign test to reject at level "
+                      f"{level}: interval is unbounded")
+        if notes is not None:
+            _add_note(notes, np.isnan(low), "the sign test rejects every null value (ties "
+                      "are dropped at each): the interval is empty")
         return _scalar(low), _scalar(high)
 
     low, high = interval(confidence_level, notes)

@@ -1,0 +1,222 @@
+"""Intervals that are the inversion of a test: ``reject`` exactly when the interval
+excludes the null value (issue 13.4).
+
+An interval at level ``1 - alpha`` is the set of null values ``delta`` the test at level
+``alpha`` (same sidedness) does not reject. These helpers compute that set from the same
+quantities the p-value uses, so a row's decision and interval cannot disagree:
+
+* :func:`bootstrap_basic_interval` -- the shifted-bootstrap p-value
+  ``(#{theta* - theta_hat >= theta_hat - delta} + 1) / (B + 1)`` (two-sided: twice the
+  smaller tail) is inverted by the *basic* bootstrap interval
+  ``[2 theta_hat - theta*_(B-k), 2 theta_hat - theta*_(k+1)]`` with
+  ``k = floor(alpha (B + 1) / 2) - 1`` (``alpha (B + 1)`` one-sided) order statistics of
+  the sorted bootstrap distribution, no interpolation. ``k < 0`` (too few resamples to
+  ever reject) gives the whole line.
+* :func:`sign_interval` -- the exact sign test at ``delta`` drops the differences equal to
+  ``delta`` and counts those above and below; its acceptance set is computed exactly by
+  evaluating the p-value on every distinct difference and every gap between two (the
+  p-value is constant on each gap). An end that is open (the tied value itself is
+  rejected) is reported as the nearest float inside, so that the closed interval and the
+  decision agree for every float ``delta``.
+* :func:`scan_interval` -- the same exact scan for any test whose p-value is piecewise
+  constant between known breakpoints (Wilcoxon with ties or zeros: the Walsh averages).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+
+def _k(alpha: float, b: int, two_sided: bool) -> int:
+    """Largest count ``c`` of resamples beyond the observed value that still rejects:
+    ``(c + 1) / (B + 1) <= alpha / 2`` (two-sided) -> ``c = floor(...) - 1``."""
+    level = alpha / 2 if two_sided else alpha
+    return math.floor(level * (b + 1) * (1 + 1e-12)) - 1
+
+
+def bootstrap_basic_interval(est, dist, *, alternative: str, confidence_level: float,
+                             tol=0.0):
+    """Exact inversion of the shifted bootstrap p-value (see the module docstring).
+
+    ``est`` ``(...)``, ``dist`` ``(B, ...)``; ``tol`` the tie tolerance of the p-value
+    (resamples within ``tol`` of the observed value count as "as extreme"), widening
+    each end by ``tol``. Returns ``(low, high)``; one-sided alternatives give an
+    infinite end.
+    """
+    est = np.asarray(est, dtype=float)
+    dist = np.asarray(dist, dtype=float)
+    b = dist.shape[0]
+    alpha = 1.0 - confidence_level
+    k = _k(alpha, b, alternative == "two-sided")
+    low = np.full(est.shape, -np.inf)
+    high = np.full(est.shape, np.inf)
+    if k < 0:
+        return low, high
+    srt = np.sort(dist, axis=0)  # NaN last
+    if alternative in ("two-sided", "greater"):
+        # reject "greater" side iff #{theta* >= 2 est - delta} <= k
+        # iff 2 est - delta > theta*_(B-k) (1-based) iff delta < 2 est - srt[B-k-1]
+        low = 2 * est - srt[b - k - 1] - tol
+    if alternative in ("two-sided", "less"):
+        high = 2 * est - srt[k] + tol
+    return low, high
+
+
+def _sign_p(n_pos, n_neg, alternative):
+    """Exact sign-test p-value from the counts (binomial, p0 = 1/2, zeros dropped)."""
+    n_pos = np.asarray(n_pos)
+    n_neg = np.asarray(n_neg)
+    m = n_pos + n_neg
+    p_ge = stats.binom.sf(n_pos - 1, m, 0.5)  # P(X >= n_pos)
+    p_le = stats.binom.cdf(n_pos, m, 0.5)
+    if alternative == "greater":
+        p = p_ge
+    elif alternative == "less":
+        p = p_le
+    else:
+        p = np.minimum(1.0, 2 * np.minimum(p_ge, p_le))
+    return np.where(m > 0, p, 1.0)
+
+
+def _acceptance_hull(values, accept_at, accept_between):
+    """Closed float interval equal to the acceptance set on the grid of candidate points.
+
+    ``values`` sorted distinct breakpoints ``v_0 < ... < v_m-1``; ``accept_at[j]`` whether
+    ``delta = v_j`` is accepted; ``accept_between[j]`` for ``delta`` in
+    ``(v_{j-1}, v_j)``, ``j = 0..m`` (``j = 0``: below ``v_0``; ``j = m``: above).
+    """
+    m = values.size
+    # walk the points in order: gap 0, point 0, gap 1, point 1, ..., gap m
+    acc = np.empty(2 * m + 1, dtype=bool)
+    acc[0::2] = accept_between
+    acc[1::2] = accept_at
+    if not acc.any():
+        return np.nan, np.nan
+    first = int(np.argmax(acc))
+    last = int(acc.size - 1 - np.argmax(acc[::-1]))
+
+    def end(i, side):
+        if i % 2 == 1:  # a breakpoint itself
+            return float(values[i // 2])
+        j = i // 2  # a gap (v_{j-1}, v_j): open at its data ends
+        if side == "low":
+            return -np.inf if j == 0 else float(np.nextafter(values[j - 1], np.inf))
+        return np.inf if j == m else float(np.nextafter(values[j], -np.inf))
+
+    return end(first, "low"), end(last, "high")
+
+
+def sign_interval(d, *, alternative: str, confidence_level: float):
+    """Exact inversion of the sign test (zeros ``d == delta`` dropped) for one row ``d``.
+
+    Returns ``(low, high)`` (one-sided alternatives give an infinite end, since the
+    one-sided test never rejects on the other side).
+    """
+    d = np.sort(np.asarray(d, dtype=float))
+    d = d[~np.isnan(d)]
+    alpha = 1.0 - confidence_level
+    if d.size == 0:
+        return np.nan, np.nan
+    values, counts = np.unique(d, return_counts=True)
+    below = np.concatenate([[0], np.cumsum(counts)])  # #{d < v_j} = below[j]
+    total = d.size
+    # at a point v_j: n_neg = #{d < v_j}, n_pos = #{d > v_j}; differences are d - delta,
+    # so "positive" means d > delta
+    n_neg_at = below[:-1]
+    n_pos_at = total - below[1:]
+    # in the gap (v_{j-1}, v_j): n_neg = below[j], n_pos = total - below[j]
+    n_neg_gap = below
+    n_pos_gap = total - below
+    acc_at = _sign_p(n_pos_at, n_neg_at, alternative) > alpha
+    acc_gap = _sign_p(n_pos_gap, n_neg_gap, alternative) > alpha
+    return _acceptance_hull(values, acc_at, acc_gap)
+
+
+def scan_interval(pvalue_of, breakpoints, *, alpha: float):
+    """Acceptance set of a test whose p-value (``pvalue_of(deltas) -> p``, vectorized over
+    a 1-d array of null values) is constant between consecutive ``breakpoints``."""
+    values = np.unique(np.asarray(breakpoints, dtype=float))
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return np.nan, np.nan
+    gaps = np.empty(values.size + 1)
+    gaps[1:-1] = (values[:-1] + values[1:]) / 2
+    span = max(values[-1] - values[0], abs(values[0]), 1.0)
+    gaps[0] = values[0] - span
+    gaps[-1] = values[-1] + span
+    p = np.asarray(pvalue_of(np.concatenate([values, gaps])), dtype=float)
+    # NaN p (e.g. every difference equals delta) is "not rejected", as in the decision
+    accept = ~(p <= alpha * (1 + 1e-12))
+    return _acceptance_hull(values, accept[:values.size], accept[values.size:])
+
+
+def _accept(p, alpha):
+    # the same comparison as ``reject = p <= alpha``; the slack absorbs the rounding of
+    # alpha = 1 - confidence_level (p-values of discrete tests can equal alpha exactly)
+    return p > alpha * (1 + 1e-12)
+
+
+def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float,
+                       zero_method: str = "drop"):
+    """Vectorized exact inversion of the sign test over rows of sorted differences.
+
+    At a null value ``delta`` the test counts ``d > delta`` and ``d < delta`` and treats
+    ``d == delta`` as zeros (dropped, or split as in the test). The p-value only changes
+    at the data values, so the acceptance set is decided on the ``2n + 1`` candidates
+    "gap below the smallest value, each value, each gap between distinct values, gap
+    above the largest"; the interval is its hull, with open ends moved to the nearest
+    float inside (see the module docstring). Returns ``(low, high)`` of the row shape.
+    """
+    from multistat.significance._binomial import binom_half_pvalue
+
+    s = np.asarray(sorted_diff, dtype=float)
+    n = s.shape[-1]
+    alpha = 1.0 - confidence_level
+    idx = np.broadcast_to(np.arange(n), s.shape)
+    new = np.ones(s.shape, bool)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    first = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)  # first of its tie run
+    last_rev = np.ones(s.shape, bool)
+    last_rev[..., :-1] = new[..., 1:]  # last element of a tie run
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(last_rev, idx, n), -1), -1), -1)
+    # at the value s[i]: below = first, above = n - 1 - last, ties = last - first + 1
+    n_neg = first
+    n_pos = n - 1 - last
+    ties = last - first + 1
+    if zero_method == "split":
+        half = ties // 2
+        k_at, m_at = n_pos + half, n_pos + n_neg + 2 * half
+    else:
+        k_at, m_at = n_pos, n_pos + n_neg
+    # m = 0 (every difference equals delta): the test gives NaN, "not rejected"
+    acc_at = _accept(binom_half_pvalue(k_at, m_at, alternative), alpha) | (m_at == 0)
+    # the gap just below s[i] (exists iff s[i] starts a new value), and the gap above all
+    j = np.arange(n + 1)
+    acc_gap = _accept(binom_half_pvalue(n - j, np.full(n + 1, n), alternative), alpha)
+    acc_gap = np.broadcast_to(acc_gap, s.shape[:-1] + (n + 1,)).copy()
+    acc_gap[..., :n] &= new
+    # interleave: gap0, pt0, gap1, pt1, ..., gap_n
+    seq = np.empty(s.shape[:-1] + (2 * n + 1,), bool)
+    seq[..., 0::2] = acc_gap
+    seq[..., 1::2] = acc_at
+    anyacc = seq.any(-1)
+    f = np.argmax(seq, axis=-1)
+    g = 2 * n - np.argmax(seq[..., ::-1], axis=-1)
+
+    def value(pos, side):
+        i = pos // 2
+        at_point = pos % 2 == 1
+        v_pt = np.take_along_axis(s, np.clip(i, 0, n - 1)[..., None], -1)[..., 0]
+        if side == "low":  # gap i is (s[i-1], s[i]): low end just above s[i-1]
+            prev = np.take_along_axis(s, np.clip(i - 1, 0, n - 1)[..., None], -1)[..., 0]
+            v_gap = np.where(i == 0, -np.inf, np.nextafter(prev, np.inf))
+        else:  # high end just below s[i]
+            v_gap = np.where(i == n, np.inf, np.nextafter(v_pt, -np.inf))
+        return np.where(at_point, v_pt, v_gap)
+
+    low = np.where(anyacc, value(f, "low"), np.nan)
+    high = np.where(anyacc, value(g, "high"), np.nan)
+    return low, high
