@@ -570,3 +570,19 @@ def test_tables_read_by_the_one_table_reader(tmp_path):
     with pytest.raises(InputFileError, match=r"short\.tsv, line 2: malformed line: expected "
                                              r"3 fields separated by tabs, found 2"):
         load_translations(tmp_path / "short.tsv", ref, metrics="bleu")
+
+
+def test_translation_progress_lines(tmp_path):
+    # load_translations(progress=...) reports the statistics extraction (load-mt was silent
+    # for minutes on TER): one final line per metric, counting distinct hypotheses
+    hyp, ref = _tiny()
+    lines = []
+    study = load_translations(hyp, ref, metrics=["bleu", "ter"], progress=lines.append)
+    assert [ln.split(":")[0] for ln in lines] == ["bleu", "ter"]
+    # 4 hypotheses, all distinct (segment, text) pairs
+    assert all(" 4 of 4 distinct hypotheses, " in ln for ln in lines)
+    quiet = load_translations(hyp, ref, metrics=["bleu", "ter"])
+    np.testing.assert_array_equal(study["translations"].stats.values,
+                                  quiet["translations"].stats.values)
+    with pytest.raises(ParameterTypeError, match="`progress` must be a callable"):
+        load_translations(hyp, ref, metrics="bleu", progress="yes")
