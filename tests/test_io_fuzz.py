@@ -5,6 +5,7 @@ message, never another exception. About 30 s in all."""
 
 from __future__ import annotations
 
+import shutil
 import string
 import tempfile
 import warnings
@@ -44,6 +45,13 @@ def _outcome(fn, *args, **kwargs):
 
 
 def _load_all(path: Path):
+    try:
+        _load_each(path)
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+def _load_each(path: Path):
     _outcome(read_scores, path)
     _outcome(read_scores, path, missing="drop")
     _outcome(read_scores, [path], dataset_from_filename=True)
