@@ -244,9 +244,14 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
     >>> import multistat
     >>> from multistat.demo import demo_frame
     >>> study = multistat.from_frame(demo_frame())
-    >>> board = multistat.rank(study, metrics=["sent_bleu"], datasets=["newstest"],
-    ...                        n_resamples=1000)
-    >>> board[["system", "rank", "cluster"]].head(3).to_string(index=False)  # doctest: +SKIP
+    >>> board = multistat.rank(study, metrics=["likert"], datasets=["newstest"],
+    ...                        n_resamples=1000, correction="westfall-young")
+    >>> cols = ["system", "rank", "rank_range_low", "rank_range_high", "cluster"]
+    >>> print(board[cols].head(3).to_string(index=False))
+    system  rank  rank_range_low  rank_range_high  cluster
+     sys-j   1.0               1                2        1
+     sys-i   2.0               1                2        1
+     sys-h   3.0               3                4        2
     """
     from multistat.comparison import compare, study_hash
 

@@ -252,3 +252,10 @@ def test_cli_rank_errors_are_one_line(tmp_path, capsys):
                               "bleu"], capsys)
     assert status == 2 and "unknown metric(s) ['bleu']" in err
     assert not (tmp_path / "r.parquet").exists()
+
+
+def test_rank_docstring_example():
+    import doctest
+
+    result = doctest.testmod(ranking, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 4 and result.failed == 0
