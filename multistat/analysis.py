@@ -87,7 +87,9 @@ def _classify(spec, symmetric: bool, normal: bool) -> str:
 def _specs(binary: bool):
     from multistat.significance import REGISTRY
 
-    general = [s for s in REGISTRY.values() if not s.binary_only]
+    # ASO ("distribution": dominance over runs, no p-value) is no test of Table 2
+    general = [s for s in REGISTRY.values() if not s.binary_only
+               and "distribution" not in s.statistic_kinds]
     # order within a list: most assumptions first, resampling tests last (as Table 2)
     general.sort(key=lambda s: (s.resampling, not s.assumes_normal, not s.assumes_symmetric))
     special = [s for s in REGISTRY.values() if s.binary_only] if binary else []

@@ -149,7 +149,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             family=None, scheduler="threads", n_chunks=None, ci_method="bca",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
             return_systems=False, equivalence_margin=None, memory_limit=None,
-            test_options=None, mde_power=0.8, _system_sink=None):
+            test_options=None, mde_power=0.8, _system_sink=None, cluster=None):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
     Parameters
@@ -157,8 +157,14 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     study : a study (``multistat.load``, ``multistat.evaluation_units``,
         ``multistat.load_translations``) or a path ``multistat.load`` reads
     tests : registry names: ``"t"``, ``"wilcoxon"``, ``"sign"``, ``"bootstrap"``,
-        ``"permutation"``, ``"mcnemar"`` (binary metrics only), or any test added with
-        :func:`multistat.significance.register` (it runs with the options given here)
+        ``"permutation"``, ``"mcnemar"`` (binary metrics only), ``"aso"`` (Almost
+        Stochastic Order of the per-run scores when the study has runs, else of the
+        instance scores; ``statistic`` = eps_min of a over b, extra columns
+        ``eps_min``, ``eps_min_reverse``, ``violation_ratio``, no p-value:
+        :func:`multistat.aso`), or any test added with
+        :func:`multistat.significance.register` (it runs with the options given here).
+        With runs (``read_scores(..., run_col=...)``) every other test uses the
+        run-averaged scores: the ``n_runs`` column and the ``note`` say so
     statistic : ``"mean"`` or ``"median"`` — what the bootstrap and permutation tests
         compare (t is always about the mean; sign about the median; Wilcoxon about the
         pseudo-median); corpus metrics always compare the corpus metric
@@ -208,6 +214,13 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         correction; :mod:`multistat.equivalence`) for the t, Wilcoxon, bootstrap and
         permutation tests
 
+    cluster : None, or ``"group"``: the bootstrap and permutation tests resample whole
+        groups of instances (documents; the study's ``group`` coordinate from
+        ``read_scores(..., group_col=...)``): the cluster bootstrap, and sign flips of
+        whole groups (:mod:`multistat._cluster`). Closed-form tests still treat
+        instances as independent (their ``note`` says so); for them make one unit per
+        group with ``evaluation_units(study, by="group")``.
+
     Returns
     -------
     pandas.DataFrame
@@ -235,6 +248,14 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue, test_options,
         mde_power)
     budget = Budget.of(memory_limit)
+    if cluster is not None:
+        from multistat._validation import check_choice as _check
+
+        _check("cluster", cluster, ("group",))
+        if correction in stepdown.CORRECTIONS or equivalence_margin is not None:
+            raise ParameterError("cluster='group' is not available with Westfall-Young "
+                                 "corrections or equivalence margins (their resampling "
+                                 "plans are iid); use correction='holm'")
     specs = [REGISTRY[t] for t in tests]
     for spec in specs:
         _check_resampling_signature(spec)
@@ -262,12 +283,18 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         ib = np.array([b for _, b in idx], dtype=np.intp)
         sysnames = ds.system.values.astype(str)
         score = np.asarray(ds[cube.SCORE].values)
+        codes = None
+        if cluster is not None:
+            from multistat._cluster import dataset_codes
+
+            codes = dataset_codes(ds, name)
+        n_runs = int(ds.sizes.get("run", 1)) if cube.RUN_SCORE in ds else 1
         for kind, ms, valid in _groups(ds):
             if metrics is not None:
                 ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
                 if not ms:
                     continue
-            slab = _slab(ds, name, kind, ms, valid, score, sysnames)
+            slab = _slab(ds, name, kind, ms, valid, score, sysnames, codes)
             for spec in specs:
                 if spec.binary_only and not slab.is_corpus:
                     _check_binary(spec, ds, ms, name)
@@ -313,6 +340,11 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"), se)
                 if extra.get("_note") is not None:
                     rows["note"] = _join_notes(rows["note"], extra["_note"])
+                rows["n_runs"] = n_runs
+                rows["cluster"] = cluster or ""
+                run_note = _runs_cluster_note(spec, n_runs, slab)
+                if run_note:
+                    rows["note"] = _join_notes(rows["note"], run_note)
                 parts.append(_rows(rows, len(ia) * len(ms)))
         bar.finish(name)
     bar.close()
@@ -345,6 +377,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
                                          bootstrap_pvalue, test_options, budget, mde_power)
+    table.attrs["multistat"]["cluster"] = cluster or "none"
     if equivalence_margin is not None:
         table.attrs["multistat"].update(
             equivalence_margin=equivalence_margin, equivalence_correction=(
@@ -381,12 +414,36 @@ def _check_binary(spec, ds, ms, dataset) -> None:
                 f"of dataset {dataset!r} is not — restrict with metrics=[...]")
 
 
-def _slab(ds, name, kind, ms, valid, score, sysnames) -> Slab:
+def _runs_cluster_note(spec, n_runs, slab) -> str:
+    """What was done with runs and groups, for the ``note`` column."""
+    notes = []
+    if n_runs > 1 and spec.name != "aso":
+        notes.append(f"scores averaged over {n_runs} runs")
+    if slab.clusters is not None:
+        G = int(slab.clusters.max()) + 1
+        if not spec.resampling:
+            notes.append(f"{spec.name}: instances treated as independent despite "
+                         f"cluster='group' ({G} groups); see the bootstrap/permutation "
+                         "rows or units by group")
+    return "; ".join(notes)
+
+
+def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
     X = score[:, ms][:, :, valid]  # (S, M, n)
     corpus = None
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
+    clusters = None
+    if codes is not None:
+        from multistat._cluster import group_codes
+
+        clusters = group_codes(codes[valid])  # renumbered over the scored instances
+    runs = None
+    if cube.RUN_SCORE in ds:
+        runs = np.asarray(ds[cube.RUN_SCORE].values)[:, ms][:, :, valid]  # (S, M, n, R)
     slab = Slab(X, dataset=name, metrics=tuple(ds.metric.values[ms].astype(str)),
-                systems=tuple(sysnames), metric_kinds=kinds)
+                systems=tuple(sysnames), metric_kinds=kinds, clusters=clusters,
+                run_scores=runs,
+                higher_is_better=tuple(ds.higher_is_better.values[ms].astype(bool)))
     if kind == "corpus":
         from multistat.corpus import get_corpus_metric
 

@@ -276,3 +276,109 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
                      violation_ratio=shaped(obs), sigma=shaped(sig),
                      confidence_level=confidence_level, n_resamples=n_resamples,
                      seed=seed if isinstance(seed, int) else int(ss.entropy))
+
+
+# ----------------------------------------------------------------------------- compare
+def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
+             n_resamples=1000, seed=0):
+    """ASO as a registered test (``compare(tests=("aso", ...))``): x and y are samples
+    of scores of A and B (e.g. one per run) on the last axis.
+
+    ``statistic`` is eps_min(A over B) (< 0.5: A almost stochastically dominant), the
+    ``p_value`` is NaN (eps_min is not a p-value: ``reject`` stays False and the row is
+    not counted in a correction family), ``estimate`` the difference of the sample means;
+    ``alternative`` and ``null_value`` do not apply (ASO tests dominance, not a shift).
+    """
+    from multistat.significance._base import TestResult
+
+    r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
+    est = np.mean(x, -1) - np.mean(y, -1)
+    nan = np.full(np.shape(est), np.nan)
+    return TestResult(test="aso", statistic=r.eps_min, p_value=nan, estimate=est,
+                      ci_low=nan, ci_high=nan, confidence_level=confidence_level,
+                      n=np.shape(x)[-1], alternative=alternative, null_value=null_value,
+                      statistic_kind="distribution",
+                      note=_note(r.eps_min, r.eps_min_reverse, "samples"),
+                      extra={"eps_min": r.eps_min, "eps_min_reverse": r.eps_min_reverse})
+
+
+def _note(eps, rev, what):
+    eps, rev = np.asarray(eps, float), np.asarray(rev, float)
+    verdict = np.where(eps < CONSERVATIVE_THRESHOLD, "a dominates b (eps_min < 0.2)",
+                       np.where(eps < THRESHOLD, "a almost dominates b (eps_min < 0.5; "
+                                "not < 0.2)",
+                                np.where(rev < CONSERVATIVE_THRESHOLD,
+                                         "b dominates a (reverse eps_min < 0.2)",
+                                         np.where(rev < THRESHOLD,
+                                                  "b almost dominates a (reverse eps_min "
+                                                  "< 0.5)", "no almost stochastic order"))))
+    text = np.char.add(f"ASO over {what}: ", verdict.astype(str))
+    return text.astype(object) if text.ndim else str(text)
+
+
+def aso_batch(slab, ia, ib, ctx):
+    """Batch entry of ``"aso"``: one bootstrap of quantile functions per system and
+    metric, then every pair from those (memory per pair: one (B, T) slab).
+
+    With runs (``slab.run_scores``), each system's sample is its per-run score (the mean
+    over the instances of each run: one score per training seed, as in deepsig);
+    without runs, its per-instance scores (a distribution over test items). Scores of a
+    lower-is-better metric are negated, so eps_min < 0.5 always means "a is better"."""
+    from multistat.resampling import block_rng
+    from multistat.significance._batch import BatchResult
+
+    S, M, n = slab.shape
+    P = len(ia)
+    if slab.run_scores is not None:
+        samples = np.nanmean(slab.run_scores, axis=2)  # (S, M, R): score of each run
+        what = f"{samples.shape[-1]} runs per system"
+    else:
+        samples = slab.scores
+        what = "instance scores (no runs in the study)"
+    hib = np.asarray(slab.higher_is_better if slab.higher_is_better else (True,) * M,
+                     bool)
+    t = grid()
+    cols = {k: np.full((P, M), np.nan) for k in ("eps_min", "eps_min_reverse",
+                                                 "violation_ratio")}
+    for m in range(M):
+        x = samples[:, m] if hib[m] else -samples[:, m]  # (S, r)
+        if np.isnan(x).any():  # a system lacks some runs: systems differ in run count
+            qs, qb = [], []
+            for s in range(S):
+                xs = x[s][~np.isnan(x[s])]
+                rng = block_rng(ctx.seed, slab.dataset, f"aso/{slab.metrics[m]}", s)
+                qs.append(quantiles(xs, t))
+                qb.append(bootstrap_quantiles(xs, resample_positions(
+                    len(xs), ctx.n_resamples, rng, t)))
+            q_obs, q_boot = np.stack(qs), np.stack(qb, axis=1)
+        else:
+            q_obs = quantiles(x, t)  # (S, T)
+            q_boot = np.empty((ctx.n_resamples, S, len(t)))
+            for s in range(S):  # an independent bootstrap stream per system
+                rng = block_rng(ctx.seed, slab.dataset, f"aso/{slab.metrics[m]}", s)
+                q_boot[:, s] = bootstrap_quantiles(x[s], resample_positions(
+                    x.shape[-1], ctx.n_resamples, rng, t))
+        eps, rev, obs, _ = pair_eps(q_obs, q_obs, q_boot, q_boot, ia, ib,
+                                    ctx.confidence_level)
+        cols["eps_min"][:, m], cols["eps_min_reverse"][:, m] = eps, rev
+        cols["violation_ratio"][:, m] = obs
+        ctx.tick(1)
+    means = np.nanmean(samples, -1)  # (S, M)
+    out = {"statistic": cols["eps_min"], "p_value": np.full((P, M), np.nan),
+           "estimate": means[ia] - means[ib], "ci_low": np.full((P, M), np.nan),
+           "ci_high": np.full((P, M), np.nan), "n": np.full((P, M), samples.shape[-1]),
+           "note": _note(cols["eps_min"], cols["eps_min_reverse"], what),
+           "statistic_kind": np.full((P, M), "distribution", dtype=object),
+           "n_resamples": ctx.n_resamples, "seed": ctx.seed, **cols}
+    return BatchResult("aso", out)
+
+
+def _register():
+    from multistat.significance._base import REGISTRY, TestSpec, register
+
+    if "aso" not in REGISTRY:
+        register(TestSpec("aso", aso_test, "resampling", ("distribution",),
+                          assumes_symmetric=False, assumes_normal=False, resampling=True,
+                          description="Almost Stochastic Order over runs (eps_min; "
+                                      "Dror et al. 2019, deepsig)",
+                          batch=aso_batch, all_pairs=True))

@@ -129,6 +129,11 @@ class Slab:
     metric_kinds : ``"mean"``, ``"binary"`` or ``"corpus"`` per metric
     corpus : ``(fn, stats)`` for a corpus metric (``stats`` ``(systems, n, K)``), else None
     corpus_observed : ``(systems, 1)`` corpus-metric scores, for a corpus metric
+    clusters : group code per instance when ``compare(cluster="group")`` (resampling
+        tests then resample whole groups, :mod:`multistat._cluster`), else None
+    run_scores : ``(systems, metrics, instances, runs)`` per-run scores when the study has
+        runs (NaN where a system lacks a run), else None; ``scores`` are their run means
+    higher_is_better : per metric
     """
 
     scores: np.ndarray
@@ -138,6 +143,9 @@ class Slab:
     metric_kinds: tuple = ()
     corpus: tuple | None = None
     corpus_observed: np.ndarray | None = None
+    clusters: np.ndarray | None = None
+    run_scores: np.ndarray | None = None
+    higher_is_better: tuple = ()
     _memo: dict = field(default_factory=dict, repr=False)
 
     @property

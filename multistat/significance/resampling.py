@@ -216,7 +216,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
                     dataset="", ci_method="bca", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, null_sink=None,
-                    progress=None) -> dict:
+                    progress=None, clusters=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
@@ -228,21 +228,37 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     (:class:`multistat._budget.Budget`); ``null_sink(slice, null, observed)`` receives
     each slab's shifted bootstrap distribution ``theta* - theta_hat`` and
     ``theta_hat - null_value`` (the Westfall-Young hook,
-    :class:`multistat.significance._batch.Context`).
+    :class:`multistat.significance._batch.Context`). ``clusters``: group code per
+    instance (:mod:`multistat._cluster`): whole groups are resampled.
     """
+    from multistat._cluster import jackknife_mean_groups, plan_args
+
     n = X.shape[-1]
     ia, ib = np.asarray(ia), np.asarray(ib)
-    run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=dataset,
+    run = dict(n_resamples=n_resamples, seed=seed, dataset=dataset,
                scheduler=scheduler, n_chunks=n_chunks, budget=budget, progress=progress)
-    out = {"note": np.full((len(ia), X.shape[1]), "", dtype=object)}
+
+    def boot(kernel, data):
+        kernel, n_plan = plan_args("bootstrap", kernel, clusters, n)
+        return eng.resample("bootstrap", kernel, data, n=n_plan, **run)
+
+    cluster_note = ""
+    if clusters is not None:
+        cluster_note = f"cluster bootstrap over {int(np.max(clusters)) + 1} groups"
+        if ci_method == "studentized" or (ci_method == "bca" and (
+                corpus is not None or statistic != "mean")):
+            ci_method = "percentile"  # BCa's acceleration is by group for the mean only
+            cluster_note += (", percentile interval (the BCa/studentized interval is "
+                             "for the mean of independent instances)")
+    out = {"note": np.full((len(ia), X.shape[1]), cluster_note, dtype=object)}
     if corpus is not None:
         fn, stats = corpus
-        sums = eng.resample("bootstrap", eng.corpus_sums_kernel, stats, **run)  # (B,S,K)
+        sums = boot(eng.corpus_sums_kernel, stats)  # (B, S, K)
         sys_dist = fn(sums)[..., None]  # (B, S, 1)
         sys_obs = fn(stats.sum(1))[:, None]  # (S, 1)
         total = stats.sum(1)  # (S, K)
     elif statistic == "mean":
-        sys_dist = eng.resample("bootstrap", eng.linear_kernel, X / n, **run)  # (B, S, M)
+        sys_dist = boot(eng.linear_kernel, X / n)  # (B, S, M)
         sys_obs = X.mean(-1)
     else:
         sys_dist = None
@@ -257,22 +273,21 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             d = X[a] - X[b]  # (p, M, n)
             est = np.median(d, -1)
             flat = d.reshape(-1, n)
-            dist = eng.resample("bootstrap", eng.median_bootstrap_kernel, flat, **run
-                                ).reshape((n_resamples,) + est.shape)
+            dist = boot(eng.median_bootstrap_kernel, flat).reshape((n_resamples,) + est.shape)
         jack = stud = None
         if ci_method == "bca":
             if corpus is not None:
                 jack = (fn(total[a][:, None, :] - np.moveaxis(stats[a], 1, 1))
                         - fn(total[b][:, None, :] - stats[b]))[:, None, :]  # (p, 1, n)
             elif statistic == "mean":
-                jack = jackknife_mean(X[a] - X[b])
+                jack = (jackknife_mean(X[a] - X[b]) if clusters is None else
+                        jackknife_mean_groups(X[a] - X[b], clusters))
             else:
                 jack = jackknife_median(X[a] - X[b])
         elif ci_method == "studentized":
             d = X[a] - X[b]
             se_hat = d.std(-1, ddof=1) / np.sqrt(n)
-            m2 = eng.resample("bootstrap", eng.linear_kernel, (d**2).reshape(-1, n) / n,
-                              **run).reshape(dist.shape)
+            m2 = boot(eng.linear_kernel, (d**2).reshape(-1, n) / n).reshape(dist.shape)
             var_star = np.maximum(m2 - dist**2, 0.0) * n / (n - 1)
             stud = (se_hat, np.sqrt(var_star / n))
         p = bootstrap_pvalues(est, dist, alternative=alternative, null_value=null_value,
@@ -285,7 +300,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
                                           studentized=stud)
-        out["note"][sl] = note
+        out["note"][sl] = note if not cluster_note else np.array(
+            ["; ".join(t for t in (cluster_note, str(x)) if t)
+             for x in np.broadcast_to(np.asarray(note, dtype=object), est.shape).ravel()],
+            dtype=object).reshape(est.shape)
         est_all.append(est), p_all.append(p), lo_all.append(lo), hi_all.append(hi)
     est = np.concatenate(est_all)
     out.update(estimate=est, statistic=est - null_value, p_value=np.concatenate(p_all),
@@ -298,21 +316,30 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                       null_value=0.0, n_resamples=10_000, seed=0, dataset="",
                       scheduler="threads", n_chunks=None, corpus=None, budget=None,
-                      null_sink=None, progress=None) -> dict:
+                      null_sink=None, progress=None, clusters=None) -> dict:
     """Sign-flip permutation test for pairs of systems in ``X`` ``(S, M, n)``.
 
     Returns arrays ``(P, M)``: ``statistic`` (observed theta - null_value), ``p_value``,
     ``estimate``, ``ci_low``/``ci_high`` (NaN), ``note``, ``exact`` (bool) and ``se``
     (standard deviation of the null distribution). ``budget`` and ``null_sink`` as in
     :func:`bootstrap_block` (``null`` is the sign-flipped statistic, ``observed``
-    ``theta_hat - null_value``).
+    ``theta_hat - null_value``). ``clusters``: group code per instance; whole groups
+    are flipped (exact enumeration over the 2**G group sign vectors when it fits).
     """
+    from multistat._cluster import plan_args
+
     n = X.shape[-1]
     ia, ib = np.asarray(ia), np.asarray(ib)
-    exact = n < 63 and 2**n <= n_resamples
-    run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=dataset,
-               scheduler=scheduler, n_chunks=n_chunks, exact=exact, budget=budget,
-               progress=progress)
+    n_units = n if clusters is None else int(np.max(clusters)) + 1
+    exact = n_units < 63 and 2**n_units <= n_resamples
+    run = dict(n_resamples=n_resamples, seed=seed, dataset=dataset,
+                scheduler=scheduler, n_chunks=n_chunks, exact=exact, budget=budget,
+                progress=progress)
+
+    def flip(kernel, data):  # the sign-flip plan, over groups when clustered
+        kernel, n_plan = plan_args("permutation", kernel, clusters, n)
+        return eng.resample("permutation", kernel, data, n=n_plan, **run)
+
     se_all = []
 
     def sink(sl, null, observed):
@@ -329,7 +356,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                 f"(null_value 0); got null_value={null_value!r} — use the bootstrap test")
         fn, stats = corpus
         total = stats.sum(1)  # (S, K)
-        swapped = eng.resample("permutation", _swap_kernel, stats, **run)  # (B, S, K)
+        swapped = flip(_swap_kernel, stats)  # (B, S, K)
         sys_obs = fn(total)
         est_all, p_all = [], []
         for sl in _pair_chunks(len(ia), swapped.shape[0] * swapped.shape[2] * 8 * 4, budget):
@@ -345,7 +372,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         p = np.concatenate(p_all)
     elif statistic == "mean":
         aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n  # last row: sum(s)/n
-        flips = eng.resample("permutation", eng.linear_kernel, aug, **run)  # (B, S+1, M)
+        flips = flip(eng.linear_kernel, aug)  # (B, S+1, M)
         ssum = flips[:, -1]  # (B, M)
         obs_mean = X.mean(-1)
         est_all, p_all = [], []
@@ -363,8 +390,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         for sl in _pair_chunks(len(ia), X.shape[1] * 8 * (n_resamples * 3 + 2 * n), budget):
             d = X[ia[sl]] - X[ib[sl]] - null_value
             obs = np.median(d, -1)
-            null = eng.resample("permutation", eng.median_signflip_kernel,
-                                d.reshape(-1, n), **run)
+            null = flip(eng.median_signflip_kernel, d.reshape(-1, n))
             null = null.reshape((null.shape[0],) + obs.shape)
             sink(sl, null, obs)
             est_all.append(obs + null_value)
@@ -373,6 +399,9 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     note = np.full(shape, "exact enumeration of all 2^n sign flips" if exact else
                    "no interval from a permutation test; see the bootstrap row",
                    dtype=object)
+    if clusters is not None:
+        note[:] = (f"cluster permutation: whole groups flipped ({n_units} groups"
+                   + (", exact enumeration of all 2^G group sign flips)" if exact else ")"))
     return {"estimate": est, "statistic": est - null_value, "p_value": p,
             "ci_low": np.full(shape, np.nan), "ci_high": np.full(shape, np.nan),
             "note": note, "exact": np.full(shape, exact), "se": np.concatenate(se_all)}
@@ -509,7 +538,8 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
 def _plan_kw(slab, ctx) -> dict:
     return dict(n_resamples=ctx.n_resamples, seed=ctx.seed, dataset=slab.dataset,
                 scheduler=ctx.scheduler, n_chunks=ctx.n_chunks, budget=ctx.budget,
-                progress=ctx.progress, null_sink=ctx.null_sink)
+                progress=ctx.progress, null_sink=ctx.null_sink,
+                clusters=getattr(slab, "clusters", None))
 
 
 def _finish(name, out, slab, ctx, systems=None):
