@@ -1,80 +1,147 @@
-"""Parameter checks shared by every public function.
+"""The one set of parameter checks of multistat (public functions, the power package and
+the command line all use these).
 
-Each checker returns the cleaned value or raises :class:`~multistat.errors.ParameterError`
-(``ValueError``) / :class:`~multistat.errors.ParameterTypeError` (``TypeError``) with a
-message naming the parameter, the allowed values and what was given.
+Each checker returns the cleaned value or raises, with a message naming the parameter,
+the allowed values and what was given (echoed values cut to ~100 characters, no numpy
+reprs). One error type per fault:
+
+- wrong type (a string where a number is expected, a float where an integer is):
+  :class:`~multistat.errors.ParameterTypeError` (a ``TypeError``);
+- a value outside the allowed set or range, NaN or +-inf:
+  :class:`~multistat.errors.ParameterError` (a ``ValueError``).
+
+``error=`` may name a subclass of ``ParameterError`` for the value faults (the power
+package passes :class:`~multistat.errors.PowerParameterError`, so its errors are also
+``PowerError``); the fault, the message and the base class stay the same.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable
 
 import numpy as np
 
 from multistat._typing import ALTERNATIVES
-from multistat.errors import ParameterError, ParameterTypeError
+from multistat.errors import ParameterError, ParameterTypeError, show
+
+#: largest seed accepted (seeds are stored as unsigned 64-bit integers)
+MAX_SEED = 2**64 - 1
 
 
-def check_choice(name: str, value, allowed: Iterable[str]):
+def _is_real(value) -> bool:
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+
+
+def check_choice(name: str, value, allowed: Iterable[str], *, error=ParameterError):
+    """``value`` is one of the strings ``allowed``."""
     allowed = tuple(allowed)
     if not isinstance(value, str):
         raise ParameterTypeError(
-            f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r} "
-            f"of type {type(value).__name__}"
-        )
+            f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {show(value)} "
+            f"of type {type(value).__name__}")
     if value not in allowed:
-        raise ParameterError(
-            f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r}"
-        )
+        raise error(f"`{name}` must be one of {', '.join(map(repr, allowed))}; "
+                    f"got {show(value)}")
+    return str(value)
+
+
+def check_alternative(alternative, *, error=ParameterError) -> str:
+    return check_choice("alternative", alternative, ALTERNATIVES, error=error)
+
+
+def check_real(name: str, value, *, error=ParameterError) -> float:
+    """A finite real number (NaN and +-inf refused)."""
+    if not _is_real(value):
+        raise ParameterTypeError(f"`{name}` must be a real number; got {show(value)}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise error(f"`{name}` must be a finite real number; got {show(value)}")
     return value
 
 
-def check_alternative(alternative: str) -> str:
-    return check_choice("alternative", alternative, ALTERNATIVES)
+def check_positive(name: str, value, *, minimum: float = 0.0, error=ParameterError) -> float:
+    """A finite real number ``> minimum``."""
+    value = check_real(name, value, error=error)
+    if not value > minimum:
+        raise error(f"`{name}` must be > {minimum:g}; got {show(value)}")
+    return value
 
 
-def check_probability(name: str, value, *, open_low=True, open_high=True) -> float:
-    """A number in (0, 1) (or with closed ends when ``open_*`` is False)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"`{name}` must be a real number; got {value!r}")
-    value = float(value)
+def check_probability(name: str, value, *, open_low=True, open_high=True,
+                      error=ParameterError) -> float:
+    """A number in (0, 1) (alpha, power), or with closed ends when ``open_*`` is False
+    (``[0, 1]``: a probability such as p1, agreement, a baseline accuracy)."""
+    value = check_real(name, value, error=error)
     low_ok = value > 0 if open_low else value >= 0
     high_ok = value < 1 if open_high else value <= 1
-    if not (low_ok and high_ok) or not np.isfinite(value):
+    if not (low_ok and high_ok):
+        if not open_low and not open_high:
+            raise error(f"`{name}` must be a probability in [0, 1]; got {show(value)}")
         lo = "(0" if open_low else "[0"
         hi = "1)" if open_high else "1]"
-        raise ParameterError(f"`{name}` must be in {lo}, {hi}; got {value!r}")
+        raise error(f"`{name}` must be in {lo}, {hi}; got {show(value)}")
     return value
 
 
-def check_int(name: str, value, *, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, float) and value.is_integer():
+def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None,
+              error=ParameterError) -> int:
+    """An integer (an integral float such as ``10.0`` is accepted) within the bounds."""
+    if not _is_real(value):
+        raise ParameterTypeError(f"`{name}` must be an integer; got {show(value)}")
+    if not isinstance(value, numbers.Integral):
+        if math.isfinite(float(value)) and float(value).is_integer():
             value = int(value)
         else:
-            raise ParameterTypeError(f"`{name}` must be an integer; got {value!r}")
+            raise ParameterTypeError(f"`{name}` must be an integer; got {show(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ParameterError(f"`{name}` must be an integer >= {minimum}; got {value!r}")
+        raise error(f"`{name}` must be an integer >= {minimum}; got {show(value)}")
+    if maximum is not None and value > maximum:
+        raise error(f"`{name}` must be an integer <= {maximum}; got {show(value)}")
     return value
 
 
-def check_real(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
-        raise ParameterError(f"`{name}` must be a finite real number; got {value!r}")
-    return float(value)
-
-
-def check_seed(seed) -> int | np.random.SeedSequence:
-    """Seeds are non-negative integers (0 is a seed) or a SeedSequence; None is refused
-    where reproducibility is part of the contract."""
+def check_seed(seed, *, name: str = "seed") -> int | np.random.SeedSequence:
+    """Seeds are integers in [0, 2**64 - 1] (0 is a seed) or a SeedSequence; None is
+    refused where reproducibility is part of the contract."""
     if isinstance(seed, np.random.SeedSequence):
         return seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
         raise ParameterTypeError(
-            f"`seed` must be a non-negative integer or numpy.random.SeedSequence; got {seed!r}"
-        )
+            f"`{name}` must be a non-negative integer or numpy.random.SeedSequence; "
+            f"got {show(seed)}")
     if seed < 0:
-        raise ParameterError(f"`seed` must be a non-negative integer; got {seed!r}")
+        raise ParameterError(f"`{name}` must be a non-negative integer; got {show(seed)}")
+    if seed > MAX_SEED:
+        raise ParameterError(f"`{name}` must fit in 64 bits (0 to 2**64 - 1); got "
+                             f"{show(seed)}")
     return int(seed)
+
+
+def check_nonempty(name: str, values, *, what: str = "item") -> list:
+    """A non-empty list (of tests, metrics, pairs...)."""
+    values = list(values)
+    if not values:
+        raise ParameterError(f"`{name}` is empty: give at least one {what}")
+    return values
+
+
+_PATH_CHARS = ("/", "\\", "\0")
+
+
+def check_name(name: str, value, *, what: str = "name") -> str:
+    """A name that becomes a file or dataset name: not blank, not ``.``/``..``, no path
+    separator or NUL, no leading/trailing whitespace."""
+    if not isinstance(value, str):
+        raise ParameterTypeError(f"`{name}` must be a string; got {show(value)}")
+    if not value.strip():
+        raise ParameterError(f"`{name}`: a {what} cannot be blank; got {show(value)}")
+    if value.strip() != value:
+        raise ParameterError(f"`{name}`: a {what} cannot start or end with whitespace; "
+                             f"got {show(value)}")
+    if value in (".", "..") or any(ch in value for ch in _PATH_CHARS):
+        raise ParameterError(f"`{name}`: a {what} cannot be '.', '..' or contain '/', '\\' "
+                             f"or NUL (it becomes a file name); got {show(value)}")
+    return value

@@ -9,6 +9,35 @@ ValueError).
 
 from __future__ import annotations
 
+import os
+
+#: characters of a user value echoed in a message before it is cut with "..."
+SHOW_LIMIT = 100
+
+
+def _plain(value) -> str:
+    """repr of ``value`` without numpy's scalar reprs (``np.str_('a')`` -> ``'a'``)."""
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()
+    if isinstance(value, (str, os.PathLike)):
+        return repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
+    if isinstance(value, (list, tuple, set, frozenset)) or (
+            hasattr(value, "tolist") and getattr(value, "ndim", 0) >= 1):
+        items = list(value.tolist() if hasattr(value, "tolist") else value)
+        return "[" + ", ".join(_plain(v) for v in items[:20]) + (
+            f", ... ({len(items)} in all)" if len(items) > 20 else "") + "]"
+    return " ".join(repr(value).split())
+
+
+def show(value, limit: int = SHOW_LIMIT) -> str:
+    """A value as an error message echoes it: a plain repr (strings quoted, control
+    characters escaped, no numpy reprs), cut to ``limit`` characters with "..."."""
+    text = _plain(value)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text
+
+
 
 class MultistatError(ValueError):
     """Base class of every error multistat raises on bad input or parameters."""
@@ -46,6 +75,11 @@ class PowerError(MultistatError):
 
 class InfeasibleError(PowerError):
     """No value in the feasible range reaches the requested target."""
+
+
+class CostLimitError(ParameterError):
+    """The estimated work of a request is far beyond reason (the message names the
+    estimate and the option that raises the limit)."""
 
 
 # ----------------------------------------------------------------------------- warnings

@@ -1,81 +1,55 @@
 """Shared helpers of the power package: parameter checks and a bracketing root finder.
 
-Every check raises :class:`~multistat.errors.PowerParameterError` (a ``PowerError`` and a
-``ParameterError``, hence a ``ValueError``) or :class:`~multistat.errors.ParameterTypeError`,
-with a message naming the parameter, the allowed range and the value given.
+The checks are those of :mod:`multistat._validation` (one set for the whole library):
+value faults raise :class:`~multistat.errors.PowerParameterError` (a ``PowerError`` and a
+``ParameterError``, hence a ``ValueError``), type faults
+:class:`~multistat.errors.ParameterTypeError`, with a message naming the parameter, the
+allowed range and the value given.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 
 from scipy import optimize
 
-from multistat._typing import ALTERNATIVES
-from multistat.errors import InfeasibleError, ParameterTypeError, PowerParameterError
+from multistat import _validation as _v
+from multistat.errors import InfeasibleError, PowerParameterError
 
 
+# The parameter checks are multistat's one set (multistat._validation), raising
+# PowerParameterError (a ParameterError and a PowerError) for value faults and
+# ParameterTypeError for type faults, with the same messages as everywhere else.
 def real(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"`{name}` must be a real number; got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise PowerParameterError(f"`{name}` must be finite; got {value!r}")
-    return value
+    return _v.check_real(name, value, error=PowerParameterError)
 
 
 def open_unit(name: str, value) -> float:
     """A number strictly inside (0, 1) (alpha, power)."""
-    value = real(name, value)
-    if not 0.0 < value < 1.0:
-        raise PowerParameterError(f"`{name}` must be in (0, 1); got {value!r}")
-    return value
+    return _v.check_probability(name, value, error=PowerParameterError)
 
 
 def closed_unit(name: str, value) -> float:
     """A probability in [0, 1] (p1, p2, agreement, baseline accuracy...)."""
-    value = real(name, value)
-    if not 0.0 <= value <= 1.0:
-        raise PowerParameterError(f"`{name}` must be a probability in [0, 1]; got {value!r}")
-    return value
+    return _v.check_probability(name, value, open_low=False, open_high=False,
+                                error=PowerParameterError)
 
 
 def positive(name: str, value, *, minimum: float = 0.0) -> float:
-    value = real(name, value)
-    if not value > minimum:
-        raise PowerParameterError(f"`{name}` must be > {minimum:g}; got {value!r}")
-    return value
+    return _v.check_positive(name, value, minimum=minimum, error=PowerParameterError)
 
 
 def integer(name: str, value, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParameterTypeError(f"`{name}` must be an integer; got {value!r}")
-    if isinstance(value, numbers.Integral) or float(value).is_integer():
-        value = int(value)
-    else:
-        raise ParameterTypeError(f"`{name}` must be an integer; got {value!r}")
-    if value < minimum:
-        raise PowerParameterError(f"`{name}` must be an integer >= {minimum}; got {value!r}")
-    return value
+    return _v.check_int(name, value, minimum=minimum, error=PowerParameterError)
 
 
 def alternative(value) -> str:
-    if not isinstance(value, str) or value not in ALTERNATIVES:
-        raise PowerParameterError(
-            f"`alternative` must be one of {', '.join(map(repr, ALTERNATIVES))}; got {value!r}"
-        )
-    return value
+    return _v.check_alternative(value, error=PowerParameterError)
 
 
 def choice(name: str, value, allowed) -> str:
-    allowed = tuple(allowed)
-    if not isinstance(value, str) or value not in allowed:
-        raise PowerParameterError(
-            f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r}"
-        )
-    return value
+    return _v.check_choice(name, value, allowed, error=PowerParameterError)
 
 
 def given(**checked) -> list:
