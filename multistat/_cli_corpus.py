@@ -1,18 +1,23 @@
 """Command-line stages for corpus metrics: ``multistat load-mt`` and ``multistat load-labels``.
 
 Mounted by :mod:`multistat.cli` (``app.command("load-mt")(load_mt_command)``); both write
-a study file (NetCDF) that ``compare``, ``report`` and the pipelines read.
+a study file (NetCDF) that ``compare``, ``report`` and the pipelines read. This module
+imports only :mod:`multistat._cli_common`, never :mod:`multistat.cli` (no import cycle).
 """
 
 from __future__ import annotations
 
 import glob
+import gzip
+import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from multistat.errors import InputFileError, ParameterError
+from multistat._cli_common import echo_summary, guard_outputs, save_study, study_output
+from multistat.errors import InputFileError, ParameterError, show
 
 _TEXT_SUFFIXES = (".txt", ".gz")
 
@@ -39,6 +44,59 @@ def _system_files(spec: str) -> dict[str, Path] | None:
                                  f"({out[name].name}, {f.name})")
         out[name] = f
     return out
+
+
+def _first_line(path: Path) -> str:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            return fh.readline()
+    except OSError:
+        return ""
+
+
+def _refuse_plain_text(path: Path, system_col: str) -> None:
+    """One plain-text file given as HYPOTHESES (a table needs a header naming the
+    system column): say what load-mt wants instead of a missing-column error."""
+    if not path.is_file():
+        return
+    header = _first_line(path)
+    fields = {f.strip().strip('"') for sep in ("\t", ",") for f in header.split(sep)}
+    if system_col in fields or path.suffix.lower() in (".parquet", ".jsonl", ".json"):
+        return
+    raise InputFileError(
+        f"HYPOTHESES {show(str(path))} looks like one plain-text file (its first line has "
+        f"no {system_col!r} column): give a folder or a quoted glob of plain-text files, "
+        f"one per system (the system name is the file name), e.g. 'outputs/*.txt', or a "
+        f"table with columns system, segment, hypothesis")
+
+
+class _Progress:
+    """``load-mt`` progress on stderr: a line updated in place on a terminal, else one
+    line per metric when it starts and when it ends."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self.current = None
+        self.start = time.perf_counter()
+
+    def __call__(self, metric: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if metric != self.current:
+            self.current, self.start = metric, time.perf_counter()
+            if not self.tty:
+                typer.echo(f"load-mt: {metric}: scoring {total:,} distinct hypotheses ...",
+                           err=True)
+        elapsed = time.perf_counter() - self.start
+        if self.tty:
+            left = elapsed / done * (total - done) if done else float("nan")
+            typer.echo(f"\rload-mt: {metric}: {done:,}/{total:,} hypotheses "
+                       f"({100 * done / total:.0f}%), {elapsed:.0f} s, ~{left:.0f} s left  ",
+                       err=True, nl=done >= total)
+        elif done >= total:
+            typer.echo(f"load-mt: {metric}: done in {elapsed:.1f} s", err=True)
 
 
 def _parse_options(items) -> dict:
@@ -89,12 +147,19 @@ def load_mt_command(
     n_jobs: Annotated[int, typer.Option(
         help="worker processes for the statistics extraction (helps TER on idle cores)")] =
     1,
+    progress: Annotated[bool, typer.Option(
+        help="report progress on stderr (TER on thousands of segments takes minutes)")] =
+    True,
 ):
     """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu)."""
-    from multistat import cube
     from multistat.adapters import load_translations
-    from multistat.cli import _echo_summary
 
+    files = _system_files(hypotheses)
+    guard_outputs([*(files.values() if files is not None else [hypotheses]), references],
+                  {"--out": out})
+    study_output(out)
+    if files is None:
+        _refuse_plain_text(Path(hypotheses), system_col)
     options = _parse_options(sacrebleu_option)
     for key, value in (("tokenize", tokenize), ("smooth_method", smooth_method),
                        ("smooth_value", smooth_value)):
@@ -102,15 +167,14 @@ def load_mt_command(
             options[key] = value
     if lowercase:
         options["lowercase"] = True
-    files = _system_files(hypotheses)
     refs = [c.strip() for c in reference_col.split(",") if c.strip()]
     study = load_translations(
         files if files is not None else Path(hypotheses), references, metrics=metrics,
         system_col=system_col, segment_col=segment_col, text_col=text_col,
         reference_col=refs[0] if len(refs) == 1 else refs, dataset=dataset,
-        n_jobs=n_jobs, **options)
-    cube.save(study, out)
-    _echo_summary(study)
+        n_jobs=n_jobs, progress=_Progress(progress), **options)
+    save_study(study, out)
+    echo_summary(study)
     typer.echo(f"wrote {out}")
 
 
@@ -131,12 +195,12 @@ def load_labels_command(
     instance_col: Annotated[str, typer.Option(help="instance column")] = "instance",
 ):
     """Classification outputs -> a study with accuracy, precision, recall and F1."""
-    from multistat import cube
     from multistat.adapters import load_labels
-    from multistat.cli import _echo_summary
 
+    guard_outputs([path], {"--out": out})
+    study_output(out)
     study = load_labels(path, gold_col=gold_col, pred_col=pred_col, system_col=system_col,
                         instance_col=instance_col, metrics=metrics, dataset=dataset)
-    cube.save(study, out)
-    _echo_summary(study)
+    save_study(study, out)
+    echo_summary(study)
     typer.echo(f"wrote {out}")

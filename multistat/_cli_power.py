@@ -14,9 +14,23 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
+
+from multistat._cli_common import (
+    DatasetCol,
+    FormatOpt,
+    InstanceCol,
+    LowerOpt,
+    MetricCol,
+    MissingOpt,
+    ScoreCol,
+    SepOpt,
+    SystemCol,
+    SystemsOpt,
+)
+from multistat.errors import show
 
 power_app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -29,10 +43,19 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object wit
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="significance level")]
 AltOpt = Annotated[str, typer.Option("--alternative",
                                      help="two-sided | greater | less (on a - b)")]
-PowerOpt = Annotated[Optional[float], typer.Option(
+PowerOpt = Annotated[float | None, typer.Option(
     "--power", help="target power (leave out to compute the power)")]
-NOpt = Annotated[Optional[float], typer.Option("--n", help="sample size (leave out to solve)")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="random seed (0 is a seed)")]
+NOpt = Annotated[float | None, typer.Option("--n", help="sample size (leave out to solve)")]
+
+
+def _check_seed(value):
+    from multistat._validation import check_seed
+
+    return value if value is None else check_seed(value, name="--seed")
+
+
+SeedOpt = Annotated[int, typer.Option("--seed", help="random seed, 0 to 2**64-1 (0 is a "
+                                                     "seed)", callback=_check_seed)]
 
 
 def _clean(v):
@@ -48,7 +71,7 @@ def _emit(title: str, values: dict, as_json: bool, solved: str | None = None) ->
     if solved is not None:
         values = {"solved": solved, **values}
         if solved == "n" and values.get("n") is not None:
-            values["n_ceil"] = int(math.ceil(values["n"] - 1e-9))
+            values["n_ceil"] = math.ceil(values["n"] - 1e-9)
     if as_json:
         typer.echo(json.dumps(values, sort_keys=False))
         return
@@ -82,11 +105,11 @@ def _solve_report(func, title, as_json, **kw):
 @power_app.command("paired-t")
 def paired_t_cmd(
     n: NOpt = None,
-    effect_size: Annotated[Optional[float], typer.Option(
+    effect_size: Annotated[float | None, typer.Option(
         "--effect-size", help="standardized effect d = delta / sd")] = None,
-    delta: Annotated[Optional[float], typer.Option(
+    delta: Annotated[float | None, typer.Option(
         "--delta", help="mean difference (with --sd instead of --effect-size)")] = None,
-    sd: Annotated[Optional[float], typer.Option(
+    sd: Annotated[float | None, typer.Option(
         "--sd", help="standard deviation of the differences")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     as_json: JsonOpt = False,
@@ -108,9 +131,9 @@ def paired_t_cmd(
 
 @power_app.command("two-proportions")
 def two_proportions_cmd(
-    n: Annotated[Optional[float], typer.Option("--n", help="items per group")] = None,
-    p1: Annotated[Optional[float], typer.Option("--p1", help="baseline proportion")] = None,
-    p2: Annotated[Optional[float], typer.Option("--p2", help="new proportion")] = None,
+    n: Annotated[float | None, typer.Option("--n", help="items per group")] = None,
+    p1: Annotated[float | None, typer.Option("--p1", help="baseline proportion")] = None,
+    p2: Annotated[float | None, typer.Option("--p2", help="new proportion")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     method: Annotated[str, typer.Option(
         "--method", help="pooled (R power.prop.test) | arcsine (Cohen's h)")] = "pooled",
@@ -126,9 +149,9 @@ def two_proportions_cmd(
 @power_app.command("mcnemar")
 def mcnemar_cmd(
     n: NOpt = None,
-    delta: Annotated[Optional[float], typer.Option(
+    delta: Annotated[float | None, typer.Option(
         "--delta", help="accuracy difference acc(a) - acc(b)")] = None,
-    agreement: Annotated[Optional[float], typer.Option(
+    agreement: Annotated[float | None, typer.Option(
         "--agreement", help="share of items where both are right or both wrong")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     method: Annotated[str, typer.Option("--method", help="normal (Connett) | exact")] =
@@ -146,7 +169,7 @@ def mcnemar_cmd(
 @power_app.command("sign")
 def sign_cmd(
     n: NOpt = None,
-    p: Annotated[Optional[float], typer.Option(
+    p: Annotated[float | None, typer.Option(
         "--p", help="P(a better than b | not tied)")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     as_json: JsonOpt = False,
@@ -162,18 +185,18 @@ def sign_cmd(
 @power_app.command("mde")
 def mde_cmd(
     n: Annotated[float, typer.Option("--n", help="test-set size")],
-    baseline: Annotated[Optional[float], typer.Option(
+    baseline: Annotated[float | None, typer.Option(
         "--baseline", help="baseline (SOTA) accuracy")] = None,
-    agreement: Annotated[Optional[float], typer.Option(
+    agreement: Annotated[float | None, typer.Option(
         "--agreement", help="fixed expected agreement P_a")] = None,
-    agreement_model: Annotated[Optional[str], typer.Option(
+    agreement_model: Annotated[str | None, typer.Option(
         "--agreement-model", help="glue | squad (Card et al. Tables 5/6) or "
                                   "'c0,c_baseline,c_delta' for P_a = c0 + c_b b + c_d delta")]
         = None,
     power: Annotated[float, typer.Option("--power", help="target power")] = 0.8,
     alpha: AlphaOpt = 0.05,
     method: Annotated[str, typer.Option("--method", help="normal | exact")] = "normal",
-    sd: Annotated[Optional[float], typer.Option(
+    sd: Annotated[float | None, typer.Option(
         "--sd", help="paired t instead of McNemar: sd of the differences (MDE in metric "
                      "units)")] = None,
     as_json: JsonOpt = False,
@@ -218,55 +241,78 @@ def mde_cmd(
 # ======================================================================== curves
 @power_app.command("curve")
 def curve_cmd(
-    scores: Annotated[Optional[Path], typer.Argument(
-        help="score file or saved study (as `multistat load` reads); omit with "
-             "--method normal --sd --sample-sizes")] = None,
-    a: Annotated[Optional[str], typer.Option("--a", help="system a")] = None,
-    b: Annotated[Optional[str], typer.Option("--b", help="system b")] = None,
-    metric: Annotated[Optional[str], typer.Option("--metric", help="metric (default: "
-                                                                    "the only one)")] = None,
-    dataset: Annotated[Optional[str], typer.Option("--dataset", help="dataset (default: "
+    scores: Annotated[Path | None, typer.Argument(
+        help="score file or saved study (as `multistat load` reads, with the same "
+             "reading flags); omit with --method normal --sd --sample-sizes")] = None,
+    a: Annotated[str | None, typer.Option("--a", help="system a")] = None,
+    b: Annotated[str | None, typer.Option("--b", help="system b")] = None,
+    metric: Annotated[str | None, typer.Option("--metric", help="metric (default: "
+                                                                    "the first)")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="dataset (default: "
                                                                      "the first)")] = None,
     delta: Annotated[float, typer.Option("--delta", help="hypothesised true difference "
                                                          "a - b (metric units)")] = ...,
     method: Annotated[str, typer.Option("--method", help="bootstrap (shifted to delta) | "
                                                          "normal")] = "bootstrap",
     test: Annotated[str, typer.Option("--test", help="registered test name")] = "t",
-    sample_sizes: Annotated[Optional[str], typer.Option(
+    sample_sizes: Annotated[str | None, typer.Option(
         "--sample-sizes", help="comma-separated grid (default: n_points evenly spaced)")]
         = None,
     n_points: Annotated[int, typer.Option("--n-points", help="grid points")] = 5,
-    sd: Annotated[Optional[float], typer.Option("--sd", help="sd for --method normal")]
+    sd: Annotated[float | None, typer.Option("--sd", help="sd for --method normal")]
         = None,
     n_simulations: Annotated[int, typer.Option("--n-simulations")] = 1000,
     alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided", seed: SeedOpt = 0,
-    out: Annotated[Optional[Path], typer.Option(
-        "--out", help="also write the curve table (.parquet or .csv)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="also write the curve table: .parquet (with run metadata), .csv or "
+                      ".jsonl; columns dataset, metric, system_a, system_b, delta, n, "
+                      "power, power_se")] = None,
     as_json: JsonOpt = False,
+    format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
+    instance_col: InstanceCol = None, score_col: ScoreCol = None,
+    dataset_col: DatasetCol = None, lower_is_better: LowerOpt = None,
+    missing: MissingOpt = "raise", sep: SepOpt = None, systems: SystemsOpt = None,
 ) -> None:
-    """Retrospective power curve (NLPStatTest Algorithms 3/4) for a registered test."""
+    """Retrospective power curve (NLPStatTest Algorithms 3/4) for a registered test.
+
+    A score file is read as `multistat load` reads it (--format, --system-col, --sep,
+    ...); --dataset and --metric then choose which dataset and metric to use."""
+    from multistat import __version__
+    from multistat._cli_common import guard_outputs, read_kwargs, table_kind, write_table
+    from multistat._validation import check_real
     from multistat.errors import PowerParameterError
     from multistat.power import power_curve
 
+    delta = check_real("--delta", delta)
+    if out is not None:
+        guard_outputs([scores], {"--out": out})
+        table_kind(out)
     x = y = None
+    name = m = None
     if scores is not None:
         from multistat import cube
 
-        study = cube.load(scores)
+        kw = read_kwargs(format, system_col, metric_col, instance_col, score_col,
+                         dataset_col, None, None, lower_is_better, missing, sep, systems)
+        given = {k: v for k, v in kw.items()
+                 if v not in (None, ()) and not (k == "missing" and v == "raise")}
+        study = cube.load(scores, **given)
         dss = cube.datasets(study)
         name = dataset if dataset is not None else next(iter(dss))
         if name not in dss:
-            raise PowerParameterError(f"dataset {name!r} not in {list(dss)}")
+            raise PowerParameterError(f"`--dataset` {show(name)} is not in the study; it "
+                                      f"has {show(list(dss))}")
         ds = dss[name]
-        metrics = [str(m) for m in ds.metric.values]
+        metrics = [str(v) for v in ds.metric.values]
         m = metric if metric is not None else metrics[0]
         if m not in metrics:
-            raise PowerParameterError(f"metric {m!r} not in {metrics}")
-        systems = [str(s) for s in ds.system.values]
+            raise PowerParameterError(f"`--metric` {show(m)} is not in dataset "
+                                      f"{show(name)}; it has {show(metrics)}")
+        system_names = [str(v) for v in ds.system.values]
         for flag, sysname in (("--a", a), ("--b", b)):
-            if sysname is None or sysname not in systems:
-                raise PowerParameterError(f"`{flag}` must name a system of {systems}; "
-                                          f"got {sysname!r}")
+            if sysname is None or sysname not in system_names:
+                raise PowerParameterError(f"`{flag}` must name a system of "
+                                          f"{show(system_names)}; got {show(sysname)}")
         x = ds.score.sel(system=a, metric=m).values
         y = ds.score.sel(system=b, metric=m).values
     sizes = None
@@ -275,16 +321,25 @@ def curve_cmd(
             sizes = [int(t) for t in sample_sizes.split(",")]
         except ValueError:
             raise PowerParameterError(f"`--sample-sizes` must be comma-separated integers; "
-                                      f"got {sample_sizes!r}") from None
+                                      f"got {show(sample_sizes)}") from None
     frame = power_curve(x, y, delta=delta, method=method, test=test, sample_sizes=sizes,
                         n_points=n_points, n_simulations=n_simulations, alpha=alpha,
                         alternative=alternative, seed=seed, sd=sd)
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix == ".csv":
-            frame.to_csv(out, index=False)
-        else:
-            frame.to_parquet(out, index=False)
+        labelled = frame.copy()
+        for col, value in (("system_b", b), ("system_a", a), ("metric", m),
+                           ("dataset", name)):
+            if col not in labelled.columns:
+                labelled.insert(0, col, value)
+        if "delta" not in labelled.columns:
+            labelled.insert(4, "delta", delta)
+        meta = {"stage": "power-curve", "multistat_version": __version__,
+                "input": None if scores is None else str(scores), "dataset": name,
+                "metric": m, "system_a": a, "system_b": b, "delta": delta, "test": test,
+                "method": method, "alpha": alpha, "alternative": alternative, "seed": seed,
+                "n_simulations": n_simulations, "sd": sd,
+                "sample_sizes": [int(v) for v in frame["n"]]}
+        write_table(labelled, out, metadata=meta)
     if as_json:
         typer.echo(json.dumps({"test": test, "method": method, "delta": delta,
                                "alpha": alpha, "alternative": alternative, "seed": seed,
@@ -293,7 +348,8 @@ def curve_cmd(
                                          for r in frame[["n", "power", "power_se"]]
                                          .to_dict("records")]}))
         return
-    typer.echo(f"power curve: test={test}, method={method}, delta={delta:g}, "
+    what = "" if name is None else f" {name} / {m}: {a} vs {b};"
+    typer.echo(f"power curve:{what} test={test}, method={method}, delta={delta:g}, "
                f"alpha={alpha:g}, {n_simulations} simulations per size")
     typer.echo(f"  {'n':>8}  {'power':>7}  {'MC s.e.':>7}")
     for r in frame.itertuples():
@@ -357,7 +413,7 @@ def likert_sim_cmd(
     method: Annotated[str, typer.Option("--method", help="anova (fast, vectorized) | "
                                                          "mixedlm (statsmodels, slow)")]
         = "anova",
-    n_simulations: Annotated[Optional[int], typer.Option(
+    n_simulations: Annotated[int | None, typer.Option(
         "--n-simulations", help="default 2000 (anova) / 10 (mixedlm)")] = None,
     alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
 ) -> None:

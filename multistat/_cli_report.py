@@ -13,6 +13,12 @@ from typing import Annotated
 
 import typer
 
+#: highest PNG resolution accepted (a 12-inch figure at 1200 dpi is already 14,400 pixels
+#: wide; beyond that matplotlib allocates gigabytes)
+MAX_DPI = 1200
+#: what the report writes inside --out (an input there would be overwritten)
+REPORT_FOLDERS = ("report.html", "figures", "tables")
+
 report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                          no_args_is_help=True,
                          help="Write the HTML report (figures embedded), PNG figures and "
@@ -55,9 +61,10 @@ def report_command(
                              "metric (needs --study); none: no histograms")] = "top2",
     title: Annotated[str, typer.Option("--title", help="report title")] =
         "multistat significance report",
-    dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures")] = 110,
+    dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures (20 to 1200)")] = 110,
 ) -> None:
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
+    from multistat._cli_common import guard_outputs
     from multistat._validation import check_choice, check_int
     from multistat.report import write_report
 
@@ -65,7 +72,9 @@ def report_command(
     check_choice("--annotate", annotate, ("auto", "estimate", "score_difference", "cohens_d",
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
-    dpi = check_int("--dpi", dpi, minimum=20)
+    dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
+    guard_outputs([results, analysis, study, systems, *(power or ())],
+                  {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
                         study=study, systems=systems,

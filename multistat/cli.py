@@ -7,6 +7,8 @@ traceback).
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,7 +16,28 @@ from typing import Annotated
 import click
 import typer
 
-from multistat.errors import MultistatError
+from multistat._cli_common import (
+    DatasetCol,
+    DatasetOpt,
+    FormatOpt,
+    InstanceCol,
+    LowerOpt,
+    MetricCol,
+    MetricOpt,
+    MissingOpt,
+    ScoreCol,
+    SepOpt,
+    SystemCol,
+    SystemsOpt,
+    echo_summary,
+    guard_outputs,
+    read_kwargs,
+    save_study,
+    study_output,
+    table_kind,
+    write_table,
+)
+from multistat.errors import MultistatError, ParameterError, show
 
 try:  # recent typer vendors its own click: its usage errors are not click's classes
     from typer._click.exceptions import UsageError as _TyperUsageError
@@ -27,47 +50,9 @@ app = typer.Typer(
     help="Paired significance tests, effect sizes and power for whole NLP evaluation "
          "studies (many systems x metrics x test sets).")
 
-# ----------------------------------------------------------------------------- options
-FormatOpt = Annotated[str | None, typer.Option(
-    "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
-                     "the extension and content")]
-SystemCol = Annotated[list[str] | None, typer.Option(
-    help="column holding the system name (repeat to join several columns with '/', e.g. "
-         "--system-col summary_type --system-col system)")]
-MetricCol = Annotated[str | None, typer.Option(help="column holding the metric name")]
-InstanceCol = Annotated[list[str] | None, typer.Option(
-    help="column holding the instance id (repeatable like --system-col)")]
-ScoreCol = Annotated[str | None, typer.Option(help="column holding the score")]
-DatasetCol = Annotated[str | None, typer.Option(help="column holding the dataset name")]
-MetricOpt = Annotated[str | None, typer.Option(
-    "--metric", help="metric name when the file has no metric column")]
-DatasetOpt = Annotated[str | None, typer.Option(
-    "--dataset", help="dataset name when the file has no dataset column (default: stem)")]
-LowerOpt = Annotated[list[str] | None, typer.Option(
-    "--lower-is-better", help="a metric where lower is better (repeatable)")]
-MissingOpt = Annotated[str, typer.Option(
-    "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
-                      "for that metric across all systems, and report how many")]
-SepOpt = Annotated[str | None, typer.Option(
-    "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
-                  "whitespace (default: from the extension and first line)")]
-SystemsOpt = Annotated[str | None, typer.Option(
-    "--systems", help="names of the two systems of a pairs file, comma-separated "
-                      "(default A,B)")]
-
-
-def _read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
-                 metric, dataset, lower_is_better, missing, sep, systems):
-    def one(cols):
-        return None if not cols else (cols[0] if len(cols) == 1 else list(cols))
-
-    kw = dict(format=format, system_col=one(system_col), metric_col=metric_col,
-              instance_col=one(instance_col), score_col=score_col, dataset_col=dataset_col,
-              metric=metric, dataset=dataset, lower_is_better=tuple(lower_is_better or ()),
-              missing=missing, sep=sep)
-    if systems:
-        kw["systems"] = tuple(s.strip() for s in systems.split(","))
-    return kw
+PairOpt = Annotated[list[str] | None, typer.Option(
+    "--pair", help="one pair 'a,b' (repeatable; instead of --pairs)")]
+OUT_TABLE_HELP = "table to write: .parquet (with run metadata), .csv or .jsonl"
 
 
 def _open(path: Path):
@@ -77,21 +62,17 @@ def _open(path: Path):
     return cube.load(path)
 
 
-def _echo_summary(study, dropped=()):
-    from multistat import cube
+def _seed(value, flag="--seed"):
+    from multistat._validation import check_seed
 
-    for name, ds in cube.datasets(study).items():
-        metrics = ", ".join(f"{m}{'' if h else ' (lower is better)'} [{k}]" for m, h, k in
-                            zip(ds.metric.values, ds.higher_is_better.values, ds.kind.values))
-        typer.echo(f"dataset {name}: {ds.sizes['system']} systems x {ds.sizes['metric']} "
-                   f"metrics x {ds.sizes['instance']} instances; metrics: {metrics}")
-    typer.echo(f"dropped: {len(dropped)} item(s)" + "".join(f"\n  - {d}" for d in dropped))
+    return None if value is None else check_seed(value, name=flag)
 
 
 @app.command()
 def load(
-    path: Annotated[Path, typer.Argument(help="score file (CSV, TSV, whitespace, JSONL, "
-                                              "Parquet, NLPStatTest two-column)")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="score file(s) (CSV, TSV, whitespace, JSONL, Parquet, NLPStatTest "
+             "two-column); several files are read with the same options into one study")],
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("study.nc"),
     format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
@@ -105,22 +86,33 @@ def load(
     group_col: Annotated[str | None, typer.Option(
         help="column holding the group (document, talk) of each instance, for `units "
              "--by group`")] = None,
+    dataset_from_filename: Annotated[bool, typer.Option(
+        "--dataset-from-filename", help="name each file's dataset after the file (name "
+                                        "without its suffixes)")] = False,
 ):
-    """Validate a score file, write the study cube (NetCDF) and print a summary."""
+    """Validate score file(s), write the study cube (NetCDF) and print a summary."""
     import warnings
 
     from multistat import cube
     from multistat.errors import DroppedDataWarning
     from multistat.io import read_scores
 
-    kw = _read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
+    guard_outputs(paths, {"--out": out})
+    study_output(out)
+    kw = read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
                       metric, dataset, lower_is_better, missing, sep, systems)
+    if dataset_from_filename:
+        if dataset is not None or dataset_col is not None:
+            raise ParameterError("--dataset-from-filename names the dataset; give it "
+                                 "without --dataset and --dataset-col")
+        kw["dataset_from_filename"] = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
-        frame = read_scores(path, **kw, run_col=run_col, group_col=group_col)
+        frame = read_scores(paths[0] if len(paths) == 1 else list(paths), **kw,
+                            run_col=run_col, group_col=group_col)
     study = cube.from_frame(frame)
-    cube.save(study, out)
-    _echo_summary(study, frame.attrs.get("dropped", []))
+    save_study(study, out)
+    echo_summary(study, frame.attrs.get("dropped", []))
     typer.echo(f"wrote {out}")
 
 
@@ -137,20 +129,23 @@ def units(
     remainder: Annotated[str, typer.Option(
         help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
              "full units")] = "spread",
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("units.nc"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
+    Path("units.nc"),
 ):
     """Group instances into evaluation units (mean or median of m instances)."""
-    from multistat import cube
     from multistat.units import evaluation_units
 
+    seed = _seed(seed)
+    guard_outputs([study], {"--out": out})
+    study_output(out)
     if by is not None:
         result = evaluation_units(_open(study), by=by, statistic=statistic,
                                   size=None if size == 1 else size, seed=seed)
     else:
         result = evaluation_units(_open(study), size=size, statistic=statistic, seed=seed,
                                   remainder=remainder)
-    cube.save(result, out)
-    _echo_summary(result)
+    save_study(result, out)
+    echo_summary(result)
     typer.echo(f"wrote {out}")
 
 
@@ -158,16 +153,22 @@ def units(
 def analyze(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     alpha: Annotated[float, typer.Option(help="level of the normality test")] = 0.05,
-    pairs: Annotated[str, typer.Option(help="all | baseline:<system>")] = "all",
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("analysis.parquet"),
+    pairs: Annotated[str, typer.Option(help="all | baseline:<system> | 'a,b;c,d'")] = "all",
+    pair: PairOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help=OUT_TABLE_HELP)] =
+    Path("analysis.parquet"),
 ):
     """Descriptives, skewness, normality and recommended tests (NLPStatTest Table 2)."""
+    from multistat._validation import check_probability
     from multistat.analysis import analyze as run
-    from multistat.io import write_parquet
 
-    table = run(_open(study), alpha=alpha, pairs=pairs)
-    write_parquet(table, out, metadata={"stage": "analyze", "alpha": alpha, "pairs": pairs,
-                                        "input": str(study)})
+    alpha = check_probability("--alpha", alpha)
+    chosen = _pairs(pairs, pair)
+    guard_outputs([study], {"--out": out})
+    table_kind(out)
+    table = run(_open(study), alpha=alpha, pairs=chosen)
+    write_table(table, out, metadata={**_run_meta("analyze", study), "alpha": alpha,
+                                      "pairs": _json_pairs(chosen)})
     cols = ["dataset", "metric", "system_a", "system_b", "n", "skewness", "normality_p",
             "test_statistic", "recommended"]
     with_pd_options(lambda: typer.echo(table[cols].to_string(index=False, max_rows=40)))
@@ -192,6 +193,7 @@ def demo_data(
     two-column NLPStatTest-format samples, with known true differences."""
     from multistat.demo import write_demo
 
+    seed = _seed(seed)
     for p in write_demo(out, seed):
         typer.echo(f"wrote {p}")
 
@@ -226,32 +228,77 @@ def parse_test_options(items) -> dict | None:
     return out
 
 
-def _split(text: str | None):
-    return None if not text else [t.strip() for t in text.split(",") if t.strip()]
+def _split(text: str | None, flag: str | None = None):
+    """Comma-separated names; with ``flag`` an empty list is an error naming it."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items and flag is not None:
+        raise ParameterError(f"`{flag}` is empty: give at least one name (comma-separated)")
+    return items or None
+
+
+def _pairs(pairs: str, pair: list[str] | None):
+    """``--pairs all | baseline:<system> | 'a,b;c,d'`` and repeated ``--pair a,b`` ->
+    what ``compare``/``analyze`` take (a string or a list of ``(a, b)`` names)."""
+    def one(text, flag):
+        names = [t.strip() for t in text.split(",")]
+        if len(names) != 2 or not all(names):
+            raise ParameterError(f"`{flag}`: a pair is two system names 'a,b'; got "
+                                 f"{show(text)}")
+        return tuple(names)
+
+    if pair:
+        if pairs not in ("all", None):
+            raise ParameterError("give pairs with either --pairs or --pair, not both")
+        return [one(p, "--pair") for p in pair]
+    text = pairs.strip()
+    if text == "all" or text.startswith("baseline:"):
+        return text
+    items = [p for p in text.split(";") if p.strip()]
+    if not items or not all("," in p for p in items):
+        raise ParameterError(f"`--pairs` must be all, baseline:<system>, or pairs 'a,b;c,d'"
+                             f"; got {show(pairs)}")
+    return [one(p, "--pairs") for p in items]
+
+
+def _json_pairs(pairs):
+    return pairs if isinstance(pairs, str) else [list(p) for p in pairs]
+
+
+def _run_meta(stage: str, *inputs) -> dict:
+    from multistat import __version__
+
+    return {"stage": stage, "multistat_version": __version__,
+            "input": str(inputs[0]) if len(inputs) == 1 else [str(i) for i in inputs]}
 
 
 @app.command("compare")
 def compare_cmd(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="results Parquet")] =
+    out: Annotated[Path, typer.Option("--out", "-o", help=OUT_TABLE_HELP)] =
     Path("results.parquet"),
     systems_out: Annotated[Path | None, typer.Option(
-        help="also write per-system scores with bootstrap intervals (Parquet)")] = None,
+        help="also write per-system scores with bootstrap intervals (.parquet, .csv or "
+             ".jsonl)")] = None,
     tests: Annotated[str, typer.Option(
         help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar")] =
     "t,wilcoxon,sign,bootstrap,permutation",
     statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
     "mean",
-    pairs: Annotated[str, typer.Option(help="all | baseline:<system>")] = "all",
+    pairs: Annotated[str, typer.Option(
+        help="all | baseline:<system> | explicit pairs 'a,b;c,d' (estimates are a - b)")] =
+    "all",
+    pair: PairOpt = None,
     metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
     alternative: Annotated[str, typer.Option(help="two-sided | less | greater (a - b)")] =
     "two-sided",
-    null_value: Annotated[float, typer.Option(help="margin delta of H0")] = 0.0,
-    alpha: Annotated[float, typer.Option(help="significance level")] = 0.05,
+    null_value: Annotated[float, typer.Option(help="margin delta of H0 (finite)")] = 0.0,
+    alpha: Annotated[float, typer.Option(help="significance level, in (0, 1)")] = 0.05,
     n_resamples: Annotated[int, typer.Option(help="bootstrap/permutation resamples")] =
     10_000,
-    seed: Annotated[int, typer.Option(help="random seed (0 is a seed)")] = 0,
+    seed: Annotated[int, typer.Option(help="random seed, 0 to 2**64-1 (0 is a seed)")] = 0,
     correction: Annotated[str, typer.Option(
         help="statsmodels multipletests method, westfall-young (step-down over the shared "
              "resampling plan; bootstrap/permutation only), or none")] = "holm",
@@ -268,12 +315,11 @@ def compare_cmd(
         help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
     power: Annotated[float | None, typer.Option(
         "--power", help="add a power column: power of the paired t test to detect this "
-                        "difference (metric units)")] = None,
+                        "difference (metric units, finite)")] = None,
     observed_power: Annotated[bool, typer.Option(
         help="add a power column at the observed difference (retrospective)")] = False,
     effect_sizes: Annotated[bool, typer.Option(
         help="add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals")] = True,
-    progress: Annotated[bool, typer.Option(help="progress bar")] = True,
     equivalence_margin: Annotated[float | None, typer.Option(
         help="margin delta (metric units): add p_equivalence/equivalent (TOST: tied "
              "within +-delta, corrected like p_value)")] = None,
@@ -285,27 +331,72 @@ def compare_cmd(
         "--test-option", help="an option of one test as TEST.OPTION=VALUE, repeatable, "
                               "e.g. --test-option wilcoxon.zero_method=pratt "
                               "--test-option wilcoxon.correction=true")] = None,
+    max_cost: Annotated[float, typer.Option(
+        "--max-cost", help="stop before starting when the estimated work exceeds this many "
+                           "operations (default 1e13, hours of work; 'inf': no limit)")] =
+    1e13,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
+                                         "a terminal)")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
+    from multistat._cost import check_cost, study_cost
+    from multistat._validation import (
+        check_int,
+        check_nonempty,
+        check_positive,
+        check_probability,
+        check_real,
+    )
     from multistat.comparison import compare
-    from multistat.io import write_parquet
 
-    fam = family if family in (None, "all") else _split(family)
+    # every option checked before any work, named by its flag
+    test_list = check_nonempty("--tests", _split(tests) or [], what="test")
+    null_value = check_real("--null-value", null_value)
+    alpha = check_probability("--alpha", alpha)
+    n_resamples = check_int("--n-resamples", n_resamples, minimum=1)
+    seed = _seed(seed)
+    if power is not None:
+        power = check_real("--power", power)
+    if equivalence_margin is not None:
+        equivalence_margin = check_real("--equivalence-margin", equivalence_margin)
+    test_options = parse_test_options(test_option)
+    if not (max_cost == float("inf") or max_cost > 0):
+        check_positive("--max-cost", max_cost)
+    chosen = _pairs(pairs, pair)
+    metric_list = _split(metrics, "--metrics")
+    dataset_list = _split(datasets, "--datasets")
+    fam = family if family in (None, "all") else _split(family, "--family")
+    guard_outputs([study], {"--out": out, "--systems-out": systems_out})
+    table_kind(out)
+    if systems_out is not None:
+        table_kind(systems_out, "--systems-out")
+
+    data = _open(study)
+    _precheck(data, test_list, chosen, metric_list, dataset_list)
+    progress = sys.stderr.isatty() if progress is None else progress
+    check_cost(study_cost(data, tests=test_list, n_resamples=n_resamples,
+                          statistic=statistic, pairs=chosen, metrics=metric_list,
+                          datasets=dataset_list),
+               None if max_cost == float("inf") else max_cost, option="--max-cost")
     result = compare(
-        _open(study), tests=_split(tests), statistic=statistic, pairs=pairs,
-        metrics=_split(metrics), datasets=_split(datasets), alternative=alternative,
+        data, tests=test_list, statistic=statistic, pairs=chosen,
+        metrics=metric_list, datasets=dataset_list, alternative=alternative,
         null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
         correction=None if correction == "none" else correction, family=fam,
         scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
         power=power if power is not None else observed_power, progress=progress,
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
-        memory_limit=memory_limit, test_options=parse_test_options(test_option),
+        memory_limit=memory_limit, test_options=test_options,
         return_systems=systems_out is not None)
     table, systems = result if systems_out is not None else (result, None)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
-    write_parquet(table, out, metadata=meta)
+    signatures = _sacrebleu_signatures(data)
+    if signatures:
+        meta["sacrebleu"] = signatures
+    write_table(table, out, metadata=meta)
     if systems_out is not None:
-        write_parquet(systems, systems_out, metadata=meta)
+        write_table(systems, systems_out, metadata=meta, flag="--systems-out")
     shown = table[table["reject"]]
     typer.echo(f"{len(table)} comparisons ({table['test'].nunique()} tests); "
                f"{int(table['reject'].sum())} significant after {meta['correction']} at "
@@ -315,6 +406,48 @@ def compare_cmd(
     if len(shown):
         with_pd_options(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
     typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
+
+
+def _precheck(study, tests, pairs, metrics, datasets) -> None:
+    """What ``compare`` would refuse after it started, refused before: unknown tests,
+    datasets, metrics, systems of --pairs, a binary-only test on a non-binary metric."""
+    from multistat import cube
+    from multistat.errors import TestNotApplicableError
+    from multistat.significance import get_test
+
+    specs = {t: get_test(t) for t in tests}
+    chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)
+    for name, ds in chosen.items():
+        try:
+            cube.pair_indices(ds.system.values, pairs)
+        except MultistatError as exc:
+            raise type(exc)(f"dataset {show(name)}: {exc}") from None
+        for t, spec in specs.items():
+            if not getattr(spec, "binary_only", False):
+                continue
+            for m, kind in zip(ds.metric.values, ds.kind.values):
+                if (metric_names is None or str(m) in metric_names) and kind != "binary":
+                    raise TestNotApplicableError(
+                        f"--tests {t}: needs a binary (0/1) metric; metric {show(m)} of "
+                        f"dataset {show(name)} is {show(kind)}; choose binary metrics with "
+                        f"--metrics or drop {t}")
+
+
+def _sacrebleu_signatures(study) -> dict:
+    """``{dataset: {metric: signature}}`` of a study loaded by ``load-mt``."""
+    import json
+
+    from multistat import cube
+
+    out = {}
+    for name, ds in cube.datasets(study).items():
+        raw = ds.attrs.get("sacrebleu")
+        if raw:
+            try:
+                out[name] = json.loads(raw) if isinstance(raw, str) else dict(raw)
+            except (TypeError, ValueError):
+                out[name] = str(raw)
+    return out
 
 
 def _mount_subapps():
@@ -347,32 +480,82 @@ def _mount_subapps():
 _mount_subapps()
 
 
+def _invoked_options(argv) -> dict[str, str]:
+    """``{python parameter name: its long flag}`` of the subcommand ``argv`` invokes."""
+    command = typer.main.get_command(app)
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        sub = getattr(command, "commands", {}).get(arg)
+        if sub is None:
+            break
+        command = sub
+    out = {}
+    for param in getattr(command, "params", ()):
+        if getattr(param, "param_type_name", "") == "option" and param.name:
+            longs = [o for o in param.opts if o.startswith("--")]
+            if longs:
+                out[param.name] = max(longs, key=len)
+    return out
+
+
+_NUMPY_REPR = re.compile(r"np\.[a-z_]+[0-9]*_?\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|"
+                         r"[^()]*)\)")
+_LONG_QUOTED = re.compile(r"('(?:[^'\\]|\\.){100})(?:[^'\\]|\\.){4,}'")
+
+
+def cli_message(text: str, argv=()) -> str:
+    """A library error message as the command line shows it: one line; Python
+    parameter names (`` `metrics` ``, ``metrics=[...]``) replaced by the invoked
+    subcommand's flags (``--metrics``); no numpy reprs; quoted values cut to ~100
+    characters."""
+    text = " ".join(str(text).split())
+    text = _NUMPY_REPR.sub(r"\1", text)
+    for name, flag in sorted(_invoked_options(list(argv)).items(), key=lambda kv: -len(kv[0])):
+        text = re.sub(rf"`{re.escape(name)}`", f"`{flag}`", text)
+        text = re.sub(rf"(?<![\w-]){re.escape(name)}=\[\.\.\.\]", flag, text)
+    return _LONG_QUOTED.sub(r"\1...'", text)
+
+
+def _fail(message: str, status: int = 2):
+    if sys.stderr.isatty():  # a progress bar may hold the line: clear it
+        typer.echo("\r\x1b[K", err=True, nl=False)
+    typer.echo(f"multistat: error: {message}", err=True)
+    sys.exit(status)
+
+
 def main(argv=None) -> int:
-    """Console entry point: errors -> one line on stderr, exit status 2."""
+    """Console entry point: errors -> one line on stderr, exit status 2 (no traceback).
+
+    An unexpected exception (a bug) is one line too, with exit status 1; set
+    ``MULTISTAT_TRACEBACK=1`` to see its traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, standalone_mode=False, prog_name="multistat")
+        app(args=args, standalone_mode=False, prog_name="multistat")
     except MultistatError as exc:
-        typer.echo(f"multistat: error: {exc}", err=True)
-        sys.exit(2)
-    except OSError as exc:  # an output path that is a folder, not writable, disk full...
-        text = " ".join(str(exc).split())
-        typer.echo(f"multistat: error: {text}", err=True)
-        sys.exit(2)
+        _fail(cli_message(exc, args))
     except (click.exceptions.UsageError, _TyperUsageError) as exc:
         if exc.format_message():  # empty when no arguments: the help was shown
-            typer.echo(f"multistat: error: {exc.format_message()}", err=True)
+            _fail(cli_message(exc.format_message()))
         sys.exit(2)
-    except (click.exceptions.Abort, typer.Abort):
+    except (click.exceptions.Abort, typer.Abort, KeyboardInterrupt):
         typer.echo("multistat: aborted", err=True)
         sys.exit(130)
     except (click.exceptions.Exit, typer.Exit) as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:
+    except MemoryError:
+        _fail("out of memory; lower --memory-limit, or compare fewer pairs/metrics/"
+              "resamples at once")
+    except Exception as exc:  # the last line of defence: one line, no traceback
         lost = _scheduler_loss(exc)
-        if lost is None:
+        if lost is not None:
+            _fail(lost)
+        if isinstance(exc, OSError):  # an output that is a folder, not writable, disk full
+            _fail(cli_message(exc))
+        if os.environ.get("MULTISTAT_TRACEBACK"):
             raise
-        typer.echo(f"multistat: error: {lost}", err=True)
-        sys.exit(2)
+        _fail(f"internal error {type(exc).__name__}: {cli_message(exc)} (a bug in "
+              f"multistat: please report it; MULTISTAT_TRACEBACK=1 shows the traceback)", 1)
     return 0
 
 

@@ -139,9 +139,9 @@ def test_units_writes_study(study_file, toy_study, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, fragments", [
-    (["--size", 0], ["`size` must be an integer >= 1; got 0"]),
+    (["--size", 0], ["`--size` must be an integer >= 1; got 0"]),
     (["--size", 30], ["evaluation unit size 30 is too large"]),
-    (["--size", 2, "--statistic", "max"], ["`statistic` must be one of"]),
+    (["--size", 2, "--statistic", "max"], ["`--statistic` must be one of"]),
     (["--size", "two"], ["Invalid value for '--size'"]),
     (["--bogus"], ["No such option: --bogus"]),
 ])
@@ -154,7 +154,7 @@ def test_units_errors(study_file, tmp_path, capsys, args, fragments):
                                      ["demo-data"]])
 def test_unwritable_output_is_one_line(study_file, tmp_path, capsys, command):
     # the output path is an existing folder (demo-data: a file where a folder must go)
-    target = tmp_path / "folder"
+    target = tmp_path / ("folder.nc" if command[0] == "units" else "folder.parquet")
     target.mkdir()
     if command == ["demo-data"]:
         target = study_file
@@ -188,7 +188,7 @@ def test_analyze_errors(study_file, tmp_path, capsys):
     assert_one_line_error(status, err, "unknown system 'zz'")
     status, _, err = run(["analyze", study_file, "--alpha", 2, "-o",
                           tmp_path / "a.parquet"], capsys)
-    assert_one_line_error(status, err, "`alpha` must be in (0, 1); got 2.0")
+    assert_one_line_error(status, err, "`--alpha` must be in (0, 1); got 2.0")
     assert not (tmp_path / "a.parquet").exists()
 
 

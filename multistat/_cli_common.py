@@ -1,0 +1,212 @@
+"""Helpers shared by every ``multistat`` subcommand (``cli.py`` and ``_cli_*.py``).
+
+- :func:`guard_outputs`: refuse, before any work, an output that is one of the inputs
+  (same real path, or the same file through a hard link) or another output.
+- :func:`table_kind` / :func:`write_table`: a table output's format from its extension
+  (``.parquet``, ``.csv``, ``.jsonl``), written atomically; Parquet carries the run
+  metadata.
+- :func:`study_output` / :func:`save_study`: a study output must end in ``.nc``; written
+  atomically.
+- :func:`echo_summary`: the one-paragraph summary of a study the loaders print.
+
+Nothing here imports :mod:`multistat.cli`, so the subcommand modules can import it
+without an import cycle.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from multistat.errors import ParameterError, show
+
+#: table outputs by extension -> format name
+TABLE_SUFFIXES: dict[str, str] = {".parquet": "parquet", ".csv": "csv", ".jsonl": "jsonl"}
+#: study (cube) outputs
+STUDY_SUFFIXES: tuple[str, ...] = (".nc",)
+
+
+# ------------------------------------------------------- `multistat load` reading options
+FormatOpt = Annotated[str | None, typer.Option(
+    "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
+                     "the extension and content")]
+SystemCol = Annotated[list[str] | None, typer.Option(
+    help="column holding the system name (repeat to join several columns with '/', e.g. "
+         "--system-col summary_type --system-col system)")]
+MetricCol = Annotated[str | None, typer.Option(help="column holding the metric name")]
+InstanceCol = Annotated[list[str] | None, typer.Option(
+    help="column holding the instance id (repeatable like --system-col)")]
+ScoreCol = Annotated[str | None, typer.Option(help="column holding the score")]
+DatasetCol = Annotated[str | None, typer.Option(help="column holding the dataset name")]
+MetricOpt = Annotated[str | None, typer.Option(
+    "--metric", help="metric name when the file has no metric column")]
+DatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", help="dataset name when the file has no dataset column (default: stem)")]
+LowerOpt = Annotated[list[str] | None, typer.Option(
+    "--lower-is-better", help="a metric where lower is better (repeatable)")]
+MissingOpt = Annotated[str, typer.Option(
+    "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
+                      "for that metric across all systems, and report how many")]
+SepOpt = Annotated[str | None, typer.Option(
+    "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
+                  "whitespace (default: from the extension and first line)")]
+SystemsOpt = Annotated[str | None, typer.Option(
+    "--systems", help="names of the two systems of a pairs file, comma-separated "
+                      "(default A,B)")]
+def read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
+                 metric, dataset, lower_is_better, missing, sep, systems):
+    def one(cols):
+        return None if not cols else (cols[0] if len(cols) == 1 else list(cols))
+
+    kw = {"format": format, "system_col": one(system_col), "metric_col": metric_col,
+          "instance_col": one(instance_col), "score_col": score_col,
+          "dataset_col": dataset_col, "metric": metric, "dataset": dataset,
+          "lower_is_better": tuple(lower_is_better or ()), "missing": missing, "sep": sep}
+    if systems:
+        kw["systems"] = tuple(s.strip() for s in systems.split(","))
+    return kw
+
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()
+
+
+def table_kind(path, flag: str = "--out") -> str:
+    """``"parquet"``, ``"csv"`` or ``"jsonl"`` from the extension of ``path``; anything
+    else is a :class:`ParameterError` naming the allowed extensions."""
+    path = Path(path)
+    kind = TABLE_SUFFIXES.get(_suffix(path))
+    if kind is None:
+        raise ParameterError(f"`{flag}` {show(path)}: a table output must end in "
+                             f"{', '.join(TABLE_SUFFIXES)} (the extension chooses the "
+                             f"format)")
+    return kind
+
+
+def study_output(path, flag: str = "--out") -> Path:
+    """A study output path: must end in ``.nc`` (NetCDF-4)."""
+    path = Path(path)
+    if _suffix(path) not in STUDY_SUFFIXES:
+        raise ParameterError(f"`{flag}` {show(path)}: a study output must end in .nc "
+                             f"(it is written as NetCDF-4)")
+    return path
+
+
+def _expand(inp) -> list[Path]:
+    """The files an input argument stands for: the file, a folder's files, a glob's
+    matches (non-existing paths are kept: they may still be compared by name)."""
+    text = str(inp)
+    p = Path(text)
+    if p.is_dir():
+        return [c for c in p.rglob("*") if c.is_file()]
+    if not p.exists() and any(ch in text for ch in "*?["):
+        return [Path(m) for m in glob.glob(text)]
+    return [p]
+
+
+def _same(a: Path, b: Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:  # pragma: no cover - permissions
+        return False
+
+
+def guard_outputs(inputs: Iterable, outputs: Mapping[str, object] | Iterable[tuple],
+                  *, folders: Mapping[str, tuple[object, Iterable[str]]] | None = None
+                  ) -> None:
+    """Refuse (exit status 2 through :class:`ParameterError`) before any work:
+
+    - an output that resolves to an input file (real path, symbolic or hard link);
+    - two outputs that are the same file.
+
+    ``inputs`` are paths (files, folders -> their files, globs -> their matches; ``None``
+    skipped). ``outputs`` maps a flag (``"--out"``) to a path (``None`` skipped).
+    ``folders`` maps a flag to ``(directory, names)``: the command writes those
+    names/sub-folders inside the directory (e.g. the report's ``report.html``,
+    ``figures/``, ``tables/``); an input inside one of them is refused too.
+    """
+    items = list(outputs.items() if isinstance(outputs, Mapping) else outputs)
+    items = [(flag, Path(p)) for flag, p in items if p is not None]
+    files = [f for inp in inputs if inp is not None for f in _expand(inp)]
+    for flag, out in items:
+        for f in files:
+            if _same(out, f):
+                raise ParameterError(
+                    f"`{flag}` {show(out)} is the input file {show(f)}: refusing to "
+                    f"overwrite an input; choose another output path")
+    for i, (flag_a, a) in enumerate(items):
+        for flag_b, b in items[i + 1:]:
+            if _same(a, b):
+                raise ParameterError(f"`{flag_a}` and `{flag_b}` are the same file "
+                                     f"{show(a)}; give each output its own path")
+    for flag, (directory, names) in (folders or {}).items():
+        base = Path(directory)
+        for name in names:
+            inside = os.path.realpath(base / name)
+            for f in files:
+                real = os.path.realpath(f)
+                if real == inside or real.startswith(inside.rstrip(os.sep) + os.sep):
+                    raise ParameterError(
+                        f"`{flag}` {show(base)} would write {show(base / name)}, which "
+                        f"holds the input file {show(f)}; choose another output folder")
+
+
+def _prepare(path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--out"):
+    """Write ``frame`` atomically in the format its extension names.
+
+    ``.parquet``: with ``metadata`` (JSON) in the schema, as
+    :func:`multistat.io.write_parquet`; ``.csv``: comma-separated with a header, no index
+    (NaN as empty cells); ``.jsonl``: one JSON object per row (NaN as ``null``).
+    """
+    from multistat._atomic import atomic_path
+
+    kind = table_kind(path, flag)
+    path = _prepare(path)
+    with atomic_path(path) as tmp:
+        if kind == "parquet":
+            from multistat.io import write_parquet
+
+            write_parquet(frame, tmp, metadata=dict(metadata or {}))
+        elif kind == "csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_json(tmp, orient="records", lines=True, force_ascii=False,
+                          date_format="iso")
+    return path
+
+
+def save_study(study, path, flag: str = "--out") -> Path:
+    """Write a study (NetCDF-4) atomically."""
+    from multistat import cube
+    from multistat._atomic import atomic_path
+
+    path = _prepare(study_output(path, flag))
+    with atomic_path(path) as tmp:
+        cube.save(study, tmp)
+    return path
+
+
+def echo_summary(study, dropped=()) -> None:
+    """Print one line per dataset (sizes and metrics) and the dropped items."""
+    from multistat import cube
+
+    for name, ds in cube.datasets(study).items():
+        metrics = ", ".join(f"{m}{'' if h else ' (lower is better)'} [{k}]" for m, h, k in
+                            zip(ds.metric.values, ds.higher_is_better.values, ds.kind.values))
+        typer.echo(f"dataset {name}: {ds.sizes['system']} systems x {ds.sizes['metric']} "
+                   f"metrics x {ds.sizes['instance']} instances; metrics: {metrics}")
+    typer.echo(f"dropped: {len(dropped)} item(s)" + "".join(f"\n  - {d}" for d in dropped))

@@ -1,0 +1,104 @@
+"""Up-front estimate of the work a ``compare`` request asks for, so an absurd request
+(e.g. 10^9 resamples, or a median bootstrap over 10^5 pairs of 10^6 instances) stops
+before it starts, naming the estimate and the option that raises the limit.
+
+The unit is one elementary operation on one score (an add, a compare, an index). The
+model follows how the engine computes (issue 9: per system first, pairs last):
+
+- a resampling test draws its plan, ``B x n`` indices or signs, then for the *mean*
+  (bootstrap, permutation) adds ``B x metrics x (systems x n + pairs)`` — each resample
+  projects every system's scores once, then pairs are differences of per-system
+  statistics; for the *median* ``B x metrics x pairs x n x log2 n`` — medians are per
+  pair;
+- closed-form tests (t, Wilcoxon, sign, McNemar...): ``metrics x pairs x n x log2 n``
+  (sorting dominates rank tests; t and McNemar cost less).
+
+Measured throughput (this model's operations per second, one ``compare`` on the demo
+study, 2 shared cores, 2026-11-23): bootstrap 5e7, permutation 1.4e8, closed-form tests
+(small n, overhead-bound) 1.4e6. So the default limit 10^13 is about two days of
+bootstrap: far beyond what anyone asks for on purpose, far above every real study we
+know (the largest leaderboard target of issue 9, 200 systems x 10 metrics x 50,000
+instances with 1,000 bootstrap resamples, is ~1e11, about half an hour).
+"""
+
+from __future__ import annotations
+
+import math
+
+from multistat.errors import CostLimitError
+
+#: default limit on the estimated number of operations of one request
+DEFAULT_MAX_COST = 1e13
+#: operations per second of a bootstrap on one core (measured, see the module notes)
+OPS_PER_SECOND = 5e7
+
+#: tests costed as resampling tests (besides every registered test whose spec says
+#: ``resampling=True``)
+RESAMPLING_TESTS = frozenset({"bootstrap", "permutation"})
+
+
+def estimate_cost(*, n_systems: int, n_pairs: int, n_metrics: int, n_instances: int,
+                  tests, n_resamples: int, statistic: str = "mean",
+                  resampling_tests=RESAMPLING_TESTS) -> float:
+    """Estimated operations of comparing ``n_pairs`` pairs of ``n_systems`` systems on
+    ``n_metrics`` metrics of ``n_instances`` instances with ``tests`` (one dataset)."""
+    n = max(int(n_instances), 1)
+    log_n = max(math.log2(n), 1.0)
+    total = 0.0
+    for test in tests:
+        if test in resampling_tests or _is_resampling(test):
+            total += float(n_resamples) * n  # drawing the resampling plan
+            if statistic == "median":
+                total += float(n_resamples) * n_metrics * n_pairs * n * log_n
+            else:
+                total += float(n_resamples) * n_metrics * (n_systems * n + n_pairs)
+        else:
+            total += float(n_metrics) * n_pairs * n * log_n
+    return total
+
+
+def _is_resampling(test) -> bool:
+    try:
+        from multistat.significance import REGISTRY
+    except ImportError:  # pragma: no cover
+        return False
+    spec = REGISTRY.get(test)
+    return bool(getattr(spec, "resampling", False))
+
+
+def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs="all",
+               metrics=None, datasets=None) -> float:
+    """:func:`estimate_cost` summed over the datasets of ``study`` that the request
+    selects (same ``pairs``/``metrics``/``datasets`` arguments as ``compare``)."""
+    from multistat import cube
+
+    chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)
+    total = 0.0
+    for ds in chosen.values():
+        m = ds.sizes["metric"] if metric_names is None else sum(
+            str(x) in metric_names for x in ds.metric.values)
+        if not m:
+            continue
+        try:
+            n_pairs = len(cube.pair_indices(ds.system.values, pairs))
+        except Exception:  # noqa: BLE001 - compare itself reports a bad pair, by name
+            n_pairs = ds.sizes["system"] * (ds.sizes["system"] - 1) // 2
+        total += estimate_cost(n_systems=ds.sizes["system"], n_pairs=n_pairs, n_metrics=m,
+                               n_instances=ds.sizes["instance"], tests=tests,
+                               n_resamples=n_resamples, statistic=statistic)
+    return total
+
+
+def check_cost(estimate: float, max_cost: float | None = DEFAULT_MAX_COST, *,
+               option: str = "max_cost=", what: str = "this comparison") -> float:
+    """Raise :class:`CostLimitError` when ``estimate`` exceeds ``max_cost`` (``None`` or
+    ``inf``: no limit). ``option`` is how the caller raises the limit (``--max-cost`` on
+    the command line, ``max_cost=`` in Python)."""
+    if max_cost is None or estimate <= max_cost:
+        return estimate
+    hours = estimate / OPS_PER_SECOND / 3600
+    raise CostLimitError(
+        f"{what} would take about {estimate:.2g} operations (~{hours:,.0f} hours on one "
+        f"core at the {OPS_PER_SECOND:.0e} per second a bootstrap runs), beyond the limit "
+        f"{max_cost:.2g}; reduce the resamples, pairs, metrics or tests, or raise the limit "
+        f"with {option}")
