@@ -114,9 +114,9 @@ def test_cli_errors(study_and_table, tmp_path, capsys):
     one_line_error(*run(["replicability", tpath, "--test", "z"], capsys)[::2],
                    "--test 'z' is not in")
     one_line_error(*run(["friedman", path, "--posthoc", "tukey"], capsys)[::2],
-                   "`posthoc` must be one of")
+                   "`--posthoc` must be one of")
     one_line_error(*run(["friedman", path, "--control", "A"], capsys)[::2],
-                   "`control` applies only")
+                   "`--control` applies only")
 
 
 def test_units_by_group(tmp_path, capsys):

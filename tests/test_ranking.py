@@ -247,7 +247,7 @@ def test_cli_rank_errors_are_one_line(tmp_path, capsys):
     planted_frame().to_csv(src, index=False)
     status, _, err = run_cli(["rank", src, "--out", tmp_path / "r.parquet", "--alpha", 2],
                              capsys)
-    assert status == 2 and err.count("\n") == 1 and "`alpha` must be in" in err
+    assert status == 2 and err.count("\n") == 1 and "`--alpha` must be in" in err
     status, _, err = run_cli(["rank", src, "--out", tmp_path / "r.parquet", "--metrics",
                               "bleu"], capsys)
     assert status == 2 and "unknown metric(s) ['bleu']" in err
