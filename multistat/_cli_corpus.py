@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import glob
 import gzip
-import sys
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -71,32 +69,11 @@ def _refuse_plain_text(path: Path, system_col: str) -> None:
         f"table with columns system, segment, hypothesis")
 
 
-class _Progress:
-    """``load-mt`` progress on stderr: a line updated in place on a terminal, else one
-    line per metric when it starts and when it ends."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.tty = enabled and sys.stderr.isatty()
-        self.current = None
-        self.start = time.perf_counter()
-
-    def __call__(self, metric: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if metric != self.current:
-            self.current, self.start = metric, time.perf_counter()
-            if not self.tty:
-                typer.echo(f"load-mt: {metric}: scoring {total:,} distinct hypotheses ...",
-                           err=True)
-        elapsed = time.perf_counter() - self.start
-        if self.tty:
-            left = elapsed / done * (total - done) if done else float("nan")
-            typer.echo(f"\rload-mt: {metric}: {done:,}/{total:,} hypotheses "
-                       f"({100 * done / total:.0f}%), {elapsed:.0f} s, ~{left:.0f} s left  ",
-                       err=True, nl=done >= total)
-        elif done >= total:
-            typer.echo(f"load-mt: {metric}: done in {elapsed:.1f} s", err=True)
+def _progress_printer():
+    """load-mt progress lines on stderr ("ter: 1,200 of 6,000 distinct hypotheses...")."""
+    def echo(line: str) -> None:
+        typer.echo(f"load-mt: {line}", err=True)
+    return echo
 
 
 def _parse_options(items) -> dict:
@@ -172,7 +149,7 @@ def load_mt_command(
         files if files is not None else Path(hypotheses), references, metrics=metrics,
         system_col=system_col, segment_col=segment_col, text_col=text_col,
         reference_col=refs[0] if len(refs) == 1 else refs, dataset=dataset,
-        n_jobs=n_jobs, progress=_Progress(progress), **options)
+        n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)
     save_study(study, out)
     echo_summary(study)
     typer.echo(f"wrote {out}")

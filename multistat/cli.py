@@ -501,20 +501,21 @@ def _invoked_options(argv) -> dict[str, str]:
 
 _NUMPY_REPR = re.compile(r"np\.[a-z_]+[0-9]*_?\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|"
                          r"[^()]*)\)")
-_LONG_QUOTED = re.compile(r"('(?:[^'\\]|\\.){100})(?:[^'\\]|\\.){4,}'")
+_MESSAGE_LIMIT = 600  # characters of a whole message (values are cut at the source)
 
 
 def cli_message(text: str, argv=()) -> str:
     """A library error message as the command line shows it: one line; Python
     parameter names (`` `metrics` ``, ``metrics=[...]``) replaced by the invoked
-    subcommand's flags (``--metrics``); no numpy reprs; quoted values cut to ~100
-    characters."""
+    subcommand's flags (``--metrics``); no numpy reprs; at most 600 characters (the
+    values a message echoes are cut to ~100 characters where it is written, with
+    :func:`multistat.errors.show`)."""
     text = " ".join(str(text).split())
     text = _NUMPY_REPR.sub(r"\1", text)
     for name, flag in sorted(_invoked_options(list(argv)).items(), key=lambda kv: -len(kv[0])):
         text = re.sub(rf"`{re.escape(name)}`", f"`{flag}`", text)
         text = re.sub(rf"(?<![\w-]){re.escape(name)}=\[\.\.\.\]", flag, text)
-    return _LONG_QUOTED.sub(r"\1...'", text)
+    return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + "..."
 
 
 def _fail(message: str, status: int = 2):
