@@ -198,3 +198,30 @@ def test_non_binary_input():
 def test_bad_parameters(kwargs, error, match):
     with pytest.raises(error, match=match):
         mcnemar([1, 0, 1], [1, 1, 0], **kwargs)
+
+
+# ----------------------------------------------------------------- pair-free batch
+@pytest.mark.parametrize("method", ["exact", "midp", "asymptotic"])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_compare_batch_from_products_equals_the_per_pair_function(method, alternative):
+    from multistat import cube
+    from multistat.comparison import compare
+
+    rng = np.random.default_rng(4)
+    S, n = 5, 150
+    score = (rng.random((S, 1, n)) < np.linspace(0.4, 0.8, S)[:, None, None]).astype(float)
+    score[4] = score[3]  # no discordant pairs for (s3, s4)
+    ds = cube.make_dataset("d", score, systems=[f"s{i}" for i in range(S)], metrics=["acc"],
+                           instances=range(n), kind=["binary"])
+    t = compare(cube.make_study({"d": ds}), tests=("mcnemar",), alternative=alternative,
+                test_options={"mcnemar": {"method": method, "correction": False}},
+                effect_sizes=False, correction="none")
+    for _, row in t.iterrows():
+        a, b = int(row.system_a[1:]), int(row.system_b[1:])
+        ref = mcnemar(score[a, 0], score[b, 0], method=method, correction=False,
+                      alternative=alternative)
+        for col in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
+            assert row[col] == getattr(ref, col) or (np.isnan(row[col]) and
+                                                     np.isnan(getattr(ref, col))), col
+        assert row["note"] == ref.note
+    assert (t[(t.system_a == "s3") & (t.system_b == "s4")]["p_value"] == 1.0).all()

@@ -186,12 +186,22 @@ def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0
         )
     _check_binary("x", x)
     _check_binary("y", y)
-    shape = x.shape[:-1]
     n = x.shape[-1]
-    notes = _notes(shape)
     b = np.sum((x == 1) & (y == 0), axis=-1)
     c = np.sum((x == 0) & (y == 1), axis=-1)
     n11 = np.sum((x == 1) & (y == 1), axis=-1)
+    return _from_counts(b, c, n11, n, alternative, confidence_level, method, correction,
+                        null_value)
+
+
+def _from_counts(b, c, n11, n, alternative, confidence_level, method, correction,
+                 null_value=0.0):
+    """McNemar's test from the cells of each paired 2x2 table (arrays of one shape)."""
+    b = np.asarray(b, dtype=np.int64)
+    c = np.asarray(c, dtype=np.int64)
+    n11 = np.asarray(n11, dtype=np.int64)
+    shape = b.shape
+    notes = _notes(shape)
     n00 = n - b - c - n11
     m = b + c
     none = m == 0
@@ -239,9 +249,65 @@ def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0
     )
 
 
+def cooccurrence(slab) -> tuple[np.ndarray, np.ndarray]:
+    """``(ones, both)`` of a slab of 0/1 scores: ``ones[s, m]`` the instances system s
+    gets right, ``both[m, a, b]`` those both a and b get right - one product of the 0/1
+    matrices per metric (exact: integer counts in float64), summed over fixed chunks of
+    instances; computed once per slab."""
+    memo = slab._memo
+    if "cooc" not in memo:
+        X = slab.scores
+        bad = (X != 0) & (X != 1)
+        if bad.any():
+            _check_binary("x", X)
+        S, M, n = X.shape
+        both = np.zeros((M, S, S))
+        step = 1 << 16
+        for m in range(M):
+            for s0 in range(0, n, step):
+                part = X[:, m, s0:s0 + step]
+                both[m] += part @ part.T
+        memo["cooc"] = (X.sum(-1), both)
+    return memo["cooc"]
+
+
+def mcnemar_batch(slab, ia, ib, ctx):
+    """Batch entry of ``"mcnemar"``: the discordant counts of every pair from products of
+    the 0/1 score matrices (:func:`cooccurrence`, no pair materialised):
+    ``n11 = both[a, b]``, ``b = ones[a] - n11``, ``c = ones[b] - n11``; then the same
+    formulas as :func:`mcnemar`. Options ``method``, ``correction`` as there."""
+    from multistat.significance._batch import BatchResult
+
+    opts = dict(ctx.options)
+    method = check_choice("method", opts.pop("method", "exact"), _METHODS)
+    correction = opts.pop("correction", True)
+    if opts:
+        raise ParameterError(f"McNemar's test: unknown option(s) {sorted(opts)}")
+    if not isinstance(correction, (bool, np.bool_)):
+        raise ParameterTypeError(f"`correction` must be True or False; got {correction!r}")
+    if ctx.null_value != 0.0:
+        raise ParameterError(
+            f"`null_value` must be 0 for McNemar's test (a test of equal accuracy); got "
+            f"{ctx.null_value!r}")
+    ones, both = cooccurrence(slab)
+    n11 = np.rint(both[:, ia, ib].T).astype(np.int64)  # (p, M)
+    b = np.rint(ones[ia]).astype(np.int64) - n11
+    c = np.rint(ones[ib]).astype(np.int64) - n11
+    res = _from_counts(b, c, n11, slab.n, ctx.alternative, ctx.confidence_level, method,
+                       correction)
+    shape = b.shape
+    out = {k: np.asarray(getattr(res, k), dtype=float).reshape(shape)
+           for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high")}
+    out.update(n=np.full(shape, slab.n, dtype=np.int64),
+               note=np.asarray(res.note, dtype=object).reshape(shape),
+               statistic_kind=np.full(shape, "mean", dtype=object))
+    return BatchResult("mcnemar", out)
+
+
 register(TestSpec(
     name="mcnemar", func=mcnemar, family="binary", statistic_kinds=("mean",),
     assumes_symmetric=False, assumes_normal=False, binary_only=True,
     description="McNemar's test on discordant pairs (exact, mid-p, asymptotic); "
                 "Newcombe interval for the accuracy difference",
+    batch=mcnemar_batch, bytes_per_value=8,
 ))
