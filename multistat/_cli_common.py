@@ -16,6 +16,8 @@ without an import cycle.
 from __future__ import annotations
 
 import glob
+import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -33,8 +35,9 @@ STUDY_SUFFIXES: tuple[str, ...] = (".nc",)
 
 # ------------------------------------------------------- `multistat load` reading options
 FormatOpt = Annotated[str | None, typer.Option(
-    "--format", help="long | wide | pairs (NLPStatTest two-column); default: detect from "
-                     "the extension and content")]
+    "--format", help="long | wide | pairs (NLPStatTest two-column) | lines (one score per "
+                     "line, one file per system) | comet (comet-score output); default: "
+                     "detect from the extension and content")]
 SystemCol = Annotated[list[str] | None, typer.Option(
     help="column holding the system name (repeat to join several columns with '/', e.g. "
          "--system-col summary_type --system-col system)")]
@@ -170,7 +173,8 @@ def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--
 
     ``.parquet``: with ``metadata`` (JSON) in the schema, as
     :func:`multistat.io.write_parquet`; ``.csv``: comma-separated with a header, no index
-    (NaN as empty cells); ``.jsonl``: one JSON object per row (NaN as ``null``).
+    (NaN as empty cells); ``.jsonl``: one JSON object per row (NaN as ``null``); floats
+    round-trip exactly in all three.
     """
     from multistat._atomic import atomic_path
 
@@ -184,9 +188,36 @@ def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--
         elif kind == "csv":
             frame.to_csv(tmp, index=False)
         else:
-            frame.to_json(tmp, orient="records", lines=True, force_ascii=False,
-                          date_format="iso")
+            _write_jsonl(frame, tmp)
     return path
+
+
+def _json_value(value):
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN (and +-inf, never in a results table) -> null
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def _write_jsonl(frame, path) -> None:
+    """One JSON object per row; floats written with Python's shortest round-trip repr
+    (pandas' ``to_json`` keeps only 15 significant digits)."""
+    columns = [str(c) for c in frame.columns]
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in frame.itertuples(index=False, name=None):
+            record = {c: _json_value(v) for c, v in zip(columns, row)}
+            fh.write(json.dumps(record, ensure_ascii=False, allow_nan=False))
+            fh.write("\n")
 
 
 def save_study(study, path, flag: str = "--out") -> Path:

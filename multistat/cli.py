@@ -72,7 +72,8 @@ def _seed(value, flag="--seed"):
 def load(
     paths: Annotated[list[Path], typer.Argument(
         help="score file(s) (CSV, TSV, whitespace, JSONL, Parquet, NLPStatTest "
-             "two-column); several files are read with the same options into one study")],
+             "two-column, one score per line, comet-score output), folders or quoted globs; "
+             "several are read with the same options and validated together")],
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("study.nc"),
     format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
@@ -108,7 +109,7 @@ def load(
         kw["dataset_from_filename"] = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
-        frame = read_scores(paths[0] if len(paths) == 1 else list(paths), **kw,
+        frame = read_scores(paths[0] if len(paths) == 1 else [str(p) for p in paths], **kw,
                             run_col=run_col, group_col=group_col)
     study = cube.from_frame(frame)
     save_study(study, out)
@@ -515,6 +516,8 @@ def cli_message(text: str, argv=()) -> str:
     for name, flag in sorted(_invoked_options(list(argv)).items(), key=lambda kv: -len(kv[0])):
         text = re.sub(rf"`{re.escape(name)}`", f"`{flag}`", text)
         text = re.sub(rf"(?<![\w-]){re.escape(name)}=\[\.\.\.\]", flag, text)
+        if "_" in name:  # snake_case parameter names are never prose: system_col -> flag
+            text = re.sub(rf"(?<![\w`'\"./-]){re.escape(name)}(?![\w'\"])=?", flag, text)
     return text if len(text) <= _MESSAGE_LIMIT else text[:_MESSAGE_LIMIT] + "..."
 
 

@@ -277,3 +277,214 @@ def test_no_arguments_shows_help(capsys):
     status, stdout, err = run([], capsys)
     assert status == 2 and "Usage: multistat" in stdout + err
     assert "multistat: error" not in err and "Traceback" not in err
+
+
+# ================================================== inputs sacred, outputs by extension
+def _scores_csv(path, n_systems=3, n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = [(f"s{i}", f"x{j}", round(float(rng.normal(i * 0.1, 1)), 4))
+            for i in range(n_systems) for j in range(n)]
+    pd.DataFrame(rows, columns=["system", "instance", "score"]).to_csv(path, index=False)
+    return path
+
+
+def _sha(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("make_argv", [
+    lambda d: ["load", d["csv"], "-o", d["csv"]],
+    lambda d: ["load", d["csv"], "-o", d["link"]],          # symbolic link to the input
+    lambda d: ["load", d["csv"], d["nc"], "-o", d["nc"]],   # second of several inputs
+    lambda d: ["units", d["nc"], "-o", d["nc"]],
+    lambda d: ["units", d["nc"], "-o", d["hard"]],          # hard link to the input
+    lambda d: ["analyze", d["nc"], "-o", d["nc"]],
+    lambda d: ["compare", d["nc"], "-o", d["nc"]],
+    lambda d: ["compare", d["nc"], "-o", d["tmp"] / "r.parquet", "--systems-out", d["nc"]],
+    lambda d: ["compare", d["nc"], "-o", d["tmp"] / "r.parquet", "--systems-out",
+               d["tmp"] / "r.parquet"],                     # two outputs, one file
+    lambda d: ["load-labels", d["csv"], "-o", d["csv"]],
+    lambda d: ["power", "curve", d["nc"], "--a", "s0", "--b", "s1", "--delta", "0.1",
+               "--out", d["nc"]],
+    lambda d: ["report", d["nc"], "--out", d["tmp"], "--study", d["tmp"] / "tables" / "x.nc"],
+])
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, capsys, make_argv):
+    csv = _scores_csv(tmp_path / "scores.csv")
+    nc = cube.save(cube.load(csv), tmp_path / "study.nc")
+    (tmp_path / "link.csv").symlink_to(csv)
+    hard = tmp_path / "hard.nc"
+    hard.hardlink_to(nc)
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "x.nc").write_bytes(nc.read_bytes())
+    before = {p: _sha(p) for p in (csv, nc)}
+    files_before = sorted(tmp_path.rglob("*"))
+    argv = make_argv({"csv": csv, "nc": nc, "link": tmp_path / "link.csv", "hard": hard,
+                      "tmp": tmp_path})
+    status, stdout, err = run(argv, capsys)
+    assert_one_line_error(status, err)
+    assert ("is the input file" in err or "are the same file" in err
+            or "holds the input file" in err), err
+    assert {p: _sha(p) for p in before} == before       # inputs untouched
+    assert sorted(tmp_path.rglob("*")) == files_before  # nothing written at all
+    assert stdout == ""
+
+
+def test_compare_out_format_follows_the_extension(tmp_path, capsys):
+    nc = cube.save(cube.load(_scores_csv(tmp_path / "scores.csv")), tmp_path / "s.nc")
+    common = ["--tests", "t,sign,bootstrap", "--n-resamples", 200, "--seed", 3]
+    outs = {ext: tmp_path / f"r.{ext}" for ext in ("parquet", "csv", "jsonl")}
+    for out in outs.values():
+        status, _, err = run(["compare", nc, "-o", out, *common], capsys)
+        assert status == 0, err
+    parquet = read_parquet(outs["parquet"])
+    assert parquet.attrs["multistat"]["seed"] == 3
+    assert parquet.attrs["multistat"]["stage"] == "compare"
+    assert outs["parquet"].read_bytes()[:4] == b"PAR1"
+    csv = pd.read_csv(outs["csv"])
+    jsonl = pd.read_json(outs["jsonl"], lines=True)
+    assert len(csv) == len(jsonl) == len(parquet) == 9  # 3 pairs x 3 tests
+    for other in (csv, jsonl):
+        assert list(other.columns) == list(parquet.columns)
+        for col in ("p_value", "estimate", "ci_low", "ci_high"):
+            np.testing.assert_allclose(other[col], parquet[col], rtol=0)  # exact
+        assert other["system_a"].tolist() == parquet["system_a"].tolist()
+    # anything else is refused up front, naming the allowed extensions
+    for bad in ("r.txt", "r", "r.parquet.gz"):
+        status, _, err = run(["compare", nc, "-o", tmp_path / bad, *common], capsys)
+        assert_one_line_error(status, err, "must end in .parquet, .csv, .jsonl")
+        assert not (tmp_path / bad).exists()
+    status, _, err = run(["load", tmp_path / "scores.csv", "-o", tmp_path / "s.parquet"],
+                         capsys)
+    assert_one_line_error(status, err, "a study output must end in .nc")
+
+
+def test_compare_pairs_from_the_command_line(tmp_path, capsys):
+    nc = cube.save(cube.load(_scores_csv(tmp_path / "scores.csv", n_systems=4)),
+                   tmp_path / "s.nc")
+    common = ["--tests", "t", "--no-effect-sizes"]
+    got = {}
+    for name, extra in (("pairs", ["--pairs", "s0,s1; s3,s2"]),
+                        ("pair", ["--pair", "s0,s1", "--pair", "s3,s2"])):
+        out = tmp_path / f"{name}.parquet"
+        status, _, err = run(["compare", nc, "-o", out, *common, *extra], capsys)
+        assert status == 0, err
+        got[name] = read_parquet(out)
+        assert list(zip(got[name].system_a, got[name].system_b)) == [("s0", "s1"),
+                                                                      ("s3", "s2")]
+    pd.testing.assert_frame_equal(got["pairs"], got["pair"])
+    for extra, fragment in ((["--pairs", "s0,s9"], "unknown system 's9'"),
+                            (["--pairs", "s0"], "`--pairs` must be all, baseline"),
+                            (["--pair", "s0,s1,s2"], "a pair is two system names"),
+                            (["--pairs", "s0,s1", "--pair", "s0,s2"], "not both")):
+        status, _, err = run(["compare", nc, "-o", tmp_path / "x.parquet", *common, *extra],
+                             capsys)
+        assert_one_line_error(status, err, fragment)
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--tests", ","], "`--tests` is empty"),
+    (["--tests", "t,nope"], "unknown test 'nope'"),
+    (["--tests", "mcnemar"], "--tests mcnemar: needs a binary (0/1) metric"),
+    (["--seed", 2**64], "`--seed` must fit in 64 bits"),
+    (["--seed", -1], "`--seed` must be a non-negative integer"),
+    (["--power", "nan"], "`--power` must be a finite real number; got nan"),
+    (["--null-value", "inf"], "`--null-value` must be a finite real number; got inf"),
+    (["--alpha", "-inf"], "`--alpha` must be a finite real number"),
+    (["--alpha", 1], "`--alpha` must be in (0, 1)"),
+    (["--n-resamples", 0], "`--n-resamples` must be an integer >= 1"),
+    (["--metrics", ","], "`--metrics` is empty"),
+    (["--metrics", "bleu"], "`--metrics`: unknown metric(s) ['bleu']"),
+    (["--max-cost", "nan"], "`--max-cost` must be a finite real number"),
+    (["--n-resamples", 10**9], "raise the limit with --max-cost"),
+    (["--equivalence-margin", "nan"], "`--equivalence-margin` must be a finite"),
+])
+def test_compare_bad_options_one_line_before_any_work(tmp_path, capsys, extra, fragment):
+    nc = cube.save(cube.load(_scores_csv(tmp_path / "scores.csv")), tmp_path / "s.nc")
+    out = tmp_path / "r.parquet"
+    status, stdout, err = run(["compare", nc, "-o", out, "--max-cost", "1e11", *extra]
+                              if "--max-cost" not in extra else
+                              ["compare", nc, "-o", out, *extra], capsys)
+    assert_one_line_error(status, err, fragment)
+    assert "np." not in err and not out.exists() and stdout == ""
+
+
+def test_cost_estimate_names_the_estimate_and_the_override(tmp_path, capsys):
+    from multistat._cost import estimate_cost, study_cost
+
+    study = cube.load(_scores_csv(tmp_path / "scores.csv", n_systems=3, n=40))
+    # bootstrap of the mean: B x n (plan) + B x metrics x (systems x n + pairs)
+    assert study_cost(study, tests=["bootstrap"], n_resamples=1000) == \
+        1000 * 40 + 1000 * 1 * (3 * 40 + 3)
+    # the median is per pair: B x metrics x pairs x n x log2(n)
+    assert estimate_cost(n_systems=3, n_pairs=3, n_metrics=1, n_instances=64,
+                         tests=["bootstrap"], n_resamples=10, statistic="median") == \
+        10 * 64 + 10 * 3 * 64 * 6
+    nc = cube.save(study, tmp_path / "s.nc")
+    status, _, err = run(["compare", nc, "-o", tmp_path / "r.parquet", "--tests",
+                          "bootstrap", "--n-resamples", 10**6, "--max-cost", "1e8"], capsys)
+    assert_one_line_error(status, err, "about 1.6e+08 operations", "--max-cost")
+
+
+def test_messages_name_flags_and_show_no_numpy_reprs():
+    from multistat.cli import cli_message
+
+    argv = ["compare", "s.nc", "--metrics", "bleu"]
+    text = ("`metrics`: metric np.str_('bleu') is not — restrict with metrics=[...]; "
+            "`n_resamples` got np.float64(1.5)\nsecond line")
+    assert cli_message(text, argv) == ("`--metrics`: metric 'bleu' is not — restrict with "
+                                       "--metrics; `--n-resamples` got 1.5 second line")
+    # an option of another command is left alone; a name inside a value too
+    assert cli_message("`dpi` 'n_resamples'", ["compare"]) == "`dpi` 'n_resamples'"
+
+
+def test_report_dpi_bounds(tmp_path, capsys):
+    for dpi in (5, 100_000):
+        status, _, err = run(["report", tmp_path / "r.parquet", "--out", tmp_path / "rep",
+                              "--dpi", dpi], capsys)
+        assert_one_line_error(status, err, "`--dpi` must be an integer")
+    assert not (tmp_path / "rep").exists()
+
+
+def test_load_several_files_and_dataset_from_filename(tmp_path, capsys):
+    a = _scores_csv(tmp_path / "wmt19.csv", seed=1)
+    b = _scores_csv(tmp_path / "wmt20.csv", seed=2)
+    out = tmp_path / "s.nc"
+    status, stdout, err = run(["load", a, b, "--dataset-from-filename", "-o", out], capsys)
+    assert status == 0, err
+    assert "dataset wmt19: 3 systems" in stdout and "dataset wmt20: 3 systems" in stdout
+    got = cube.datasets(cube.open_study(out))
+    for name, path in (("wmt19", a), ("wmt20", b)):
+        frame = pd.read_csv(path)
+        np.testing.assert_array_equal(got[name].score.values[:, 0].ravel(),
+                                      frame.score.to_numpy())
+    status, _, err = run(["load", a, b, "--dataset-from-filename", "--dataset", "x",
+                          "-o", out], capsys)
+    assert_one_line_error(status, err, "without --dataset")
+
+
+def test_load_mt_plain_text_file_and_progress(tmp_path, capsys):
+    sys_dir = tmp_path / "systems"
+    sys_dir.mkdir()
+    (sys_dir / "a.txt").write_text("the cat sat on the mat\na dog barks\n")
+    (sys_dir / "b.txt").write_text("the cat sat\ndog barks loudly\n")
+    ref = tmp_path / "ref.txt"
+    ref.write_text("the cat sat on the mat\na dog barks loudly\n")
+    status, _, err = run(["load-mt", sys_dir / "a.txt", ref, "-o", tmp_path / "s.nc"],
+                         capsys)
+    assert_one_line_error(status, err, "looks like one plain-text file",
+                          "give a folder or a quoted glob")
+    status, _, err = run(["load-mt", sys_dir, ref, "-o", tmp_path / "s.nc",
+                               "--metrics", "bleu,ter"], capsys)
+    assert status == 0
+    assert "load-mt: bleu: 4 of 4 distinct hypotheses" in err
+    assert "load-mt: ter: 4 of 4 distinct hypotheses" in err
+    status, _, err = run(["load-mt", sys_dir, ref, "-o", sys_dir / "b.txt"], capsys)
+    assert_one_line_error(status, err, "is the input file")
+    # the sacrebleu signature travels into the results metadata
+    out = tmp_path / "r.parquet"
+    status, _, err = run(["compare", tmp_path / "s.nc", "-o", out, "--tests", "bootstrap",
+                          "--n-resamples", 100], capsys)
+    assert status == 0, err
+    sig = read_parquet(out).attrs["multistat"]["sacrebleu"]["translations"]
+    assert sig["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert sig["ter"].startswith("nrefs:1|case:lc|tok:tercom")
