@@ -283,7 +283,8 @@ def compare_cmd(
         help="also write per-system scores with bootstrap intervals (.parquet, .csv or "
              ".jsonl)")] = None,
     tests: Annotated[str, typer.Option(
-        help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar")] =
+        help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar, aso "
+             "(Almost Stochastic Order over runs)")] =
     "t,wilcoxon,sign,bootstrap,permutation",
     statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
     "mean",
@@ -339,6 +340,10 @@ def compare_cmd(
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
                                          "a terminal)")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "--cluster", help="group: the bootstrap and permutation tests resample whole "
+                          "groups (documents from load --group-col): the cluster "
+                          "bootstrap")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
     from multistat._cost import check_cost, study_cost
@@ -389,7 +394,7 @@ def compare_cmd(
         power=power if power is not None else observed_power, progress=progress,
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
         memory_limit=memory_limit, test_options=test_options,
-        return_systems=systems_out is not None)
+        return_systems=systems_out is not None, cluster=cluster)
     table, systems = result if systems_out is not None else (result, None)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
     signatures = _sacrebleu_signatures(data)

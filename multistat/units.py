@@ -155,12 +155,19 @@ def _group_units_of_dataset(ds: xr.Dataset, statistic: str) -> xr.Dataset:
     if cube.STATS in ds:
         stats = _unit_stats(np.asarray(ds[cube.STATS].values), ~np.isnan(score[0]), kinds,
                             None, "spread", groups_all=groups)
+    runs = {}
+    if cube.RUN_SCORE in ds:  # each run's unit values: ASO over runs works on units too
+        rs = np.asarray(ds[cube.RUN_SCORE].values)
+        runs = dict(run_score=np.stack([_unit_values(rs[..., r], kinds, None, statistic,
+                                                     "spread", groups_all=groups)
+                                        for r in range(rs.shape[-1])], axis=-1),
+                    runs=ds.run.values)
     sizes = np.array([len(g) for g in groups])
     out_kinds = np.where((kinds == "binary") & (sizes.max() > 1), "mean", kinds)
     out = cube.make_dataset(
         name, units, systems=ds.system.values, metrics=ds.metric.values, instances=labels,
         higher_is_better=ds.higher_is_better.values, kind=out_kinds,
-        corpus_fn=ds.corpus_fn.values, stats=stats)
+        corpus_fn=ds.corpus_fn.values, stats=stats, **runs)
     return out.assign_coords(unit_n=("instance", sizes)).assign_attrs(
         unit_size=-1, unit_by=GROUP, unit_statistic=statistic, unit_seed=-1,
         unit_remainder="", instances_before_units=ds.sizes["instance"])

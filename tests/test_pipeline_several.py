@@ -49,7 +49,7 @@ def test_template_renders_to_valid_commands(tmp_path):
             "for s in Repo('.').index.stages: print(s.addressing, '\\t', s.cmd)")
     out = _run([sys.executable, "-c", code], project / "pipelines" / "several-test-sets")
     cmds = dict(line.split(" \t ", 1) for line in out.stdout.strip().splitlines())
-    assert {n.split(":")[-1] for n in cmds} == {"load", "units", "compare", "friedman",
+    assert {n.split(":")[-1] for n in cmds} == {"load", "compare", "friedman",
                                                  "replicability", "report"}
     for name, cmd in cmds.items():
         assert "${" not in cmd, name
@@ -58,6 +58,7 @@ def test_template_renders_to_valid_commands(tmp_path):
         flags = {w for w in words if w.startswith("--")}
         assert flags <= _options([words[1]]), (name, flags - _options([words[1]]))
     assert "--run-col seed" in cmds["load"] and "--group-col doc" in cmds["load"]
+    assert "--cluster group" in cmds["compare"] and ",aso" in cmds["compare"]
 
 
 def test_example_input_has_runs_and_documents(tmp_path, capsys):

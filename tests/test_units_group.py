@@ -126,3 +126,17 @@ def test_mqm_ted_units_by_talk():
     assert out.unit_n.values.tolist() == [140, 31, 129, 70, 159]  # segments per talk
     np.testing.assert_allclose(out.score.values[:, 0],
                                ref.loc[out.system.values, out.instance.values].to_numpy())
+
+
+def test_units_by_group_keep_the_runs():
+    rng = np.random.default_rng(5)
+    rs = rng.normal(size=(2, 1, 6, 3))  # 3 runs
+    ds = cube.make_dataset("r", cube.run_mean(rs), systems=["a", "b"], metrics=["m"],
+                           instances=[f"i{k}" for k in range(6)], run_score=rs,
+                           group=["x", "x", "y", "y", "y", "z"])
+    out = cube.datasets(evaluation_units(cube.make_study([ds]), by="group"))["r"]
+    assert out.run.values.tolist() == ["0", "1", "2"]
+    # run 1 of system b, document y = mean of instances 2, 3, 4 of that run
+    assert out.run_score.values[1, 0, 1, 1] == pytest.approx(rs[1, 0, 2:5, 1].mean())
+    # the unit score is still the run average
+    np.testing.assert_allclose(out.score.values, out.run_score.values.mean(-1))
