@@ -340,13 +340,19 @@ def test_compare_out_format_follows_the_extension(tmp_path, capsys):
     assert parquet.attrs["multistat"]["seed"] == 3
     assert parquet.attrs["multistat"]["stage"] == "compare"
     assert outs["parquet"].read_bytes()[:4] == b"PAR1"
+    # the files hold every float exactly; pandas' default parsers would round the last bit
     csv = pd.read_csv(outs["csv"])
-    jsonl = pd.read_json(outs["jsonl"], lines=True)
+    exact = pd.read_csv(outs["csv"], dtype=str, keep_default_na=False)
+    jsonl = pd.read_json(outs["jsonl"], lines=True, precise_float=True)
     assert len(csv) == len(jsonl) == len(parquet) == 9  # 3 pairs x 3 tests
     for other in (csv, jsonl):
         assert list(other.columns) == list(parquet.columns)
         for col in ("p_value", "estimate", "ci_low", "ci_high"):
-            np.testing.assert_allclose(other[col], parquet[col], rtol=0)  # exact
+            np.testing.assert_allclose(other[col], parquet[col], rtol=1e-15)
+    for col in ("p_value", "estimate", "ci_low", "ci_high"):  # bit for bit
+        values = [float(v) if v else np.nan for v in exact[col]]
+        np.testing.assert_array_equal(values, parquet[col].to_numpy())
+        np.testing.assert_array_equal(jsonl[col].to_numpy(dtype=float), parquet[col])
         assert other["system_a"].tolist() == parquet["system_a"].tolist()
     # anything else is refused up front, naming the allowed extensions
     for bad in ("r.txt", "r", "r.parquet.gz"):
