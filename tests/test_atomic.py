@@ -102,3 +102,82 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_file(tmp_path):
         assert data.count(data[:1]) == len(data)  # one round's content, whole
     # a kill may leave a hidden temp file behind, never anything under the target's name
     assert all(p.name.startswith(".big.bin.") for p in tmp_path.iterdir() if p != target)
+
+
+# ------------------------------------------------- the command line, killed at random
+def _scores(path, seed, n_systems=4, n=2000):
+    rng = np.random.default_rng(seed)
+    systems = np.repeat([f"sys{i}" for i in range(n_systems)], n)
+    instances = np.tile([f"doc{j}" for j in range(n)], n_systems)
+    scores = rng.normal(0, 1, size=n_systems * n).round(6)
+    pd.DataFrame({"system": systems, "instance": instances, "score": scores}).to_csv(
+        path, index=False)
+    return path
+
+
+def _run_killed(args, env, delay):
+    proc = subprocess.Popen([sys.executable, "-m", "multistat.cli", *map(str, args)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    return proc.wait()
+
+
+def test_cli_load_and_compare_killed_at_random_leave_old_or_new_output(tmp_path):
+    """Real SIGKILLs at random moments of `load` and `compare` runs whose output exists:
+    afterwards the output is the old file byte for byte or the complete new one."""
+    from multistat import cube
+    from multistat.io import read_parquet
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "MPLBACKEND": "Agg"}
+    new_csv, old_csv = _scores(tmp_path / "new.csv", 1), _scores(tmp_path / "old.csv", 2)
+    jobs = {}
+    for name, out, make in (
+            ("load", tmp_path / "study.nc",
+             lambda out, src: ["load", src, "-o", out]),
+            ("compare", tmp_path / "results.parquet",
+             lambda out, src: ["compare", src, "-o", out, "--tests", "t,bootstrap",
+                               "--n-resamples", 1000, "--no-effect-sizes",
+                               "--no-progress"])):
+        # old output (from other scores), the complete new output, and the time a run takes
+        src_new = new_csv if name == "load" else tmp_path / "new.nc"
+        src_old = old_csv if name == "load" else tmp_path / "old.nc"
+        if name == "compare":
+            cube.save(cube.load(new_csv), src_new)
+            cube.save(cube.load(old_csv), src_old)
+        subprocess.run([sys.executable, "-m", "multistat.cli", *map(str, make(out, src_old))],
+                       env=env, check=True, capture_output=True)
+        old = out.read_bytes()
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "multistat.cli", *map(str, make(out, src_new))],
+                       env=env, check=True, capture_output=True)
+        took = time.perf_counter() - start
+        reference = (cube.open_study(out) if name == "load" else read_parquet(out))
+        jobs[name] = (out, make(out, src_new), old, reference, took)
+
+    rng = np.random.default_rng(20261123)
+    outcomes = []
+    for trial in range(10):
+        name = ("load", "compare")[trial % 2]
+        out, args, old, reference, took = jobs[name]
+        out.write_bytes(old)
+        # most of a run is start-up and computing; aim at its second half, where it writes
+        delay = float(rng.uniform(0.45, 1.1) * took)
+        status = _run_killed(args, env, delay)
+        data = out.read_bytes()
+        if data == old:
+            outcomes.append((name, status, "old"))
+            continue
+        if name == "load":
+            import xarray as xr
+
+            xr.testing.assert_identical(cube.open_study(out), reference)
+        else:
+            pd.testing.assert_frame_equal(read_parquet(out), reference)
+        outcomes.append((name, status, "new"))
+    visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert visible == ["new.csv", "new.nc", "old.csv", "old.nc", "results.parquet",
+                       "study.nc"], visible
+    # the kills really interrupted runs (SIGKILL status) at least most of the time
+    assert sum(status == -signal.SIGKILL for _, status, _ in outcomes) >= 5, outcomes
+    print(outcomes, {k: round(v[-1], 2) for k, v in jobs.items()})
