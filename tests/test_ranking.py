@@ -259,3 +259,29 @@ def test_rank_docstring_example():
 
     result = doctest.testmod(ranking, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 4 and result.failed == 0
+
+
+def test_rank_corpus_metric_reuses_the_plan():
+    # a corpus metric (accuracy from summed [correct, 1] statistics): rank intervals come
+    # from the corpus kernel on the shared plan, the same numbers as system_scores
+    from multistat.adapters import load_labels
+
+    rng = np.random.default_rng(8)
+    n = 400
+    gold = rng.integers(0, 3, n)
+    rows = []
+    for s, acc in (("best", 0.95), ("good", 0.8), ("good2", 0.8), ("weak", 0.5)):
+        pred = np.where(rng.random(n) < acc, gold, (gold + 1) % 3)
+        rows.append(pd.DataFrame({"system": s, "instance": np.arange(n), "gold": gold,
+                                  "prediction": pred}))
+    study = load_labels(pd.concat(rows), metrics=("accuracy", "macro_f1"), dataset="cls")
+    b = multistat.rank(study, n_resamples=2000, seed=1)
+    ref = multistat.system_scores(study, n_resamples=2000, seed=1)
+    merged = b.merge(ref, on=["dataset", "metric", "system"], suffixes=("", "_ref"))
+    np.testing.assert_array_equal(merged["ci_low"], merged["ci_low_ref"])
+    for metric, g in b.groupby("metric"):
+        c = g.set_index("system")["cluster"]
+        # 0.95 vs 0.8 vs 0.5 accuracy at n = 400: z > 7 between tiers; good ~ good2
+        assert c["best"] == 1 and c["good"] == c["good2"] == 2 and c["weak"] == 3, metric
+        assert g["p_best"].sum() == pytest.approx(1.0)
+        assert g.set_index("system").loc["best", "rank_ci_high"] == 1
