@@ -453,8 +453,7 @@ def _replicability_table(table: pd.DataFrame, alpha: float, method: str) -> pd.D
     if missing:
         raise DataValidationError(f"`p_values` table lacks column(s) {missing}; pass a "
                                   "table from multistat.compare (or a Series of p-values)")
-    table = table.assign(alternative=table["alternative"] if "alternative" in table
-                         else "two-sided")
+    table = table.assign(alternative=table.get("alternative", "two-sided"))
     rows = []
     keys = ["metric", "system_a", "system_b", "test", "alternative"]
     for key, g in table.groupby(keys, sort=False):

@@ -327,7 +327,7 @@ def aso_batch(slab, ia, ib, ctx):
     from multistat.resampling import block_rng
     from multistat.significance._batch import BatchResult
 
-    S, M, n = slab.shape
+    S, M, _ = slab.shape
     P = len(ia)
     if slab.run_scores is not None:
         samples = np.nanmean(slab.run_scores, axis=2)  # (S, M, R): score of each run

@@ -158,10 +158,10 @@ def _group_units_of_dataset(ds: xr.Dataset, statistic: str) -> xr.Dataset:
     runs = {}
     if cube.RUN_SCORE in ds:  # each run's unit values: ASO over runs works on units too
         rs = np.asarray(ds[cube.RUN_SCORE].values)
-        runs = dict(run_score=np.stack([_unit_values(rs[..., r], kinds, None, statistic,
-                                                     "spread", groups_all=groups)
-                                        for r in range(rs.shape[-1])], axis=-1),
-                    runs=ds.run.values)
+        runs = {"run_score": np.stack([_unit_values(rs[..., r], kinds, None, statistic,
+                                                    "spread", groups_all=groups)
+                                       for r in range(rs.shape[-1])], axis=-1),
+                "runs": ds.run.values}
     sizes = np.array([len(g) for g in groups])
     out_kinds = np.where((kinds == "binary") & (sizes.max() > 1), "mean", kinds)
     out = cube.make_dataset(

@@ -70,7 +70,7 @@ def test_friedman_wide_table(tmp_path, capsys):
 
 
 def test_friedman_study_and_compare_table_agree(study_and_table, tmp_path, capsys):
-    study, path, table, tpath = study_and_table
+    study, path, _, tpath = study_and_table
     ref = multistat.friedman(study)
     for src in (path, tpath):
         status, stdout, err = run(["friedman", src, "-o", tmp_path / "f.parquet",
@@ -92,8 +92,9 @@ def test_replicability_cli(study_and_table, tmp_path, capsys):
         "k = 1 of 6 test sets (bonferroni, alpha=0.05)",
         "partial conjunction p (u = 1..N): 0.006, 0.095, 0.672, 0.672, 0.672, 0.672",
         "identified by Holm: f"]
-    status, stdout, _ = run(["replicability", "--p-values", "0.168,0.297,0.357,0.019,"
-                             "0.218,0.001", "--method", "fisher"], capsys)
+    status, stdout, _ = run(["replicability", "--p-values",
+                             "0.168,0.297,0.357,0.019,0.218,0.001", "--method", "fisher"],
+                            capsys)
     assert stdout.startswith("k = 2 of 6")
     out = tmp_path / "rep.parquet"
     status, stdout, err = run(["replicability", tpath, "-o", out], capsys)
@@ -126,7 +127,7 @@ def test_units_by_group(tmp_path, capsys):
     ds = ds.assign_coords(group=("instance", [f"doc{k // 4}" for k in range(12)]))
     src, out = tmp_path / "s.nc", tmp_path / "u.nc"
     cube.save(cube.make_study([ds]), src)
-    status, stdout, err = run(["units", src, "--by", "group", "-o", out], capsys)
+    status, _, err = run(["units", src, "--by", "group", "-o", out], capsys)
     assert status == 0, err
     got = cube.datasets(cube.open_study(out))["docs"]
     assert got.instance.values.tolist() == ["doc0", "doc1", "doc2"]

@@ -15,7 +15,7 @@ from multistat import cube
 from multistat._cluster import Clustered, group_codes
 from multistat.errors import DataValidationError, ParameterError
 
-KW = dict(effect_sizes=False, n_resamples=1000, correction="none")
+KW = {"effect_sizes": False, "n_resamples": 1000, "correction": "none"}
 
 
 def clustered_study(rho, seed, n_groups=20, size=10, shift=0.0):

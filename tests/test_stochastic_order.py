@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import deepsig  # noqa: F401  the reference (dev and bench extras)
 import numpy as np
 import pytest
 
@@ -11,7 +12,6 @@ import multistat
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 from multistat.stochastic_order import aso, quantiles, violation_ratio
 
-deepsig = pytest.importorskip("deepsig")  # the reference (bench extra)
 B_REF = 100  # deepsig's num_bootstrap_iterations: small, deepsig is slow (~50 ms each)
 
 

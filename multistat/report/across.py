@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from multistat.across import FriedmanResult, friedman, replicability
 from multistat.report.tables import to_markdown
 
-__all__ = ["cd_diagram", "wide_scores", "across_section"]
+__all__ = ["across_section", "cd_diagram", "wide_scores"]
 
 _INK = "#1a1a1a"
 _CLIQUE = "#0072B2"  # Okabe-Ito blue
@@ -135,12 +135,12 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
     _write(tabdir / "friedman.md", to_markdown(pw))
     png = save_png(cd_diagram(fr), figdir / "cd_diagram.png", dpi=dpi)
     h = ['<section id="across"><h2>Across test sets</h2>',
-         f"<p>Systems ranked within each of the {fr.n_blocks} dataset × metric blocks "
-         "(1 = best, ties averaged); the Friedman test asks whether the mean ranks differ, "
-         "the Nemenyi critical difference (studentized range) says which pairs do "
-         "(Demšar 2006). Mean-rank post-hoc tests depend on the other systems compared; "
-         "<code>multistat friedman --posthoc wilcoxon-holm</code> compares the block "
-         "scores directly (Benavoli et al. 2016).</p>",
+         (f"<p>Systems ranked within each of the {fr.n_blocks} dataset × metric blocks "
+          "(1 = best, ties averaged); the Friedman test asks whether the mean ranks "
+          "differ, the Nemenyi critical difference (studentized range) says which pairs "
+          "do (Demšar 2006). Mean-rank post-hoc tests depend on the other systems "
+          "compared; <code>multistat friedman --posthoc wilcoxon-holm</code> compares the "
+          "block scores directly (Benavoli et al. 2016).</p>"),
          '<div class="grid">', _table(summary, cls="friedman"),
          _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
                 cls="mean-ranks", numeric=("mean_rank",)), "</div>",
