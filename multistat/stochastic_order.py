@@ -144,10 +144,12 @@ def bootstrap_quantiles(x: np.ndarray, take: np.ndarray) -> np.ndarray:
 def violation_ratio(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     """eps_W2 of A over B from quantile functions on a common uniform grid (last axis);
     0.5 where the two quantile functions coincide (deepsig's convention)."""
-    diff2 = (qb - qa) ** 2
-    w2 = diff2.sum(-1)
+    diff = qb - qa
+    violated = diff > 0  # F_A^{-1}(t) < F_B^{-1}(t)
+    np.multiply(diff, diff, out=diff)  # squared, in place (one temporary for the slab)
+    w2 = diff.sum(-1)
     # deepsig's convention: the violation integral starts at the second grid point
-    viol = np.where(qa < qb, diff2, 0.0)[..., 1:].sum(-1)
+    viol = np.einsum("...t,...t->...", diff[..., 1:], violated[..., 1:])
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(w2 > 0, viol / np.where(w2 > 0, w2, 1.0), 0.5)
 

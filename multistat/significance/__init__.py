@@ -46,6 +46,6 @@ __all__ = [
 
 # Almost Stochastic Order over runs lives in multistat.stochastic_order (issue 11); it
 # registers itself as "aso" here so that compare(tests=("aso", ...)) finds it
-from multistat.stochastic_order import _register as _register_aso  # noqa: E402
+from multistat.stochastic_order import _register as _register_aso
 
 _register_aso()
