@@ -74,7 +74,8 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         for one file, and the name of the folder holding the (first) file for a folder,
         a pattern, a list of several files or a ``{metric: path}`` mapping.
     lower_is_better : str or sequence of str
-        Metrics for which a smaller score is better (e.g. error counts, MQM penalties).
+        Metrics for which a smaller score is better (e.g. TER, error counts). MQM files
+        that store negated penalties (scores <= 0, as WMT's) are higher-is-better.
     missing : {"raise", "drop"}
         What to do with a NaN score or a system that lacks an instance another system
         has: ``"raise"`` a :class:`~multistat.errors.DataValidationError` (default), or
@@ -156,7 +157,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     --------
     >>> from multistat.io import read_scores  # doctest: +SKIP
     >>> read_scores("zhen.avg_seg_scores.tsv", score_col="mqm_avg_score",
-    ...             instance_col="seg_id", metric="mqm", lower_is_better="mqm")  # doctest: +SKIP
+    ...             instance_col="seg_id", metric="mqm")  # doctest: +SKIP
     """
     fmt = None if format is None else check_choice("format", format, FORMATS)
     missing = check_choice("missing", missing, ("raise", "drop"))
