@@ -658,4 +658,17 @@ def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
             "ci_method": ci_method, "bootstrap_pvalue": bootstrap_pvalue,
             "test_options": {k: dict(v) for k, v in (test_options or {}).items()},
             "mde_power": mde_power,
-            "input_sha256": study_hash(study)}
+            "input_sha256": study_hash(study), **_sacrebleu_signatures(study)}
+
+
+def _sacrebleu_signatures(study) -> dict:
+    """``{"sacrebleu": {dataset: {metric: signature}}}`` for datasets built from sacrebleu
+    metrics (the study keeps them in the dataset attribute ``sacrebleu``); else ``{}``."""
+    import json
+
+    out = {}
+    for name, ds in cube.datasets(study).items():
+        sig = ds.attrs.get("sacrebleu")
+        if sig:
+            out[str(name)] = json.loads(sig) if isinstance(sig, str) else dict(sig)
+    return {"sacrebleu": out} if out else {}

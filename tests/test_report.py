@@ -93,19 +93,25 @@ def test_significance_and_winner_follow_reject(results):
 
 # ----------------------------------------------------------------------------- leaderboard
 def test_leaderboard_scores_intervals_and_wins(results, study, raw):
+    from multistat.comparison import system_scores
+
     lb = tables.leaderboard(results, study=study, test="t")
     assert set(lb.columns) >= {"rank", "system", "score", "ci_low", "ci_high", "wins"}
+    # the intervals come from the statistics layer: compare's per-system bootstrap with the
+    # results' own seed and number of resamples (no interval computed in the report)
+    ref = system_scores(study, n_resamples=500, seed=0).set_index(["metric", "system"])
+    assert set(lb["ci_method"]) == {"bootstrap percentile"}
     for metric in METRICS:
         part = lb[lb["metric"] == metric]
         x = raw[(raw["metric"] == metric) & raw["system"].isin(SYSTEMS)]
-        g = x.groupby("system")["score"]
-        mean, sem, n = g.mean(), g.sem(), g.count()
+        mean = x.groupby("system")["score"].mean()
         for _, row in part.iterrows():
             s = row["system"]
-            # reference: pandas mean of the raw CSV, scipy t interval
-            lo, hi = stats.t.interval(0.95, n[s] - 1, loc=mean[s], scale=sem[s])
+            # reference: pandas mean of the raw CSV; interval = system_scores'
             assert row["score"] == pytest.approx(mean[s], rel=1e-12)
-            assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=1e-10)
+            assert (row["ci_low"], row["ci_high"]) == (ref.loc[(metric, s), "ci_low"],
+                                                       ref.loc[(metric, s), "ci_high"])
+            assert row["ci_low"] < row["score"] < row["ci_high"]
         # best first, ranks 1..k by score
         assert list(part["score"]) == sorted(part["score"], reverse=True)
         assert part["rank"].iloc[0] == 1
@@ -159,19 +165,6 @@ def test_lower_is_better_flips_direction(study):
     assert list(pos_lb["wins"]) == list(neg_lb["wins"])
     np.testing.assert_allclose(neg_lb["score"], -pos_lb["score"], rtol=1e-12)
     assert not neg_lb["higher_is_better"].any()
-
-
-def test_median_score_interval_order_statistics():
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal(101)
-    out = tables._score_interval(x, "median", 0.95)
-    xs = np.sort(x)
-    # reference: the smallest l with P(Binom(101, 1/2) <= l - 1) >= 0.025 gives x_(l)
-    l = int(stats.binom.ppf(0.025, 101, 0.5))
-    assert out["score"] == np.median(x)
-    assert out["ci_low"] == xs[l - 1] and out["ci_high"] == xs[101 - l]
-    cover = stats.binom.cdf(101 - l, 101, 0.5) - stats.binom.cdf(l - 1, 101, 0.5)
-    assert cover >= 0.95
 
 
 # ----------------------------------------------------------------------------- pairwise
@@ -233,6 +226,15 @@ def test_markdown_and_latex_escape():
     lines = md.strip().split("\n")
     assert lines[0] == "| System | n |" and lines[1] == "|---|---:|"
     assert lines[2] == "| a\\|b | 1 |"
+    assert lines[3] == "| x_y &amp; 50% $5 #1 {c} ~^\\\\ | 2 |"
+    # HTML-significant characters become entities in every cell and header, so a
+    # renderer shows them as text (issue 13.8)
+    evil = pd.DataFrame({"<b>x</b>": ["<script>alert(1)</script>", "a & b > c"]})
+    md = tables.to_markdown(evil)
+    assert "<" not in md and ">" not in md
+    assert md.splitlines()[0] == "| &lt;b&gt;x&lt;/b&gt; |"
+    assert md.splitlines()[2] == "| &lt;script&gt;alert(1)&lt;/script&gt; |"
+    assert md.splitlines()[3] == "| a &amp; b &gt; c |"
     tex = tables.to_latex(frame, caption="Scores & ranks", label="tab:x")
     assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
     assert r"\begin{tabular}{lr}" in tex

@@ -19,9 +19,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multistat import _atomic
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
+from multistat.report import _files
+from multistat.report import detectability as _detect
 from multistat.report import plots as _plots
 from multistat.report import tables as _tables
+from multistat.report._checks import DPI_RANGE, check_dpi, check_study_matches  # noqa: F401
 
 __all__ = ["write_report"]
 
@@ -196,9 +200,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         if missing:
             raise DataValidationError(f"`analysis` lacks column(s) {missing}; has "
                                       f"{list(analysis.columns)}")
+    dpi = check_dpi(dpi)
     powers = _power_tables(power)
     scores = _read_frame(systems, "systems")
     study = _open_study(study)
+    check_study_matches(res, study)
     if study is None and histogram_pairs not in (None, "top2"):
         raise ParameterError("`histogram_pairs` needs `study` (the scores of A and B)")
     if histogram_pairs is not None and histogram_pairs != "top2" and \
@@ -219,9 +225,16 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     lb_all = _tables.leaderboard(res, study=study, scores=scores, test=test)
     pw_all = _tables.pairwise_table(res, test=test, effect=effect)
     ck_all = _tables.checklist(res, effect=effect)
-    lb_all.to_csv(tabdir / "leaderboard.csv", index=False)
-    pw_all.to_csv(tabdir / "pairwise.csv", index=False)
-    ck_all.to_csv(tabdir / "checklist.csv", index=False)
+    det_all = _detect.detectability(res, study=study, leaderboard=lb_all, test=test)
+    small = _detect.smallest_detectable(det_all)
+    curves = _detect.power_curves(det_all[det_all["adjacent"]])
+    _files.write_csv(tabdir / "leaderboard.csv", lb_all)
+    _files.write_csv(tabdir / "pairwise.csv", pw_all)
+    _files.write_csv(tabdir / "checklist.csv", ck_all)
+    _files.write_csv(tabdir / "detectability.csv", det_all)
+    # the full compare table for R and spreadsheet users (every test, every column)
+    _files.write_csv(tabdir / "results.csv", _read_frame(results, "results"))
+    _files.write_dvc_files(out, res, lb_all, det_all, curves, test)
 
     meta = _tables._meta(res)
     parts: list[str] = []
@@ -241,7 +254,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  f"<p>One line per dataset × metric: {why}, how many pairs "
                  "differ significantly after the multiple-comparison correction, and the "
                  "leader.</p>")
-    parts.append(_table(_overview(res, lb_all, chosen), cls="overview",
+    parts.append(_table(_overview(res, lb_all, chosen,
+                                  small.set_index(["dataset", "metric"])), cls="overview",
                         numeric=("systems", "pairs", "significant pairs")))
     parts.append("</section>")
 
@@ -249,6 +263,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         from multistat.report.ranking import write_ranking
 
         parts.append(write_ranking(ranking, out, dpi=dpi))
+        _files.write_rank_plots(out, ranking)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
 
     # ------------------------------------------------------------------ analysis
@@ -324,6 +339,20 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                          f"skewness, normality, recommended tests</summary>")
                 h.append(_table(shown, cls="analysis"))
                 h.append("</details>")
+        sm = small[(small["dataset"] == ds) & (small["metric"] == metric)]
+        if len(sm):
+            h.append(f'<h3>Could the test set tell?</h3><p class="mde">For this dataset × '
+                     f"metric, {_e(_detect.statement(sm.iloc[0]))}.</p>")
+        cv = curves[(curves["dataset"] == ds) & (curves["metric"] == metric)]
+        if len(cv):
+            png = _plots.save_png(_plots.adjacent_power(cv, ds, metric),
+                                  figdir / f"power_adjacent_{slug}.png", dpi=dpi)
+            h.append(_img(png, f"power against the true difference, adjacent pairs of "
+                               f"{ds} {metric}",
+                          "Paired-t power at this test set's size against the true "
+                          "difference, for each pair adjacent in the leaderboard (the pairs "
+                          "that decide where a cluster ends); dashed: 80 % power, dotted: "
+                          "the pair's smallest detectable difference."))
         hp = _hist_pairs(histogram_pairs, study, ds, metric, lb)
         for a, b in hp:
             png = _plots.save_png(_plots.histograms(study, ds, metric, a, b),
@@ -359,15 +388,14 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
            f"<nav><strong>Contents</strong><ol>{nav}</ol></nav>",
            *parts, *fam_html, across_html, power_html, "</main></body></html>"]
     path = out / "report.html"
-    path.write_text("\n".join(doc), encoding="utf-8")
+    _atomic.write_text(path, "\n".join(doc))
     return path
 
 
 def _write_table(tabdir: Path, kind: str, slug: str, frame: pd.DataFrame, caption: str):
-    (tabdir / f"{kind}_{slug}.md").write_text(_tables.to_markdown(frame), encoding="utf-8")
-    (tabdir / f"{kind}_{slug}.tex").write_text(
-        _tables.to_latex(frame, caption=caption, label=f"tab:{kind}-{slug}"),
-        encoding="utf-8")
+    _atomic.write_text(tabdir / f"{kind}_{slug}.md", _tables.to_markdown(frame))
+    _atomic.write_text(tabdir / f"{kind}_{slug}.tex",
+                       _tables.to_latex(frame, caption=caption, label=f"tab:{kind}-{slug}"))
 
 
 def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
@@ -397,6 +425,9 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
         elif key in meta:
             rows.append((key.replace("_", " "), str(meta[key])))
     rows.append(("α", ", ".join(pd.unique(res["alpha"].astype(str)))))
+    for name, sigs in _sacrebleu_signatures(meta, study).items():
+        for metric, sig in sigs.items():
+            rows.append((f"sacrebleu signature ({name}, {metric})", str(sig)))
     for key in ("n_resamples", "seed", "statistic", "ci_method", "bootstrap_pvalue",
                 "multistat_version", "input_sha256"):
         if key in meta:
@@ -408,7 +439,23 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "value"])
 
 
-def _overview(res, lb_all, chosen) -> pd.DataFrame:
+def _sacrebleu_signatures(meta: Mapping, study) -> dict:
+    """{dataset: {metric: signature}}: from the results' metadata, else from the study."""
+    import json
+
+    sigs = meta.get("sacrebleu") if isinstance(meta.get("sacrebleu"), Mapping) else {}
+    out = {str(k): dict(v) for k, v in sigs.items() if isinstance(v, Mapping)}
+    if study is not None:
+        from multistat import cube
+
+        for name, ds in cube.datasets(study).items():
+            sig = ds.attrs.get("sacrebleu")
+            if sig and name not in out:
+                out[str(name)] = json.loads(sig) if isinstance(sig, str) else dict(sig)
+    return out
+
+
+def _overview(res, lb_all, chosen, small=None) -> pd.DataFrame:
     rows = []
     for (ds, metric), t in chosen.items():
         part = res[(res["dataset"] == ds) & (res["metric"] == metric) & (res["test"] == t)]
@@ -424,6 +471,9 @@ def _overview(res, lb_all, chosen) -> pd.DataFrame:
                "leader": f"{top['system']} ({_tables._fmt(top['score'], 4)})",
                "leader significantly best": "yes" if beats_all else
                f"no (beats {int(top['wins'])} of {int(top['compared'])})"}
+        if small is not None and (ds, metric) in small.index:
+            row["smallest detectable difference"] = _tables._fmt(
+                small.loc[(ds, metric), "mde_min"], 3)
         if "power" in part and pd.to_numeric(part["power"], errors="coerce").notna().any():
             pw = pd.to_numeric(part["power"], errors="coerce").dropna()
             row["median power"] = _tables._fmt(pw.median())

@@ -37,7 +37,8 @@ WORSE = "#E69F00"  # orange: row system significantly worse
 NS = "#E8E8E8"  # light grey: not significant
 MISSING = "#FFFFFF"
 
-__all__ = ["heatmap", "histograms", "leaderboard_plot", "power_curve", "save_png"]
+__all__ = ["adjacent_power", "heatmap", "histograms", "leaderboard_plot", "power_curve",
+           "save_png"]
 
 
 def _t(text) -> str:
@@ -419,6 +420,41 @@ def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str
     return fig
 
 
+def adjacent_power(curves: pd.DataFrame, dataset: str, metric: str, *,
+                   target: float = 0.8, cols: int = 3) -> Figure:
+    """Power against the true difference, one panel per pair adjacent in the ranking.
+
+    ``curves``: :func:`multistat.report.detectability.power_curves` rows of one dataset ×
+    metric (columns ``system_a, system_b, n, delta, power, mde``). Each panel is titled
+    with the dataset, the metric and its pair; the dashed line is ``target`` power, the
+    dotted one the pair's smallest detectable difference.
+    """
+    pairs = list(curves.groupby(["system_a", "system_b"], sort=False))
+    if not pairs:
+        raise DataValidationError(f"no power curves for {dataset} / {metric}")
+    cols = max(1, min(cols, len(pairs)))
+    rows = math.ceil(len(pairs) / cols)
+    fig = Figure(figsize=(3.3 * cols, 2.5 * rows + 0.3))
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    for ax, ((a, b), g) in zip(axes, pairs):
+        ax.plot(g["delta"], g["power"], color=BETTER, lw=1.8)
+        ax.axhline(target, color="0.4", ls="--", lw=0.9)
+        mde = float(g["mde"].iloc[0])
+        if np.isfinite(mde):
+            ax.axvline(mde, color="0.4", ls=":", lw=0.9)
+        ax.set_ylim(0, 1.02)
+        ax.set_title(_t(f"{_short(dataset, 18)} · {_short(metric, 18)}\n"
+                        f"{_short(a, 18)} vs {_short(b, 18)} (n = {int(g['n'].iloc[0])})"),
+                     fontsize=8)
+        ax.set_xlabel(_t(f"true difference ({_short(metric, 20)})"), fontsize=8)
+        ax.set_ylabel("power", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[len(pairs):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
 def _fmt_level(v) -> str:
     if isinstance(v, (float, np.floating)):
         return f"{float(v):g}"
@@ -443,6 +479,9 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
         img.save(buf, format="PNG")
     data = buf.getvalue()
     if path is not None:
+        from multistat import _atomic
+
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_bytes(data)
+        with _atomic.atomic_open(path, "wb") as fh:
+            fh.write(data)
     return data

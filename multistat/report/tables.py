@@ -17,14 +17,27 @@ System Performance. AACL-IJCNLP 2020 System Demonstrations, ACL Anthology
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _st
 
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
+from multistat.report.formatting import (  # noqa: F401 - re-exported (public API)
+    _EFFECT_LABEL,
+    _finite,
+    _fmt,
+    _fmt_p,
+    _numeric_col,
+    _with_ci,
+    effect_label,
+    latex_escape,
+    leaderboard_display,
+    markdown_escape,
+    pairwise_display,
+    to_latex,
+    to_markdown,
+)
 
 #: Columns the report cannot work without.
 REQUIRED = ("dataset", "metric", "system_a", "system_b", "test", "estimate", "p_value")
@@ -32,13 +45,6 @@ REQUIRED = ("dataset", "metric", "system_a", "system_b", "test", "estimate", "p_
 #: Effect-size columns of the compare table (each with ``_ci_low``/``_ci_high``).
 EFFECTS = ("cohens_d", "hedges_g", "wilcoxon_r", "hodges_lehmann")
 
-_EFFECT_LABEL = {
-    "estimate": "difference",
-    "cohens_d": "Cohen's d_z",
-    "hedges_g": "Hedges' g",
-    "wilcoxon_r": "Wilcoxon r",
-    "hodges_lehmann": "Hodges-Lehmann",
-}
 
 
 # ----------------------------------------------------------------------------- checks
@@ -199,13 +205,12 @@ def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | N
 
     Notes
     -----
-    Sources, first that applies: ``scores``; the study (``statistic_kind`` mean: the mean
-    of the per-instance (or per-unit) scores with the Student-t interval
-    :math:`\\bar x \\pm t_{1-\\alpha/2, n-1}\\, s/\\sqrt{n}`; median: the sample median with
-    the distribution-free order-statistic interval :math:`[x_{(l)}, x_{(u)}]` from the
-    Binomial(n, 1/2) quantiles); the ``score_a``/``score_b`` columns of the compare table
-    (no interval). Without any of these the score is NaN and systems are ordered by their
-    mean signed difference against the others.
+    Sources, first that applies: ``scores``; the study, through the statistics layer's
+    :func:`multistat.comparison.system_scores` (each system's mean or corpus score with the
+    bootstrap percentile interval of compare's own plans: the results' seed and number of
+    resamples); the ``score_a``/``score_b`` columns of the compare table (no interval).
+    Without any of these the score is NaN and systems are ordered by their mean signed
+    difference against the others. The report computes no interval of its own.
     """
     level = confidence_level
     if level is None:
@@ -228,10 +233,10 @@ def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | N
                               ).set_index(["dataset", "metric", "system"])
         given = given[~given.index.duplicated()]
         given = dict(zip(given.index, given.to_dict("records")))
-    cube = _study_datasets(study)
+    if given is None and study is not None:
+        given = _study_scores(results, study, level)
     from_cols = _scores_from_columns(results)
     for (ds, metric), systems in keys.items():
-        kind = _statistic_kind(results, ds, metric)
         for system in systems:
             row = {"dataset": ds, "metric": metric, "system": system, "score": np.nan,
                    "ci_low": np.nan, "ci_high": np.nan, "confidence_level": level,
@@ -244,12 +249,6 @@ def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | N
                            confidence_level=float(g.get("confidence_level", level)),
                            ci_method=str(g.get("ci_method", "bootstrap percentile"
                                               if "n_resamples" in g else "given")))
-            elif cube is not None and ds in cube and system in cube[ds]["system"].values \
-                    and metric in cube[ds]["metric"].values and kind != "corpus":
-                x = np.asarray(cube[ds]["score"].sel(system=system, metric=metric).values,
-                               dtype=float)
-                x = x[~np.isnan(x)]
-                row.update(_score_interval(x, kind, level))
             elif key in from_cols:
                 row.update(score=from_cols[key], ci_method="none")
             rows.append(row)
@@ -265,21 +264,29 @@ def _systems_per_group(results) -> dict[tuple, list[str]]:
     return out
 
 
-def _statistic_kind(results, ds, metric) -> str:
-    if "statistic_kind" not in results:
-        return "mean"
-    part = results.loc[(results["dataset"] == ds) & (results["metric"] == metric),
-                       "statistic_kind"].dropna().astype(str)
-    if (part == "corpus").any():
-        return "corpus"
-    return "median" if len(part) and (part == "median").all() else "mean"
-
-
-def _study_datasets(study):
-    if study is None:
-        return None
+def _study_scores(results, study, level) -> dict:
+    """``{(dataset, metric, system): row}`` from :func:`multistat.comparison.system_scores`
+    with the results' seed and resamples (compare's ``--systems-out`` table)."""
     from multistat import cube as _cube
-    return _cube.datasets(study)
+    from multistat.comparison import system_scores as _system_scores
+
+    meta = _meta(results)
+    nres = meta.get("n_resamples")
+    if not _finite(nres) and "n_resamples" in results:
+        nres = pd.to_numeric(results["n_resamples"], errors="coerce").max()
+    nres = int(nres) if _finite(nres) and nres > 0 else 10_000
+    seed = meta.get("seed", 0)
+    seed = int(seed) if _finite(seed) else 0
+    names = set(results["dataset"].astype(str))
+    study = _cube.load(study) if not hasattr(study, "children") else study
+    have = [d for d in _cube.datasets(study) if d in names]
+    if not have:
+        return {}
+    sc = _system_scores(study, n_resamples=nres, seed=seed, confidence_level=level,
+                        datasets=have, metrics=set(results["metric"].astype(str)))
+    sc = sc.assign(ci_method="bootstrap percentile")
+    return {(str(r["dataset"]), str(r["metric"]), str(r["system"])): r
+            for r in sc.to_dict("records")}
 
 
 def _scores_from_columns(results) -> dict[tuple, float]:
@@ -291,29 +298,6 @@ def _scores_from_columns(results) -> dict[tuple, float]:
         for d, m, s, v in sub.itertuples(index=False):
             out.setdefault((d, m, s), float(v))
     return out
-
-
-def _score_interval(x: np.ndarray, kind: str, level: float) -> dict:
-    n = x.size
-    if n == 0:
-        return {}
-    if kind == "median":
-        xs = np.sort(x)
-        est = float(np.median(xs))
-        # distribution-free interval for the median: [x_(l), x_(u)] with
-        # l = binom.ppf(a/2, n, 1/2) (0-based index), u = n - 1 - l; coverage >= level
-        a = 1.0 - level
-        lo_i = int(_st.binom.ppf(a / 2, n, 0.5)) - 1
-        if lo_i < 0:
-            return {"score": est, "ci_method": "median (n too small for an interval)"}
-        return {"score": est, "ci_low": float(xs[lo_i]), "ci_high": float(xs[n - 1 - lo_i]),
-                "ci_method": "order statistics"}
-    est = float(np.mean(x))
-    if n < 2:
-        return {"score": est, "ci_method": "mean (n < 2)"}
-    se = float(np.std(x, ddof=1)) / math.sqrt(n)
-    h = float(_st.t.ppf(0.5 + level / 2, n - 1)) * se
-    return {"score": est, "ci_low": est - h, "ci_high": est + h, "ci_method": "t"}
 
 
 # ----------------------------------------------------------------------------- leaderboard
@@ -560,131 +544,3 @@ def _is_resampling(test, nres) -> bool:
     if spec is not None:
         return bool(spec.resampling)
     return str(test) in ("bootstrap", "permutation") and _finite(nres)
-
-
-def _finite(v) -> bool:
-    try:
-        return v is not None and bool(np.isfinite(float(v)))
-    except (TypeError, ValueError):
-        return False
-
-
-def _fmt(v, digits: int = 3) -> str:
-    """Number with ``digits`` significant digits, "–" for NaN/None."""
-    if not _finite(v):
-        return "–"
-    v = float(v)
-    if v == 0:
-        return "0"
-    mag = math.floor(math.log10(abs(v)))
-    if -4 <= mag < 6:
-        dec = max(digits - 1 - mag, 0)
-        return f"{v:.{dec}f}"
-    return f"{v:.{digits - 1}e}"
-
-
-def _fmt_p(p) -> str:
-    if not _finite(p):
-        return "–"
-    p = float(p)
-    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
-
-
-def _with_ci(est, lo, hi, pct="CI") -> str:
-    if not _finite(est):
-        return "not computed"
-    s = _fmt(est)
-    if _finite(lo) and _finite(hi):
-        s += f" [{_fmt(lo)}, {_fmt(hi)}] ({pct})"
-    return s
-
-
-# ----------------------------------------------------------------------------- display
-def leaderboard_display(lb: pd.DataFrame) -> pd.DataFrame:
-    """String version of one leaderboard for papers: Rank, System, Score [CI], Beats."""
-    pct = lb["confidence_level"].dropna()
-    pct = f"{100 * float(pct.iloc[0]):g}% CI" if len(pct) else "CI"
-    arrow = "↑" if bool(lb["higher_is_better"].iloc[0]) else "↓"
-    return pd.DataFrame({
-        "Rank": lb["rank"].astype(int).astype(str),
-        "System": lb["system"].astype(str),
-        f"Score {arrow} [{pct}]": [
-            _fmt(s, 4) + (f" [{_fmt(lo, 4)}, {_fmt(hi, 4)}]" if _finite(lo) else "")
-            for s, lo, hi in zip(lb["score"], lb["ci_low"], lb["ci_high"])],
-        "Beats": [f"{w} of {c}" for w, c in zip(lb["wins"], lb["compared"])],
-    })
-
-
-def pairwise_display(pw: pd.DataFrame) -> pd.DataFrame:
-    """String version of a pairwise table (one dataset × metric)."""
-    eff = [f"{_EFFECT_LABEL.get(e, e)} " + _with_ci(v, lo, hi) if e else "–"
-           for e, v, lo, hi in zip(pw["effect"], pw["effect_value"], pw["effect_ci_low"],
-                                   pw["effect_ci_high"])]
-    return pd.DataFrame({
-        "A": pw["system_a"].astype(str), "B": pw["system_b"].astype(str),
-        "n": [str(int(v)) if _finite(v) else "–" for v in pw["n"]],
-        "A − B [CI]": [_with_ci(e, lo, hi) for e, lo, hi in
-                       zip(pw["estimate"], pw["ci_low"], pw["ci_high"])],
-        "Effect size [CI]": eff,
-        "p": [_fmt_p(p) for p in pw["p_value"]],
-        "p adj.": [_fmt_p(p) for p in pw["p_adjusted"]],
-        "Better": [w if w else "n.s." for w in pw["winner"]],
-        "Power": [_fmt(p) for p in pw["power"]],
-    })
-
-
-def to_markdown(frame: pd.DataFrame) -> str:
-    """GitHub-flavoured Markdown table of a (string) frame; ``|`` in cells is escaped."""
-    def cell(v) -> str:
-        s = "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
-        return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---:" if _numeric_col(frame[c]) else "---" for c in frame.columns) \
-        + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |"
-            for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body]) + "\n"
-
-
-def _numeric_col(col: pd.Series) -> bool:
-    return pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col)
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                  "−": "$-$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--"}
-
-
-_LATEX_TABLE = str.maketrans(_LATEX_SPECIAL)
-
-
-def latex_escape(text) -> str:
-    """Escape LaTeX special characters of one cell (user strings are never markup)."""
-    return str(text).translate(_LATEX_TABLE)
-
-
-def to_latex(frame: pd.DataFrame, *, caption: str | None = None, label: str | None = None
-             ) -> str:
-    """A booktabs ``table`` of a (string) frame; every cell and header is escaped.
-
-    Needs ``\\usepackage{booktabs}`` in the document preamble.
-    """
-    align = "".join("r" if _numeric_col(frame[c]) else "l" for c in frame.columns)
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small"]
-    if caption:
-        lines.append(r"\caption{" + latex_escape(caption) + "}")
-    if label:
-        lines.append(r"\label{" + latex_escape(label) + "}")
-    lines += [r"\begin{tabular}{" + align + "}", r"\toprule",
-              " & ".join(latex_escape(c) for c in frame.columns) + r" \\", r"\midrule"]
-    for row in frame.itertuples(index=False):
-        lines.append(" & ".join(latex_escape("" if (isinstance(v, float) and np.isnan(v))
-                                             else v) for v in row) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
-
-
-def effect_label(name: str) -> str:
-    """Human label of an effect column (``"estimate"`` → ``"difference"``)."""
-    return _EFFECT_LABEL.get(name, name)
