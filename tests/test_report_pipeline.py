@@ -103,6 +103,38 @@ def test_second_repro_is_a_noop(project):
     assert "up to date" in status.stdout
 
 
+def _git_commit(project: Path, message: str) -> None:
+    _run(["git", "add", "-A"], project)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message],
+         project)
+
+
+def test_dvc_metrics_and_plots_show(project):
+    """`dvc metrics show` and `dvc plots show` give useful output after the pipeline."""
+    import json
+
+    project, _, _ = project
+    _git_commit(project, "baseline")
+    shown = json.loads(_run([str(BIN / "dvc"), "metrics", "show", "--json"], project).stdout)
+    # one revision (the workspace; DVC names it "workspace" or "" depending on the version)
+    (rev,) = shown.values()
+    data = rev["data"]["reports/metrics.json"]["data"]
+    entry = data["results"]["newstest"]["sent_bleu"]
+    lb = __import__("pandas").read_csv(project / "reports" / "tables" / "leaderboard.csv")
+    top = lb[(lb.dataset == "newstest") & (lb.metric == "sent_bleu")].iloc[0]
+    assert entry["leader"] == top["system"]
+    assert entry["pairs"] == 45 and 0 <= entry["significant_pairs"] <= 45
+    assert entry["mde"] > 0 and isinstance(entry["leader_significantly_best"], bool)
+    table = _run([str(BIN / "dvc"), "metrics", "show"], project).stdout
+    assert "results.newstest.sent_bleu.mde" in table
+    plots = json.loads(_run([str(BIN / "dvc"), "plots", "show", "--json"], project).stdout)
+    names = set(plots.get("data", plots))
+    assert "reports/plots/leaderboard/newstest__sent_bleu.csv" in names, sorted(names)[:5]
+    assert sum(n.startswith("reports/plots/power/newstest__sent_bleu__") for n in names) == 9
+    assert any(n.startswith("reports/plots/ranking/") for n in names)
+    assert not plots.get("errors")
+
+
 def test_one_parameter_reruns_only_its_dependents(project):
     project, _, _ = project
     _set(project, "compare.alpha", 0.01)
@@ -125,3 +157,21 @@ def test_power_parameter_reruns_power_and_report(project):
     ran = _ran(_run([str(BIN / "dvc"), "repro"], project))
     deltas = yaml.safe_load((project / "params.yaml").read_text())["power"]["deltas"]
     assert ran == {"report"} | {f"power@{d}" for d in deltas}
+
+
+def test_dvc_metrics_diff_and_exp_show(project):
+    """After `compare.alpha` changed (test above): `dvc metrics diff` shows the change in
+    significant pairs, `dvc plots diff` and `dvc exp show` work on the committed baseline."""
+    import json
+
+    project, _, _ = project
+    diff = json.loads(_run([str(BIN / "dvc"), "metrics", "diff", "--json"], project).stdout)
+    changed = diff["reports/metrics.json"]
+    assert changed["run.alpha"]["old"] == 0.05 and changed["run.alpha"]["new"] == 0.01
+    assert any(k.endswith(".significant_pairs") for k in changed), sorted(changed)
+    pd_ = json.loads(_run([str(BIN / "dvc"), "plots", "diff", "--json"], project).stdout)
+    assert "reports/plots/leaderboard/newstest__sent_bleu.csv" in set(pd_.get("data", pd_))
+    exp = _run([str(BIN / "dvc"), "exp", "show", "--no-pager", "--csv"], project).stdout
+    header = exp.splitlines()[0]
+    assert "results.newstest.sent_bleu.significant_pairs" in header
+    assert "compare.alpha" in header

@@ -535,9 +535,23 @@ def _hist_pairs(spec, study, ds, metric, lb) -> list[tuple[str, str]]:
 _FACETS = ("dataset", "metric", "system_a", "system_b", "test", "scenario", "method", "kind")
 
 
+def _power_subject(g: pd.DataFrame) -> str:
+    """"dataset · metric: a vs b" from a power table's constant columns ("" if absent)."""
+    def one(*cols):
+        for c in cols:
+            if c in g and g[c].nunique() == 1:
+                return str(g[c].iloc[0])
+        return None
+    ds, metric = one("dataset"), one("metric")
+    a, b = one("system_a", "a"), one("system_b", "b")
+    where = " · ".join(x for x in (ds, metric) if x)
+    pair = f"{a} vs {b}" if a and b else ""
+    return ": ".join(x for x in (where, pair) if x)
+
+
 def _power_design(g: pd.DataFrame) -> str:
     """The constant design columns of a power table, as a figure title."""
-    bits = []
+    bits = [_power_subject(g)] if _power_subject(g) else []
     for col, fmt in (("scenario", "{}"), ("test", "{} test"), ("method", "{} method"),
                      ("alternative", "{}"), ("alpha", "α = {}"),
                      ("n_simulations", "{} simulations per n")):
