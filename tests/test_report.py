@@ -388,7 +388,8 @@ def test_write_report_files_and_escaping(evil_study, tmp_path):
     assert any(f.startswith("power_") for f in figs)
     md = (out / "tables" / "leaderboard_realsumm__litepyramid_recall.md").read_text()
     assert md.count("\n") == 2 + 5  # header, rule, 5 systems
-    assert EVIL in md  # Markdown tables keep the name as text (rendered escaped by viewers)
+    # Markdown tables keep the name as text: HTML-significant characters as entities
+    assert EVIL not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
     tex = (out / "tables" / "leaderboard_realsumm__litepyramid_recall.tex").read_text()
     assert r"\textless{}script\textgreater{}" in tex
     lb = pd.read_csv(out / "tables" / "leaderboard.csv")
@@ -438,7 +439,9 @@ def test_report_command_end_to_end(evil_study, tmp_path):
     assert "wrote " in out.output
     text = (tmp_path / "rep" / "report.html").read_text()
     assert 'id="power"' in text and "delta = 0.05" not in text  # legend is in the PNG
-    assert len(list((tmp_path / "rep" / "figures").glob("power_*.png"))) == 1
+    assert len(list((tmp_path / "rep" / "figures").glob("power_[0-9]*.png"))) == 1
+    # and one figure of the adjacent pairs (power against the true difference)
+    assert len(list((tmp_path / "rep" / "figures").glob("power_adjacent_*.png"))) == 1
     bad = CliRunner().invoke(app, ["report", str(rp), "--out", str(tmp_path / "x"),
                                    "--histograms", "all"])
     assert isinstance(bad.exception, ParameterError)

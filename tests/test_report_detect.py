@@ -55,12 +55,17 @@ def test_mde_equals_statsmodels_paired_t(results, study):
         # and statsmodels' power at our MDE is the 80 % it was solved for
         assert TTestPower().power(effect_size=r.mde / sd, nobs=len(d), alpha=0.05,
                                   alternative="two-sided") == pytest.approx(0.8, abs=1e-6)
-        assert r.mde_source == "paired t closed form"
+        assert r.mde_source == "mde column (t test)"      # compare's own column
+    # without the column the report's closed form gives the same numbers
+    own = det_mod.detectability(results.drop(columns="mde"), study=study, test="t")
+    assert (own["mde_source"] == "paired t closed form").all()
+    np.testing.assert_allclose(own["mde"], det["mde"], rtol=1e-6)
 
 
 def test_mde_from_t_interval_without_study(results, study):
-    with_study = det_mod.detectability(results, study=study, test="t")
-    without = det_mod.detectability(results, test="t")   # sd recovered from the t interval
+    no_col = results.drop(columns="mde")
+    with_study = det_mod.detectability(no_col, study=study, test="t")
+    without = det_mod.detectability(no_col, test="t")    # sd recovered from the t interval
     np.testing.assert_allclose(without["mde"], with_study["mde"], rtol=1e-8)
 
 
@@ -103,7 +108,7 @@ def test_statement_and_summary(results, study):
         assert r.mde_min == det[det.metric == r.metric]["mde"].min()
     text = det_mod.statement(small.iloc[0])
     assert text.startswith("differences smaller than ")
-    assert "are not detectable with this test set (80 % power; paired t closed form)" in text
+    assert "are not detectable with this test set (80 % power; mde column (t test))" in text
     summary = det_mod.study_summary(results, lb, det, test="t")
     json.dumps(summary)                                   # plain JSON
     for metric in METRICS:

@@ -38,8 +38,8 @@ def test_every_data_folder_has_licence_and_source():
         names = {p.name for p in folder.iterdir()}
         assert "SOURCE.md" in names, folder
         assert any(n.upper().startswith("LICENSE") for n in names), folder
-        source = (folder / "SOURCE.md").read_text(encoding="utf-8")
-        for word in ("Origin", "Licence", "Cut"):
+        source = (folder / "SOURCE.md").read_text(encoding="utf-8").lower()
+        for word in ("origin", "licence", "cut"):   # where from, under which licence, what cut
             assert word in source, (folder, word)
         size = sum(p.stat().st_size for p in folder.iterdir())
         assert size < 500_000, (folder, size)   # slices, not whole corpora
