@@ -166,7 +166,7 @@ def test_extreme_dpi_and_mismatched_study_are_one_line_errors(results, study, tm
 
     from multistat.errors import DataValidationError, ParameterError
 
-    with pytest.raises(ParameterError, match=r"^`dpi` must be between 20 and 600 .*got 100000$"):
+    with pytest.raises(ParameterError, match=r"^`dpi` must be between 20 and 1200 .*got 100000$"):
         write_report(results, tmp_path / "a", dpi=100_000)
     other = cube.make_study({"realsumm": cube.datasets(study)["realsumm"].isel(system=[0, 1])})
     with pytest.raises(DataValidationError, match=r"`study` does not match the results: "
@@ -181,9 +181,9 @@ def test_extreme_dpi_and_mismatched_study_are_one_line_errors(results, study, tm
     ms.write_parquet(results, tmp_path / "r.parquet", metadata=results.attrs["multistat"])
     cube.save(renamed, tmp_path / "other.nc")
     exe = str(Path(sys.executable).with_name("multistat"))
-    for extra, fragment in ((["--dpi", "99999"], "`--dpi` must be between 20 and 600"),
+    for extra, fragment in ((["--dpi", "99999"], "`--dpi` must be an integer <= 1200"),
                             (["--study", str(tmp_path / "other.nc")],
-                             "`study` does not match the results")):
+                             "study` does not match the results")):
         proc = subprocess.run([exe, "report", str(tmp_path / "r.parquet"), "--out",
                                str(tmp_path / "cli"), *extra], capture_output=True,
                               text=True, timeout=300, check=False)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from multistat.errors import DataValidationError, ParameterError
 
-#: PNG resolution limits: below 20 the figures are unreadable; above 600 one figure takes
+#: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
 #: hundreds of MB of memory and minutes to encode (the command line checks the same range)
 DPI_RANGE = (20, 1200)
 
