@@ -304,18 +304,26 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
                       extra={"eps_min": r.eps_min, "eps_min_reverse": r.eps_min_reverse})
 
 
-def _note(eps, rev, what):
+def _note(eps, rev, what, a="a", b="b"):
+    """Verdict per pair: which system almost stochastically dominates (0.2 and 0.5)."""
     eps, rev = np.asarray(eps, float), np.asarray(rev, float)
-    verdict = np.where(eps < CONSERVATIVE_THRESHOLD, "a dominates b (eps_min < 0.2)",
-                       np.where(eps < THRESHOLD, "a almost dominates b (eps_min < 0.5; "
-                                "not < 0.2)",
-                                np.where(rev < CONSERVATIVE_THRESHOLD,
-                                         "b dominates a (reverse eps_min < 0.2)",
-                                         np.where(rev < THRESHOLD,
-                                                  "b almost dominates a (reverse eps_min "
-                                                  "< 0.5)", "no almost stochastic order"))))
-    text = np.char.add(f"ASO over {what}: ", verdict.astype(str))
-    return text.astype(object) if text.ndim else str(text)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=object), np.asarray(b, dtype=object),
+                               eps)[:2]
+    out = np.empty(eps.shape, dtype=object)
+    for i in np.ndindex(eps.shape):
+        x, y = a[i], b[i]
+        if eps[i] < CONSERVATIVE_THRESHOLD:
+            v = f"{x} dominates {y} (eps_min {eps[i]:.3g} < 0.2)"
+        elif eps[i] < THRESHOLD:
+            v = f"{x} almost dominates {y} (eps_min {eps[i]:.3g} < 0.5, not < 0.2)"
+        elif rev[i] < CONSERVATIVE_THRESHOLD:
+            v = f"{y} dominates {x} (reverse eps_min {rev[i]:.3g} < 0.2)"
+        elif rev[i] < THRESHOLD:
+            v = f"{y} almost dominates {x} (reverse eps_min {rev[i]:.3g} < 0.5)"
+        else:
+            v = "no almost stochastic order"
+        out[i] = f"ASO over {what}: {v}"
+    return out if out.ndim else str(out[()])
 
 
 def aso_batch(slab, ia, ib, ctx):
@@ -369,7 +377,9 @@ def aso_batch(slab, ia, ib, ctx):
     out = {"statistic": cols["eps_min"], "p_value": np.full((P, M), np.nan),
            "estimate": means[ia] - means[ib], "ci_low": np.full((P, M), np.nan),
            "ci_high": np.full((P, M), np.nan), "n": np.full((P, M), samples.shape[-1]),
-           "note": _note(cols["eps_min"], cols["eps_min_reverse"], what),
+           "note": _note(cols["eps_min"], cols["eps_min_reverse"], what,
+                         np.asarray(slab.systems, dtype=object)[ia][:, None],
+                         np.asarray(slab.systems, dtype=object)[ib][:, None]),
            "statistic_kind": np.full((P, M), "distribution", dtype=object),
            "n_resamples": ctx.n_resamples, "seed": ctx.seed, **cols}
     return BatchResult("aso", out)
