@@ -56,7 +56,7 @@ class Progress(_Null):
                   file=sys.stderr)
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=round(total, 3), desc="multistat compare", unit="s",
+        bar = tqdm(total=total, desc="multistat compare", unit="s",
                    bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]")
         return cls(bar, plan)
 

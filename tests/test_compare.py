@@ -384,3 +384,25 @@ def test_cli_memory_limit_and_test_options(tmp_path, capsys):
               "--test-option", "wilcoxon-pratt"])
     assert exc.value.code == 2
     assert "TEST.OPTION=VALUE" in capsys.readouterr().err
+
+
+def test_progress_moves_per_slab_and_long_runs_announce_themselves(monkeypatch, capsys):
+    from multistat import _progress
+
+    st, _ = _study()
+    monkeypatch.setattr(_progress, "ANNOUNCE_SECONDS", 0.0)  # every run counts as long
+    ticks = []
+    real_tick = _progress.Progress.tick
+
+    def tick(self, dataset, test, units=1.0):
+        ticks.append((dataset, test, units))
+        return real_tick(self, dataset, test, units)
+
+    monkeypatch.setattr(_progress.Progress, "tick", tick)
+    compare(st, tests=("t", "bootstrap"), n_resamples=2500, progress=True,
+            memory_limit="16MiB", effect_sizes=False, scheduler="synchronous")
+    err = capsys.readouterr().err
+    assert "3 pairs x 2 metrics x 2 tests x 2500 resamples" in err and "estimated" in err
+    # one tick per slab of pairs for t, one per block of 1000 resamples for the bootstrap
+    assert sum(u for d, t, u in ticks if t == "bootstrap") == 3  # 3 blocks, one group
+    assert any(t == "t" for _, t, _ in ticks)
