@@ -459,7 +459,7 @@ def test_info_selects_each_walsh_rank_once(monkeypatch):
     calls = []
     real = _signrank.walsh_order_statistics
     monkeypatch.setattr(_signrank, "walsh_order_statistics",
-                        lambda s, r: calls.append(list(r)) or real(s, r))
+                        lambda s, r, **kw: calls.append(list(r)) or real(s, r, **kw))
     rng = np.random.default_rng(3)
     x, y = rng.normal(0.2, 1, (4, 80)), rng.normal(0, 1, (4, 80))
     info = signed_rank_info(x - y)
@@ -513,3 +513,44 @@ def test_binomial_helper_matches_binomtest_and_midp_sums(alternative):
         lo, hi = pmf[:k].sum() + pmf[k] / 2, pmf[k + 1:].sum() + pmf[k] / 2
         ref = {"less": lo, "greater": hi, "two-sided": min(1.0, 2 * min(lo, hi))}[alternative]
         assert abs(p - ref) <= 1e-13
+
+
+# ------------------------------------------------------------------ slabs under a budget
+def test_slabs_of_rows_give_identical_results():
+    # rows are independent: a 16 MiB budget (several slabs) = one slab, bit for bit,
+    # for both tests, their other-level intervals, and the warnings (raised once)
+    rng = np.random.default_rng(61)
+    x = np.round(rng.normal(0.1, 1, (1500, 400)), 1)
+    y = np.round(rng.normal(0.0, 1, (1500, 400)), 1)
+    x[3] = y[3]  # one all-zero row: one ConstantInputWarning however many slabs
+    for func, kw in ((wilcoxon, {}), (sign_test, {}), (wilcoxon, {"method": "approx"})):
+        sub = (slice(0, 120),) if func is wilcoxon else (slice(None),)
+        xs, ys = x[sub], y[sub]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            small = func(xs, ys, memory_limit="16MiB", **kw)
+        assert sum(issubclass(w.category, ConstantInputWarning) for w in caught) == 1
+        big = _quiet(func, xs, ys, memory_limit="4GiB", **kw)
+        for f in ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note"):
+            np.testing.assert_array_equal(getattr(small, f), getattr(big, f))
+        for k in big.extra:
+            np.testing.assert_array_equal(small.extra[k], big.extra[k])
+        np.testing.assert_array_equal(small.confidence_interval(0.8),
+                                      big.confidence_interval(0.8))
+
+
+def test_walsh_selection_same_under_any_budget():
+    d = np.sort(np.round(np.random.default_rng(62).normal(size=(300, 300)), 1), axis=-1)
+    N = 300 * 301 // 2
+    ks = [100, N // 2 - 1, N // 2, N - 101]
+    ref = walsh_order_statistics(d, ks, dense_row_max=1, memory_limit="4GiB")
+    np.testing.assert_array_equal(
+        walsh_order_statistics(d, ks, dense_row_max=1, memory_limit="16MiB"), ref)
+
+
+def test_sort_positions_use_small_integer_types():
+    from multistat.significance.rank import signed_rank_info
+
+    for n, dtype in ((50, np.int16), (32_767, np.int16), (32_768, np.int32)):
+        info = signed_rank_info(np.random.default_rng(n).normal(size=(1, n)))
+        assert all(a.dtype == dtype for a in info.abs_sort)

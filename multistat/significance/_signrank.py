@@ -23,7 +23,7 @@ from scipy import stats
 from multistat.significance._walsh import walsh_order_statistics
 
 __all__ = ["EXACT_CI_MAX_N", "EXACT_MAX_N", "EXACT_TIES_MAX_N", "SignedRankInfo",
-           "signed_rank_info", "signed_rank_pmf", "walsh_projection_variance"]
+           "index_dtype", "signed_rank_info", "signed_rank_pmf", "walsh_projection_variance"]
 
 #: ``method="auto"`` uses the exact null distribution up to this many pairs (as scipy).
 EXACT_MAX_N = 50
@@ -77,14 +77,14 @@ class SignedRankInfo:
             self._sorted.flags.writeable = False
         return self._sorted
 
-    def walsh(self, ranks):
+    def walsh(self, ranks, memory_limit=None):
         """Walsh order statistics ``ranks`` (0-based) of every row: ``(..., len(ranks))``
         (:func:`multistat.significance._walsh.walsh_order_statistics`), each rank
         selected at most once per object."""
         ranks = [int(r) for r in ranks]
         missing = sorted({r for r in ranks if r not in self._walsh})
         if missing:
-            got = walsh_order_statistics(self.sorted_d, missing)
+            got = walsh_order_statistics(self.sorted_d, missing, memory_limit=memory_limit)
             for i, r in enumerate(missing):
                 self._walsh[r] = got[..., i]
         return np.stack([self._walsh[r] for r in ranks], axis=-1)
@@ -98,6 +98,16 @@ class SignedRankInfo:
                 f"{where}: `info` was computed for other differences (shape "
                 f"{self.d.shape}, expected {d.shape} equal to x - y); pass "
                 f"signed_rank_info(x - y)")
+
+
+def index_dtype(n: int):
+    """The smallest signed integer type holding the positions ``0 .. n`` (int16 up to
+    32,767 instances, then int32): ranks and sort orders of a slab of pairs take 2 or 4
+    bytes a value instead of 8."""
+    for t in (np.int16, np.int32):
+        if n <= np.iinfo(t).max:
+            return t
+    return np.int64
 
 
 def signed_rank_info(d) -> SignedRankInfo:
@@ -120,10 +130,12 @@ def signed_rank_info(d) -> SignedRankInfo:
     d = np.asarray(d, dtype=np.float64).view()  # a read-only view, no copy
     d.flags.writeable = False
     absd = np.abs(d)
-    order = np.argsort(absd, axis=-1)
-    sabs = np.sort(absd, axis=-1)  # = absd along order (same values)
     n = d.shape[-1]
-    idx = np.arange(n)
+    itype = index_dtype(n)  # positions in the smallest integer type that holds them
+    order = np.argsort(absd, axis=-1).astype(itype, copy=False)
+    sabs = np.take_along_axis(absd, order, axis=-1)  # sorted |d| (same values as a sort)
+    del absd
+    idx = np.arange(n, dtype=itype)
     new = np.ones(sabs.shape, dtype=bool)
     new[..., 1:] = sabs[..., 1:] != sabs[..., :-1]
     last = np.ones(sabs.shape, dtype=bool)
@@ -187,7 +199,7 @@ def _signed_rank_parts(d, zero_method, info=None):
     order, start, end = (signed_rank_info(d) if info is None else info).abs_sort
     ranks = np.empty(d.size)
     offs = (np.arange(d.size // n_all if n_all else 0) * n_all).reshape(d.shape[:-1] + (1,))
-    ranks[(order + offs).ravel()] = ((start + end + 2) / 2.0).ravel()  # mid-ranks
+    ranks[(order + offs).ravel()] = ((start + (end + 2.0)) / 2.0).ravel()  # mid-ranks
     ranks = ranks.reshape(d.shape)
     # sum over tie groups of t^3 - t == sum over elements of t_i^2 - 1 (integers: exact)
     tie_all = np.sum((end - start + 1.0) ** 2 - 1.0, axis=-1)
@@ -279,6 +291,25 @@ def walsh_projection_variance(d, info=None):
     ends of each tie group.
     """
     order, start, end = (signed_rank_info(d) if info is None else info).abs_sort
+    d = np.asarray(d, dtype=np.float64)
+    lead, n = d.shape[:-1], d.shape[-1]
+    rows = d.size // n if n else 0
+    var = np.empty(rows)
+    g = np.empty((rows, n))
+    step = max(1, _PROJECTION_BLOCK // max(n, 1))  # rows are independent: blocks of rows
+    flat = [a.reshape(rows, n) for a in (d, order, start, end)]
+    for s in range(0, rows, step):
+        sl = slice(s, s + step)
+        var[sl], g[sl] = _projection_rows(*(a[sl] for a in flat))
+    return var.reshape(lead), g.reshape(d.shape)
+
+
+#: row elements per block of :func:`walsh_projection_variance` (~110 bytes each)
+_PROJECTION_BLOCK = 1 << 20
+
+
+def _projection_rows(d, order, start, end):
+    """:func:`walsh_projection_variance` of the rows of 2-D ``d``."""
     n = d.shape[-1]
     # gathers along the last axis through flat indices (faster than take_along_axis)
     offs = (np.arange(d.size // n if n else 0) * n).reshape(d.shape[:-1] + (1,))
@@ -286,7 +317,7 @@ def walsh_projection_variance(d, info=None):
     flat_start = (start + offs).ravel()
     flat_end = (end + offs).ravel()
     ds = np.take(d.ravel(), flat_order).reshape(d.shape)
-    sign = np.sign(ds).astype(np.int32)
+    sign = np.sign(ds).astype(np.int8)  # one byte a value
     neg, pos = sign < 0, sign > 0
     cneg = np.cumsum(neg, axis=-1, dtype=np.int32).ravel()  # negatives up to here
     cpos = np.cumsum(pos, axis=-1, dtype=np.int32).ravel()

@@ -19,7 +19,10 @@ __all__ = ["walsh_order_statistics"]
 
 _WALSH_DENSE_ROW_MAX = 8_000  # n(n+1)/2 up to which rows are materialised (n <= 125)
 _WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
-_WALSH_SPARSE_CHUNK = 800_000  # rows x n per batch of the implicit selection (~200-400 MB)
+#: working memory of the implicit selection per row element (measured peak: ~360 bytes);
+#: rows x n per batch = memory budget / this
+WALSH_BYTES_PER_VALUE = 400
+_WALSH_SPARSE_CHUNK = None  # rows x n per batch if set (tests); None: from the budget
 _WALSH_THREADS = min(os.cpu_count() or 1, 4)  # threads of the implicit selection
 _WALSH_THREAD_MIN = 200_000  # rows x n from which it uses them
 
@@ -519,7 +522,8 @@ def _walsh_select_sparse(S, ranks, *, seed=0, c_max=None, **kw):
     return out
 
 
-def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX):
+def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX,
+                           memory_limit=None):
     r"""Order statistics of the Walsh averages ``(d_i + d_j)/2, i <= j`` of each row.
 
     Parameters
@@ -532,8 +536,12 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         Up to this many Walsh averages per row they are materialised (in chunks of rows of
         at most 4 million numbers) and partitioned; above it, a selection over the
         implicit sorted Walsh matrix, vectorized across rows, needs O(rows x n) memory
-        (batches of 800,000 row-elements, run in up to 4 threads) and is exact whatever
-        the data (ties included).
+        (batches of rows sized by ``memory_limit``, run in up to 4 threads) and is exact
+        whatever the data (ties included).
+    memory_limit : int, str, Budget or None
+        Working memory of the implicit selection (about :data:`WALSH_BYTES_PER_VALUE`
+        bytes per row element in flight); None: the engine's default budget
+        (:func:`multistat._budget.default_limit`). The result does not depend on it.
 
     Returns
     -------
@@ -583,9 +591,15 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         col = [uniq.index(r) for r in ranks]
         rows = flat.shape[0]
         # numpy releases the GIL in the heavy parts: threads over blocks of rows (exact
-        # results, so they do not depend on the split); memory <= _WALSH_SPARSE_CHUNK
+        # results, so they do not depend on the split); the rows in flight fit the budget
         workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
-        per = max(1, min(-(-rows // workers), _WALSH_SPARSE_CHUNK // (workers * n)))
+        if _WALSH_SPARSE_CHUNK is not None:
+            fit = _WALSH_SPARSE_CHUNK // n
+        else:
+            from multistat.significance._slabs import rows_per_slab
+
+            fit = rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit)
+        per = max(1, min(-(-rows // workers), fit // workers))
         starts = list(range(0, rows, per))
 
         def run(start):

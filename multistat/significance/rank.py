@@ -34,7 +34,8 @@ from multistat.significance._signrank import (
     signed_rank_info,
     signed_rank_pmf,
 )
-from multistat.significance._walsh import walsh_order_statistics
+from multistat.significance._slabs import slabbed
+from multistat.significance._walsh import WALSH_BYTES_PER_VALUE, walsh_order_statistics
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
@@ -50,6 +51,7 @@ __all__ = [
     "EXACT_CI_MAX_N",
     "EXACT_MAX_N",
     "EXACT_TIES_MAX_N",
+    "WILCOXON_BYTES_PER_VALUE",
     "SignedRankInfo",
     "hodges_lehmann",
     "sign_test",
@@ -79,7 +81,7 @@ def _walsh_exact_rows(diff, method="auto", info=None):
     return clean
 
 
-def _hl_and_interval(diff, level, alternative, exact, info=None):
+def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None):
     """Hodges-Lehmann estimate and Walsh-average interval for each row of ``diff``.
 
     ``exact`` (array over rows) selects the exact or normal-approximation critical value.
@@ -99,9 +101,10 @@ def _hl_and_interval(diff, level, alternative, exact, info=None):
             wanted |= {k - 1, n_walsh - k}
     wanted = sorted(wanted)
     if info is None:
-        stats_ = walsh_order_statistics(np.sort(diff, axis=-1), wanted)
+        stats_ = walsh_order_statistics(np.sort(diff, axis=-1), wanted,
+                                        memory_limit=memory_limit)
     else:
-        stats_ = info.walsh(wanted)
+        stats_ = info.walsh(wanted, memory_limit=memory_limit)
     pos = {r: i for i, r in enumerate(wanted)}
     estimate = 0.5 * (stats_[..., pos[(n_walsh - 1) // 2]] + stats_[..., pos[n_walsh // 2]])
     shape = diff.shape[:-1]
@@ -178,11 +181,15 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
 
 
 _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
+#: working memory of the Wilcoxon test per pair x instance: about 130 bytes for the
+#: differences, their sort and ranks, and the Walsh selection's own share
+#: (:data:`~multistat.significance._walsh.WALSH_BYTES_PER_VALUE`); sizes slabs of pairs
+WILCOXON_BYTES_PER_VALUE = 130 + WALSH_BYTES_PER_VALUE
 
 
 def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
              zero_method="wilcox", method="auto", correction=False, info=None,
-             _interval=True):
+             memory_limit=None, _interval=True):
     r"""Wilcoxon signed-rank test with the Hodges-Lehmann estimate and Walsh interval.
 
     Parameters
@@ -216,6 +223,10 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         the Hodges-Lehmann effect size of the same differences: one sort of ``|d|`` and
         one Walsh selection serve all of them. (With ``null_value != 0`` the ranks are
         of ``x - y - null_value`` and are sorted here; the interval still uses ``info``.)
+    memory_limit : int, str or None
+        Working memory (bytes or ``"512MiB"``; None: the engine's default budget). Rows
+        are tested in slabs of about ``memory_limit / (n * WILCOXON_BYTES_PER_VALUE)``
+        (without ``info``); results do not depend on it.
 
     Returns
     -------
@@ -262,6 +273,20 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     Hollander, M., Wolfe, D. A., & Chicken, E. (2013). Nonparametric Statistical Methods
     (3rd ed.), ch. 3. doi:10.1002/9781119196037
     """
+    kwargs = {"alternative": alternative, "null_value": null_value,
+              "confidence_level": confidence_level, "zero_method": zero_method,
+              "method": method, "correction": correction, "memory_limit": memory_limit,
+              "_interval": _interval}
+    if info is not None:  # the caller sized the batch (one info for all of it)
+        return _wilcoxon(x, y, info=info, **kwargs)
+    x, y, *_ = _check_common(x, y, alternative, null_value, confidence_level)
+    return slabbed(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
+                   memory_limit=memory_limit)
+
+
+def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, method,
+              correction, info=None, memory_limit=None, _interval=True):
+    """:func:`wilcoxon` on one slab of rows."""
     x, y, alternative, null_value, confidence_level = _check_common(
         x, y, alternative, null_value, confidence_level)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
@@ -343,7 +368,7 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
 
     def interval(level, notes=None):
         est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
-                                                     info)
+                                                     info, memory_limit)
         if notes is not None:
             _add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
@@ -390,8 +415,15 @@ def _tied_inversion(diff, tied, low, high, level, options, notes):
     too_many = np.zeros(lo_f.size, bool)
     for r in np.flatnonzero(np.broadcast_to(tied, shape).reshape(-1)):
         d = flat[r]
-        i, j = np.triu_indices(d.size)
-        walsh = np.unique((d[i] + d[j]) / 2)
+        # the distinct Walsh averages are those of the distinct values (same set, same
+        # floats); there are at least 2u - 1 of them (sumset bound), so rows with many
+        # distinct values are decided without forming the u(u+1)/2 averages
+        u = np.unique(d)
+        if 2 * u.size - 1 > _SCAN_MAX_BREAKPOINTS:
+            too_many[r] = True
+            continue
+        i, j = np.triu_indices(u.size)
+        walsh = np.unique((u[i] + u[j]) / 2)
         if walsh.size > _SCAN_MAX_BREAKPOINTS:
             too_many[r] = True
             continue

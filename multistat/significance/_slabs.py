@@ -1,0 +1,84 @@
+"""Run a row-wise test over slabs of rows, so its working memory is set by a budget.
+
+The rank tests (:func:`~multistat.significance.rank.wilcoxon`,
+:func:`~multistat.significance.sign.sign_test`) compute every row (pair x metric) on its
+own, so splitting the leading axes into slabs changes no result. :func:`slabbed` does the
+split for direct calls with large batches; ``compare`` already hands them slabs of pairs
+sized by its budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+
+def rows_per_slab(n: int, bytes_per_value: float, memory_limit=None) -> int:
+    """Rows of ``n`` values that fit in ``memory_limit`` at ``bytes_per_value`` (>= 1).
+
+    ``memory_limit``: bytes, a size string (``"512MiB"``), a
+    :class:`multistat._budget.Budget` or None (the engine's default budget).
+    """
+    try:
+        from multistat._budget import Budget
+    except ImportError:  # until the engine's shared budget (A1, issue 9.3) lands
+        if memory_limit is None:
+            limit = 1 << 30
+        elif isinstance(memory_limit, (int, float)):
+            limit = int(memory_limit)
+        else:
+            units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6,
+                     "gb": 10**9, "b": 1}
+            text = str(memory_limit).strip().lower()
+            unit = next((u for u in units if text.endswith(u)), "")
+            limit = int(float(text[:len(text) - len(unit)]) * units.get(unit, 1))
+        return max(1, int(limit // (max(1, n) * float(bytes_per_value))))
+    return Budget.of(memory_limit).rows(max(1, n) * float(bytes_per_value))
+
+
+def slabbed(func, x, y, kwargs, *, bytes_per_value, memory_limit=None):
+    """``func(x, y, **kwargs)`` (a :class:`TestResult`) computed over slabs of rows.
+
+    One call when everything fits. Otherwise the leading axes are flattened and cut into
+    slabs of :func:`rows_per_slab` rows; the fields (and ``extra`` arrays and the
+    other-level interval ``confidence_interval(level)``) are stacked back into the leading
+    shape. Warnings are collected and each distinct one raised once.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim < 2:
+        return func(x, y, **kwargs)  # the function reports shape problems itself
+    lead, n = x.shape[:-1], x.shape[-1]
+    rows = int(np.prod(lead))
+    step = rows_per_slab(n, bytes_per_value, memory_limit)
+    if rows <= step:
+        return func(x, y, **kwargs)
+    xf, yf = x.reshape(rows, n), y.reshape(rows, n)
+    parts, seen = [], {}
+    for s in range(0, rows, step):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            parts.append(func(xf[s:s + step], yf[s:s + step], **kwargs))
+        for w in caught:
+            seen.setdefault((w.category, str(w.message)), None)
+    for category, message in seen:
+        warnings.warn(message, category, stacklevel=3)
+
+    def stack(values):
+        out = [np.broadcast_to(np.asarray(v), (len(range(s, min(s + step, rows))),))
+               for s, v in zip(range(0, rows, step), values)]
+        return np.concatenate(out).reshape(lead)
+
+    first = parts[0]
+    fields = {f: stack([getattr(p, f) for p in parts])
+              for f in ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n",
+                        "note")}
+    extra = {k: stack([p.extra[k] for p in parts]) for k in first.extra}
+
+    def ci(level):
+        ends = [p.confidence_interval(level) for p in parts]
+        return stack([e[0] for e in ends]), stack([e[1] for e in ends])
+
+    return dataclasses.replace(first, **fields, extra=extra, _ci_fn=ci)
