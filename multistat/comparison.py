@@ -35,9 +35,12 @@ from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
 from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords
 from multistat.significance.parametric import pair_mean_sd
+from multistat.significance.rank import WILCOXON_BYTES_PER_VALUE
 
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
-EFFECT_BYTES_PER_VALUE = 160  # working memory of the effect sizes per pair x metric x instance
+# working memory of the effect sizes per pair x metric x instance: the Hodges-Lehmann
+# interval is the Wilcoxon test's Walsh selection (A2: ~530 bytes a value, measured)
+EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
 EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                                            "hodges_lehmann")
                        for s in ("", "_ci_low", "_ci_high"))

@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from multistat._budget import Budget
+
 
 def rows_per_slab(n: int, bytes_per_value: float, memory_limit=None) -> int:
     """Rows of ``n`` values that fit in ``memory_limit`` at ``bytes_per_value`` (>= 1).
@@ -21,20 +23,6 @@ def rows_per_slab(n: int, bytes_per_value: float, memory_limit=None) -> int:
     ``memory_limit``: bytes, a size string (``"512MiB"``), a
     :class:`multistat._budget.Budget` or None (the engine's default budget).
     """
-    try:
-        from multistat._budget import Budget
-    except ImportError:  # until the engine's shared budget (A1, issue 9.3) lands
-        if memory_limit is None:
-            limit = 1 << 30
-        elif isinstance(memory_limit, (int, float)):
-            limit = int(memory_limit)
-        else:
-            units = {"kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 10**3, "mb": 10**6,
-                     "gb": 10**9, "b": 1}
-            text = str(memory_limit).strip().lower()
-            unit = next((u for u in units if text.endswith(u)), "")
-            limit = int(float(text[:len(text) - len(unit)]) * units.get(unit, 1))
-        return max(1, int(limit // (max(1, n) * float(bytes_per_value))))
     return Budget.of(memory_limit).rows(max(1, n) * float(bytes_per_value))
 
 

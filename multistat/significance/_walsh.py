@@ -6,6 +6,10 @@ The engine behind the Hodges-Lehmann estimate and its distribution-free interval
 ``n(n+1)/2`` averages ``(d_i + d_j)/2, i <= j`` of every row, materialising them for
 small ``n`` and otherwise selecting them over the implicit sorted Walsh matrix in
 O(rows x n) memory. Everything here is a pure function of its arguments (no caches).
+
+Length (a little over 600 lines): this is one algorithm - pivots, exact counts, bracket
+rounds and enumeration over the same implicit-matrix state (:class:`_WalshRows`) - and
+splitting it across modules would only scatter it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ _WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
 #: working memory of the implicit selection per row element (measured peak: ~360 bytes);
 #: rows x n per batch = memory budget / this
 WALSH_BYTES_PER_VALUE = 400
+#: at most this many row elements per batch (larger batches gain nothing: cache-bound)
+_WALSH_BATCH_MAX = 800_000
 _WALSH_SPARSE_CHUNK = None  # rows x n per batch if set (tests); None: from the budget
 _WALSH_THREADS = min(os.cpu_count() or 1, 4)  # threads of the implicit selection
 _WALSH_THREAD_MIN = 200_000  # rows x n from which it uses them
@@ -540,8 +546,9 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         whatever the data (ties included).
     memory_limit : int, str, Budget or None
         Working memory of the implicit selection (about :data:`WALSH_BYTES_PER_VALUE`
-        bytes per row element in flight); None: the engine's default budget
-        (:func:`multistat._budget.default_limit`). The result does not depend on it.
+        bytes per row element in flight, at most 800,000 row elements at once); None: the
+        engine's default budget (:func:`multistat._budget.default_limit`). The result
+        does not depend on it.
 
     Returns
     -------
@@ -598,7 +605,8 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MA
         else:
             from multistat.significance._slabs import rows_per_slab
 
-            fit = rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit)
+            fit = min(rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit),
+                      max(1, _WALSH_BATCH_MAX // n))
         per = max(1, min(-(-rows // workers), fit // workers))
         starts = list(range(0, rows, per))
 

@@ -45,7 +45,7 @@ from multistat.significance.parametric import (
     _scalar,
     _warn,
 )
-from multistat.significance.sign import sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test
 
 __all__ = [
     "EXACT_CI_MAX_N",
@@ -446,10 +446,12 @@ register(TestSpec(
     name="sign", func=sign_test, family="rank", statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
+    bytes_per_value=SIGN_BYTES_PER_VALUE,
 ))
 register(TestSpec(
     name="wilcoxon", func=wilcoxon, family="rank", statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",
+    bytes_per_value=WILCOXON_BYTES_PER_VALUE,
 ))
