@@ -1,0 +1,365 @@
+"""Leaderboard scale (issue 9): multistat beside the scipy reference, one row per study.
+
+Every row runs in a fresh Python process, so its peak resident memory (the child's own
+``ru_maxrss``) belongs to that row alone; the scipy references run in processes of their
+own. Rows (``--rows`` picks some, comma-separated; default all):
+
+==========  =====================================================================
+t           100 systems x 2 metrics x 10,000 instances, ``tests=("t",)`` vs chunked
+            ``scipy.stats.ttest_rel`` (1,000 pairs a chunk); max |difference| of t and p
+wilcoxon    same study, ``tests=("wilcoxon",)`` vs chunked ``scipy.stats.wilcoxon``
+sign        same study, ``tests=("sign",)`` vs ``scipy.stats.binomtest`` per pair
+all5        same study, the five default tests + effect sizes: time and peak RSS
+s300        300 systems x 1 metric x 2,000 instances, defaults: peak RSS
+n2m         2 systems x 2,000,000 instances, defaults: peak RSS
+linear      200 systems x 10 metrics x 50,000 instances, bootstrap (1,000) + t +
+            Wilcoxon at n/4, n/2, n: time and RSS, to show growth linear in n
+rank        (issue 10, engineer F: 100 systems x 10,000 instances, B = 1,000) - add it
+            to ``ROWS`` below
+==========  =====================================================================
+
+A scipy reference that would take longer than ``--ref-budget`` seconds (default 120) is
+timed on the first pairs only and extrapolated linearly in the number of pairs; the
+output says so. ``--quick`` shrinks every study (for checking the script, a minute or
+two); the full run takes several minutes and up to ~4 GiB. Results are also written to
+``benchmarks/results/leaderboard.json`` and ``.md`` (``--out`` to change). Run:
+``.venv/bin/python benchmarks/bench_leaderboard.py [--quick] [--rows t,wilcoxon]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, machine, table
+
+GIB = 2**30
+DECIMALS = [4]  # --decimals (set in main)
+
+
+# ----------------------------------------------------------------------------- studies
+def make_study(S, M, n, seed=0, decimals=4):
+    """Synthetic leaderboard: a shared per-instance difficulty, system offsets spread
+    over 0.2 sd, unit noise; scores rounded to ``decimals`` (as metric scores are
+    printed: differences tie now and then; None: continuous)."""
+    from multistat import cube
+
+    rng = np.random.default_rng(seed)
+    score = np.empty((S, M, n))
+    offsets = np.linspace(0.0, 0.2, S)
+    for m in range(M):  # one metric at a time: no (S, M, n) temporaries
+        base = rng.normal(size=n)
+        for s in range(S):
+            v = base + offsets[s] + rng.normal(size=n)
+            score[s, m] = v if decimals is None else np.round(v, decimals)
+    return cube.make_study({"lb": cube.make_dataset(
+        "lb", score, systems=[f"s{i:03d}" for i in range(S)],
+        metrics=[f"m{j}" for j in range(M)], instances=range(n))})
+
+
+def compare_kwargs(**kw):
+    """Only the keywords this version of ``compare`` takes (``memory_limit`` is new)."""
+    from multistat.comparison import compare
+
+    names = inspect.signature(compare).parameters
+    return {k: v for k, v in kw.items() if k in names}
+
+
+# ----------------------------------------------------------------------------- children
+def child_multistat(spec: dict) -> dict:
+    """One multistat run; writes the table's key columns to ``spec['dump']`` if given."""
+    from multistat.comparison import compare
+
+    S, M, n = spec["S"], spec["M"], spec["n"]
+    study = make_study(S, M, n, decimals=spec.get("decimals"))
+    kw = compare_kwargs(tests=tuple(spec["tests"]) if spec.get("tests") else None,
+                        effect_sizes=spec.get("effect_sizes", False),
+                        n_resamples=spec.get("B", 10_000), seed=0,
+                        memory_limit=spec.get("memory_limit"))
+    if kw.get("tests") is None:
+        kw.pop("tests")
+    t0 = time.perf_counter()
+    tab = compare(study, **kw)
+    wall = time.perf_counter() - t0
+    if spec.get("dump"):
+        keep = ["system_a", "system_b", "metric", "test", "statistic", "p_value", "estimate"]
+        np.savez(spec["dump"], **{c: tab[c].to_numpy() for c in keep})
+    return {"wall_s": wall, "rows": len(tab)}
+
+
+def _pairs_from_dump(path, test):
+    z = np.load(path, allow_pickle=True)
+    keep = z["test"] == test
+    a = np.array([int(s[1:]) for s in z["system_a"][keep]])
+    b = np.array([int(s[1:]) for s in z["system_b"][keep]])
+    m = np.array([int(s[1:]) for s in z["metric"][keep]])
+    return a, b, m, z["p_value"][keep], z["statistic"][keep]
+
+
+def child_reference(spec: dict) -> dict:
+    """scipy on the first ``spec['pairs']`` pair-metrics of multistat's table, in chunks
+    of 1,000 pairs; compares p-values (and t) with multistat's."""
+    from scipy import stats
+
+    S, M, n = spec["S"], spec["M"], spec["n"]
+    X = np.asarray(make_study(S, M, n, decimals=spec.get("decimals"))["lb"].ds["score"]
+                   .values)
+    a, b, m, p_ms, stat_ms = _pairs_from_dump(spec["dump"], spec["test"])
+    k = min(spec.get("pairs") or len(a), len(a))
+    a, b, m, p_ms, stat_ms = a[:k], b[:k], m[:k], p_ms[:k], stat_ms[:k]
+    p_ref = np.empty(k)
+    stat_ref = np.empty(k)
+    t0 = time.perf_counter()
+    for s in range(0, k, 1000):
+        sl = slice(s, s + 1000)
+        x, y = X[a[sl], m[sl]], X[b[sl], m[sl]]
+        if spec["test"] == "t":
+            r = stats.ttest_rel(x, y, axis=-1)
+            p_ref[sl], stat_ref[sl] = r.pvalue, r.statistic
+        elif spec["test"] == "wilcoxon":
+            r = stats.wilcoxon(x, y, axis=-1)  # auto: normal approximation for n > 50
+            p_ref[sl], stat_ref[sl] = r.pvalue, np.nan
+        else:  # sign: counts by numpy, the exact test by scipy, pair by pair
+            pos = np.count_nonzero(x > y, axis=-1)
+            neg = np.count_nonzero(x < y, axis=-1)
+            for i in range(len(pos)):
+                p_ref[s + i] = stats.binomtest(int(pos[i]), int(pos[i] + neg[i])).pvalue
+            stat_ref[sl] = pos
+    wall = time.perf_counter() - t0
+    out = {"wall_s": wall, "pairs_timed": k, "pairs_total": spec["total"],
+           "max_abs_dp": float(np.max(np.abs(p_ref - p_ms))) if k else float("nan")}
+    if spec["test"] != "wilcoxon":  # scipy's two-sided W is min(W+, W-), ours W+
+        out["max_abs_dstat"] = float(np.max(np.abs(stat_ref - stat_ms))) if k else np.nan
+    return out
+
+
+def _child_main(path):
+    spec = json.loads(Path(path).read_text())
+    out = (child_reference if spec["kind"] == "reference" else child_multistat)(spec)
+    import resource
+
+    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def run_child(spec: dict, tmp: Path, timeout: float | None = None) -> dict:
+    """``spec`` in a fresh interpreter; its JSON answer (with its own peak RSS)."""
+    spec = {"decimals": DECIMALS[0], **spec}
+    path = tmp / f"spec-{time.monotonic_ns()}.json"
+    path.write_text(json.dumps(spec))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, __file__, "--_child", str(path)], check=False,
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
+    if proc.returncode:
+        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- rows
+def _versus_scipy(name, test, target, S, M, n, args, tmp):
+    dump = str(tmp / f"{name}.npz")
+    ms = run_child({"kind": "multistat", "S": S, "M": M, "n": n, "tests": [test],
+                    "dump": dump, "memory_limit": args.memory_limit}, tmp)
+    row = {"row": name, "study": f"{S}x{M}x{n:,}", "what": f'tests=("{test}",)',
+           "multistat_s": ms.get("wall_s"), "multistat_rss_mib": ms.get("peak_rss_mib"),
+           "target": target}
+    if "error" in ms:
+        row["note"] = f"multistat failed: {ms['error']}"
+        return row
+    total = S * (S - 1) // 2 * M
+    # pilot on a few pairs, then as many as fit in the reference budget
+    pilot = run_child({"kind": "reference", "S": S, "M": M, "n": n, "test": test,
+                       "dump": dump, "pairs": min(total, 200), "total": total}, tmp)
+    per_pair = pilot["wall_s"] / max(pilot["pairs_timed"], 1)
+    k = total if per_pair * total <= args.ref_budget else max(
+        200, int(args.ref_budget / max(per_pair, 1e-9)))
+    ref = pilot if k <= pilot["pairs_timed"] else run_child(
+        {"kind": "reference", "S": S, "M": M, "n": n, "test": test, "dump": dump,
+         "pairs": k, "total": total}, tmp)
+    ref_s = ref["wall_s"] * total / ref["pairs_timed"]
+    row.update(reference=f"chunked scipy ({test})" if test != "sign"
+               else "scipy.stats.binomtest per pair",
+               reference_s=ref_s, speedup=ref_s / ms["wall_s"],
+               max_abs_dp=ref["max_abs_dp"], max_abs_dstat=ref.get("max_abs_dstat"))
+    if ref["pairs_timed"] < total:
+        row["note"] = (f"scipy timed on {ref['pairs_timed']:,} of {total:,} pair-metrics, "
+                       "extrapolated linearly")
+    return row
+
+
+def _multistat_only(name, what, S, M, n, args, tmp, target, **spec):
+    ms = run_child({"kind": "multistat", "S": S, "M": M, "n": n,
+                    "memory_limit": args.memory_limit, **spec}, tmp)
+    row = {"row": name, "study": f"{S}x{M}x{n:,}", "what": what,
+           "multistat_s": ms.get("wall_s"), "multistat_rss_mib": ms.get("peak_rss_mib"),
+           "target": target}
+    if "error" in ms:
+        row["note"] = f"failed: {ms['error']}"
+    return row
+
+
+def row_t(args, tmp):
+    S, M, n = args.size(100, 2, 10_000)
+    return [_versus_scipy("t", "t", ">= 50x faster, same numbers to 1e-10", S, M, n, args,
+                          tmp)]
+
+
+def row_wilcoxon(args, tmp):
+    S, M, n = args.size(100, 2, 10_000)
+    return [_versus_scipy("wilcoxon", "wilcoxon", ">= 2x faster, same p-values", S, M, n,
+                          args, tmp)]
+
+
+def row_sign(args, tmp):
+    S, M, n = args.size(100, 2, 10_000)
+    return [_versus_scipy("sign", "sign", "(issue table: 15 s, 6 GB before)", S, M, n,
+                          args, tmp)]
+
+
+def row_all5(args, tmp):
+    S, M, n = args.size(100, 2, 10_000)
+    return [_multistat_only("all5", "5 default tests + effect sizes, B=10,000", S, M, n,
+                            args, tmp, "peak RSS <= 3 GiB", effect_sizes=True)]
+
+
+def row_s300(args, tmp):
+    S, M, n = args.size(300, 1, 2_000)
+    return [_multistat_only("s300", "defaults (5 tests + effect sizes)", S, M, n, args, tmp,
+                            "completes, peak RSS <= 3 GiB", effect_sizes=True)]
+
+
+def row_n2m(args, tmp):
+    S, M, n = args.size(2, 1, 2_000_000, systems=1, instances=500)
+    return [_multistat_only("n2m", "defaults (5 tests + effect sizes)", S, M, n, args, tmp,
+                            "completes, peak RSS <= 4 GiB", effect_sizes=True)]
+
+
+def row_linear(args, tmp):
+    S, M, n = args.size(200, 10, 50_000, metrics=5, instances=25)
+    rows = []
+    for frac in (4, 2, 1):
+        rows.append(_multistat_only(
+            "linear", "bootstrap(B=1,000) + t + wilcoxon", S, M, n // frac, args, tmp,
+            "completes, RSS <= 4 GiB, time linear in n", tests=["bootstrap", "t", "wilcoxon"],
+            B=1000))
+    base = rows[-1].get("multistat_s")
+    for r, frac in zip(rows, (4, 2, 1)):
+        if base and r.get("multistat_s"):
+            r["note"] = (f"time / time(n) = {r['multistat_s'] / base:.2f} "
+                         f"(linear: {1 / frac:.2f})")
+    return rows
+
+
+#: row name -> function(args, tmp) -> list of result rows. Issue 10 (engineer F) adds
+#: "rank": 100 systems x 10,000 instances, B = 1,000, here.
+ROWS = {
+    "t": row_t,
+    "wilcoxon": row_wilcoxon,
+    "sign": row_sign,
+    "all5": row_all5,
+    "s300": row_s300,
+    "n2m": row_n2m,
+    "linear": row_linear,
+}
+
+
+# ----------------------------------------------------------------------------- output
+#: multistat_s: wall seconds of the compare() call (study built, imports done);
+#: multistat_rss_mib: the child process's peak RSS (study included); speedup:
+#: reference_s / multistat_s; max_abs_dp / max_abs_dstat: largest |difference| from scipy
+#: over the pair-metrics the reference ran (Wilcoxon: scipy's two-sided statistic is
+#: min(W+, W-), multistat's W+, so only p-values are compared)
+COLS = ["row", "study", "what", "multistat_s", "multistat_rss_mib", "reference",
+        "reference_s", "speedup", "max_abs_dp", "max_abs_dstat", "target", "note"]
+
+
+def markdown(rows, header) -> str:
+    def cell(key, v):
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:,.0f}" if key.endswith("_mib") else f"{v:.3g}"
+        return str(v).replace("|", "\\|")
+
+    lines = [f"# Leaderboard benchmark\n\n{header}\n",
+             "| " + " | ".join(COLS) + " |", "|" + "---|" * len(COLS)]
+    lines += ["| " + " | ".join(cell(c, r.get(c)) for c in COLS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(out_dir: Path, rows, header, quick):
+    from multistat._atomic import write_text
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = "leaderboard-quick" if quick else "leaderboard"
+    write_text(out_dir / f"{stem}.json",
+               json.dumps({"header": header, "rows": rows}, indent=1, default=float) + "\n")
+    write_text(out_dir / f"{stem}.md", markdown(rows, header))
+    return out_dir / f"{stem}.md"
+
+
+class Sizes(argparse.Namespace):
+    def size(self, S, M, n, *, systems=5, metrics=1, instances=5):
+        """The row's study, shrunk by ``--quick`` (by default systems / 5, instances / 5)."""
+        if not self.quick:
+            return S, M, n
+        return max(2, S // systems), max(1, M // metrics), max(50, n // instances)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", default=",".join(ROWS),
+                   help=f"comma-separated subset of: {', '.join(ROWS)}")
+    p.add_argument("--quick", action="store_true",
+                   help="studies shrunk (systems / 5, instances / 5 to / 50): a check of "
+                        "the script, a few minutes")
+    p.add_argument("--ref-budget", type=float, default=120.0,
+                   help="seconds a scipy reference may take before it is extrapolated")
+    p.add_argument("--memory-limit", default=None,
+                   help="passed to compare(memory_limit=...) when compare takes it")
+    p.add_argument("--decimals", default="4",
+                   help="round the synthetic scores to this many decimals ('none': "
+                        "continuous); ties make the rank tests' work heavier")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"),
+                   help="folder for leaderboard.json/.md")
+    p.add_argument("--_child", help=argparse.SUPPRESS)
+    args = p.parse_args(argv, namespace=Sizes())
+    if args._child:
+        return _child_main(args._child)
+    DECIMALS[0] = None if str(args.decimals).lower() == "none" else int(args.decimals)
+    names = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in names if r not in ROWS]
+    if unknown:
+        p.error(f"unknown row(s) {', '.join(unknown)}; choose from {', '.join(ROWS)}")
+    header = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
+              f"{'QUICK (studies shrunk)' if args.quick else 'full sizes'}; scores "
+              f"rounded to {DECIMALS[0]} decimals; peak RSS per row in a fresh process")
+    print(header, flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="multistat-bench-") as tmp:
+        for name in names:
+            t0 = time.perf_counter()
+            got = ROWS[name](args, Path(tmp))
+            rows.extend(got)
+            for r in got:
+                print(f"  {name}: {json.dumps(r, default=float)}  "
+                      f"[{time.perf_counter() - t0:.0f} s]", flush=True)
+    print(table(rows, [c for c in COLS if any(r.get(c) is not None for r in rows)]))
+    path = write_results(Path(args.out), rows, header, args.quick)
+    print(f"written: {path} (and .json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
