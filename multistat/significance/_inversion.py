@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 
 def _k(alpha: float, b: int, two_sided: bool) -> int:
@@ -66,19 +65,14 @@ def bootstrap_basic_interval(est, dist, *, alternative: str, confidence_level: f
 
 
 def _sign_p(n_pos, n_neg, alternative):
-    """Exact sign-test p-value from the counts (binomial, p0 = 1/2, zeros dropped)."""
+    """Exact sign-test p-value from the counts (binomial, p0 = 1/2, zeros dropped): the
+    sign test's own :func:`~multistat.significance._binomial.binom_half_pvalue`, so the
+    interval's acceptance decisions use the very p-value the test reports."""
+    from multistat.significance._binomial import binom_half_pvalue
+
     n_pos = np.asarray(n_pos)
-    n_neg = np.asarray(n_neg)
-    m = n_pos + n_neg
-    p_ge = stats.binom.sf(n_pos - 1, m, 0.5)  # P(X >= n_pos)
-    p_le = stats.binom.cdf(n_pos, m, 0.5)
-    if alternative == "greater":
-        p = p_ge
-    elif alternative == "less":
-        p = p_le
-    else:
-        p = np.minimum(1.0, 2 * np.minimum(p_ge, p_le))
-    return np.where(m > 0, p, 1.0)
+    m = n_pos + np.asarray(n_neg)
+    return np.where(m > 0, binom_half_pvalue(n_pos, m, alternative), 1.0)
 
 
 def _acceptance_hull(values, accept_at, accept_between):
