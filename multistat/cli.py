@@ -538,9 +538,17 @@ def main(argv=None) -> int:
 
     An unexpected exception (a bug) is one line too, with exit status 1; set
     ``MULTISTAT_TRACEBACK=1`` to see its traceback."""
+    import warnings
+
     args = list(sys.argv[1:] if argv is None else argv)
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        typer.echo(f"multistat: warning: {cli_message(message, args)}", err=True)
+
     try:
-        app(args=args, standalone_mode=False, prog_name="multistat")
+        with warnings.catch_warnings():
+            warnings.showwarning = show_warning  # one line per warning, no source line
+            app(args=args, standalone_mode=False, prog_name="multistat")
     except MultistatError as exc:
         _fail(cli_message(exc, args))
     except (click.exceptions.UsageError, _TyperUsageError) as exc:
