@@ -14,8 +14,9 @@ s300        300 systems x 1 metric x 2,000 instances, defaults: peak RSS
 n2m         2 systems x 2,000,000 instances, defaults: peak RSS
 linear      200 systems x 10 metrics x 50,000 instances, bootstrap (1,000) + t +
             Wilcoxon at n/4, n/2, n: time and RSS, to show growth linear in n
-rank        (issue 10, engineer F: 100 systems x 10,000 instances, B = 1,000) - add it
-            to ``ROWS`` below
+rank        (issue 10) 100 systems x 1 metric x 10,000 instances, B = 1,000:
+            ``multistat.rank`` (bootstrap decisions, clusters, rank ranges and rank
+            intervals) beside the bootstrap it reuses, ``compare(tests=("bootstrap",))``
 ==========  =====================================================================
 
 A scipy reference that would take longer than ``--ref-budget`` seconds (default 120) is
@@ -85,10 +86,16 @@ def child_multistat(spec: dict) -> dict:
     kw = compare_kwargs(tests=tuple(spec["tests"]) if spec.get("tests") else None,
                         effect_sizes=spec.get("effect_sizes", False),
                         n_resamples=spec.get("B", 10_000), seed=0,
-                        memory_limit=spec.get("memory_limit"))
+                        memory_limit=spec.get("memory_limit"),
+                        ci_method=spec.get("ci_method", "bca"))
     if kw.get("tests") is None:
         kw.pop("tests")
     t0 = time.perf_counter()
+    if spec.get("fn") == "rank":  # issue 10: the leaderboard on the same plan
+        from multistat.ranking import rank
+
+        tab = rank(study, n_resamples=spec.get("B", 10_000), seed=0)
+        return {"wall_s": time.perf_counter() - t0, "rows": len(tab)}
     tab = compare(study, **kw)
     wall = time.perf_counter() - t0
     if spec.get("dump"):
@@ -261,8 +268,30 @@ def row_linear(args, tmp):
     return rows
 
 
-#: row name -> function(args, tmp) -> list of result rows. Issue 10 (engineer F) adds
-#: "rank": 100 systems x 10,000 instances, B = 1,000, here.
+def row_rank(args, tmp):
+    """rank() beside the bootstrap compare it reuses (same study, plan and B)."""
+    S, M, n = args.size(100, 1, 10_000)
+    common = {"kind": "multistat", "S": S, "M": M, "n": n, "B": 1000,
+              "memory_limit": args.memory_limit}
+    # the bootstrap rank runs: percentile intervals (rank shows no pair intervals)
+    boot = run_child({**common, "tests": ["bootstrap"], "ci_method": "percentile"}, tmp)
+    rk = run_child({**common, "fn": "rank"}, tmp)
+    row = {"row": "rank", "study": f"{S}x{M}x{n:,}",
+           "what": "rank(): bootstrap decisions (Holm), clusters, rank ranges, rank "
+                   "intervals, B=1,000",
+           "multistat_s": rk.get("wall_s"), "multistat_rss_mib": rk.get("peak_rss_mib"),
+           "reference": 'compare(tests=("bootstrap",), B=1,000, ci_method="percentile")',
+           "reference_s": boot.get("wall_s"),
+           "target": "about the cost of the bootstrap it reuses"}
+    if "error" in rk or "error" in boot:
+        row["note"] = f"failed: {rk.get('error') or boot.get('error')}"
+    else:
+        row["speedup"] = boot["wall_s"] / rk["wall_s"]
+        row["note"] = f"rank / bootstrap = {rk['wall_s'] / boot['wall_s']:.2f}"
+    return [row]
+
+
+#: row name -> function(args, tmp) -> list of result rows
 ROWS = {
     "t": row_t,
     "wilcoxon": row_wilcoxon,
@@ -271,6 +300,7 @@ ROWS = {
     "s300": row_s300,
     "n2m": row_n2m,
     "linear": row_linear,
+    "rank": row_rank,
 }
 
 
