@@ -70,7 +70,7 @@ def parse_blocks(text: str):
 
 def _line_matches(pattern: str, line: str) -> bool:
     parts = [re.escape(p) for p in pattern.split("...")]
-    return re.fullmatch(".*".join(parts), line, flags=re.S) is not None
+    return re.fullmatch(".*".join(parts), line, flags=re.DOTALL) is not None
 
 
 def output_matches(expected: list[str], actual: list[str]) -> bool:

@@ -9,6 +9,7 @@ standardized effect solving it), numpy for the standard deviation of the differe
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -82,7 +83,7 @@ def test_adjacent_pairs_follow_the_leaderboard(results, study):
     for metric in METRICS:
         order = lb[lb["metric"] == metric]["system"].tolist()
         got = det[det["metric"] == metric][["system_a", "system_b"]]
-        assert [tuple(x) for x in got.to_numpy()] == list(zip(order[:-1], order[1:]))
+        assert [tuple(x) for x in got.to_numpy()] == list(itertools.pairwise(order))
 
 
 def test_power_curves_match_statsmodels(results, study):
