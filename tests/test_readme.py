@@ -248,9 +248,11 @@ def test_readme_demo_numbers_are_the_committed_report():
     pairwise = (tables / "pairwise_newstest__sent_bleu.md").read_text(encoding="utf-8")
     row = next(ln for ln in pairwise.splitlines() if ln.startswith("| sys-i | sys-j |"))
     p_adj = float(row.split("|")[7])
-    m = re.search(r"not separated by 600 sentences \(Holm-adjusted p = ([0-9.]+)\)", text)
+    m = re.search(r"not\s+separated\s+by\s+600\s+sentences\s+\(Holm-adjusted\s+p\s+=\s+"
+                  r"([0-9.]+)\)", text)
     assert m and float(m.group(1)) == round(p_adj, 2)
     metrics = json.loads((ROOT / "reports" / "metrics.json").read_text(encoding="utf-8"))
     mde = metrics["results"]["newstest"]["sent_bleu"]["mde"]
-    m = re.search(r"differences smaller than ([0-9.]+) BLEU points are not detectable", text)
+    m = re.search(r"differences\s+smaller\s+than\s+([0-9.]+)\s+BLEU\s+points\s+are\s+not\s+"
+                  r"detectable", text)
     assert m and m.group(1) == f"{mde:.3g}"
