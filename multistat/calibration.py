@@ -53,7 +53,7 @@ ALPHA = 0.05
 CONFIDENCE = 0.95
 DISTRIBUTIONS = ("normal", "skewed", "heavy", "likert", "binary", "bleu")
 SIZES = (20, 50, 200)
-CI_METHODS = ("bca", "percentile", "studentized")
+CI_METHODS = ("basic", "bca", "percentile", "studentized")
 COLUMNS = ("kind", "test", "method", "distribution", "n", "replicates", "nominal", "rate",
            "se_binomial", "se_cluster", "lower_3se", "upper_3se", "verdict", "reason",
            "n_resamples", "seed")

@@ -312,7 +312,9 @@ def compare_cmd(
              "scheduler and its workers exchange pickled tasks: use only a scheduler you "
              "trust, on a network you trust)")] =
     "threads",
-    ci_method: Annotated[str, typer.Option(help="bca | percentile | studentized")] = "bca",
+    ci_method: Annotated[str, typer.Option(
+        help="bootstrap interval: basic (default; inverts the p-value, so decision and "
+             "interval agree) | bca | percentile | studentized")] = "basic",
     bootstrap_pvalue: Annotated[str, typer.Option(
         help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
     power: Annotated[float | None, typer.Option(

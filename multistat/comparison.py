@@ -149,7 +149,7 @@ def _rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
 def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
             datasets=None, alternative="two-sided", null_value=0.0, alpha=0.05,
             confidence_level=None, n_resamples=10_000, seed=0, correction="holm",
-            family=None, scheduler="threads", n_chunks=None, ci_method="bca",
+            family=None, scheduler="threads", n_chunks=None, ci_method="basic",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
             return_systems=False, equivalence_margin=None, memory_limit=None,
             test_options=None, mde_power=0.8, _system_sink=None, cluster=None):
@@ -189,7 +189,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     scheduler : ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
         address (``"tcp://..."``) or a ``distributed.Client``
     n_chunks : dask tasks per resampling run (default one per block of 1000 resamples)
-    ci_method : bootstrap interval: ``"bca"``, ``"percentile"``, ``"studentized"``
+    ci_method : bootstrap interval: ``"basic"`` (default; the inversion of the shifted
+        p-value, so ``reject`` and the interval agree), ``"bca"``, ``"percentile"``,
+        ``"studentized"``
     bootstrap_pvalue : ``"shifted"`` (correct, default), ``"berg-kirkpatrick"`` or
         ``"sacrebleu"`` (compatibility; warns)
     effect_sizes : add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals
@@ -433,6 +435,11 @@ def _runs_cluster_note(spec, n_runs, slab) -> str:
 
 def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
     X = score[:, ms][:, :, valid]  # (S, M, n)
+    if kind != "corpus" and X.size and np.max(np.abs(X)) > 8.9e307:
+        # some a - b may overflow: the largest difference over systems tells (issue 13.3)
+        from multistat.significance._base import overflow_check
+
+        overflow_check(X.max(0), X.min(0), where=f" in dataset {name!r}")
     corpus = None
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
     clusters = None

@@ -339,9 +339,16 @@ def _TaskTicks(progress, n_resamples):  # noqa: N802 - a class factory (lazy das
 
 
 # ----------------------------------------------------------------------------- p-values
-def _tolerance(observed) -> np.ndarray:
-    # ties with the observed statistic count as "as extreme" (scipy permutation_test)
-    return 1e-12 * np.maximum(1.0, np.abs(observed))
+def _tolerance(observed, null=None) -> np.ndarray:
+    """Ties with the observed statistic count as "as extreme" (scipy permutation_test):
+    within 1e-12 of the scale of the statistic, max(|observed|, max |null|) -- relative,
+    so that p-values do not depend on the units of the scores (issue 13.3)."""
+    scale = np.abs(observed)
+    if null is not None:
+        with np.errstate(invalid="ignore"):
+            m = np.max(np.abs(null), axis=0)
+        scale = np.maximum(scale, np.where(np.isfinite(m), m, 0.0))
+    return 1e-12 * scale
 
 
 def pvalues_from_null(null: np.ndarray, observed: np.ndarray, alternative: str, *,
@@ -357,7 +364,7 @@ def pvalues_from_null(null: np.ndarray, observed: np.ndarray, alternative: str, 
     less Monte Carlo error. For an exact enumeration (the observed arrangement is in
     ``null``) no +1 is added.
     """
-    tol = _tolerance(observed)
+    tol = _tolerance(observed, null)
     b = null.shape[0]
     add = 0 if exact else 1
     if alternative == "two-sided" and symmetric:

@@ -15,8 +15,6 @@ ALPHA = 0.05
 # tests whose interval is not yet the inversion of their p-value; strict xfail: the test
 # fails (XPASS) as soon as one of them agrees, so this list cannot go stale
 NOT_YET = {
-    "bootstrap": "default interval is BCa, not the basic interval the shifted p inverts",
-    "mcnemar": "Newcombe interval is not the inversion of the exact conditional test",
 }
 
 

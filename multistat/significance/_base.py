@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from multistat.errors import ParameterError
+from multistat.errors import DataValidationError, ParameterError
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,12 @@ def get_test(name: str) -> TestSpec:
         ) from None
 
 
-def as_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
-    """Validate paired input: same shape, at least one instance, float64."""
+def as_pairs(x, y, *, overflow: str = "raise") -> tuple[np.ndarray, np.ndarray]:
+    """Validate paired input: same shape, at least one instance, float64.
+
+    ``overflow="raise"``: finite scores whose difference ``x - y`` overflows the float
+    range (scores near +-1.8e308) raise a :class:`DataValidationError` saying so;
+    ``"allow"`` leaves it to the caller (the t test rescales and notes it)."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape:
@@ -196,4 +200,18 @@ def as_pairs(x, y) -> tuple[np.ndarray, np.ndarray]:
         )
     if x.ndim == 0 or x.shape[-1] < 1:
         raise ParameterError("paired samples need at least one instance on the last axis")
+    if overflow == "raise":
+        overflow_check(x, y)
     return x, y
+
+
+def overflow_check(x, y, where: str = "") -> None:
+    """Raise if ``x - y`` overflows for finite ``x`` and ``y`` (issue 13.3)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = np.isinf(x - y) & np.isfinite(x) & np.isfinite(y)
+    if bad.any():
+        big = float(np.max(np.abs(np.where(bad, x, 0.0))))
+        raise DataValidationError(
+            f"overflow{where}: the difference a - b of {int(bad.sum())} score pair(s) "
+            f"exceeds the float range (|scores| up to {big:.3g}); rescale the scores "
+            f"(e.g. divide by 1e300) -- the tests do not depend on the units")

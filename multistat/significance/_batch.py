@@ -89,7 +89,7 @@ class Context:
     seed: Any = 0
     scheduler: Any = "threads"
     n_chunks: int | None = None
-    ci_method: str = "bca"
+    ci_method: str = "basic"
     bootstrap_pvalue: str = "shifted"
     budget: Budget = field(default_factory=lambda: Budget.of(None))
     options: Mapping = field(default_factory=dict)

@@ -214,3 +214,93 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     low = np.where(anyacc, value(f, "low"), np.nan)
     high = np.where(anyacc, value(g, "high"), np.nan)
     return low, high
+
+
+def _binom_pmf(k, m, p):
+    """Binomial pmf from log-gamma (scipy's boost pmf raises OverflowError for p within a
+    few ulps of 0 or 1, which the bisection below reaches)."""
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    with np.errstate(all="ignore"):
+        return np.exp(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
+                      + xlogy(k, p) + xlog1py(m - k, -p))
+
+
+def _binom_general_p(b, m, pi0, alternative, method, correction):
+    """McNemar's p-value generalised from pi0 = 1/2 to any pi0 = P(b | discordant):
+    exact / mid-p binomial tails, or the score z with McNemar's continuity correction;
+    at pi0 = 1/2 each equals the test's own p-value."""
+    if method in ("exact", "midp"):
+        half = 0.5 * _binom_pmf(b, m, pi0) if method == "midp" else 0.0
+        ge = stats.binom.sf(b - 1, m, pi0) - half
+        le = stats.binom.cdf(b, m, pi0) - half
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sd = np.sqrt(m * pi0 * (1 - pi0))
+            dev = b - m * pi0
+            if alternative == "two-sided":
+                num = np.maximum(np.abs(dev) - (0.5 if correction else 0.0), 0.0)
+                return np.minimum(1.0, 2 * stats.norm.sf(num / sd))
+            cc = (0.5 if alternative == "greater" else -0.5) if correction else 0.0
+            z = (dev - cc) / sd
+        ge, le = stats.norm.sf(z), stats.norm.cdf(z)
+    if alternative == "greater":
+        return np.minimum(ge, 1.0)
+    if alternative == "less":
+        return np.minimum(le, 1.0)
+    return np.minimum(1.0, 2 * np.minimum(ge, le))
+
+
+def mcnemar_interval(b, c, n, *, alternative: str, confidence_level: float,
+                     method: str = "exact", correction: bool = False):
+    """Interval for the accuracy difference that inverts McNemar's test.
+
+    McNemar's test is the test of ``pi = 1/2`` for ``pi = P(a right | discordant)``, given
+    the ``m = b + c`` discordant items; its interval is the set of ``pi0`` the same test
+    (exact: Clopper-Pearson; mid-p; score: Wilson, with continuity correction if the test
+    has it) does not reject, mapped to the accuracy difference
+    ``delta = (m / n)(2 pi - 1)`` (conditional on the observed discordant share). The ends
+    are found by bisection to adjacent floats (the p-value is monotone on either side of
+    ``b / m``), so the interval excludes 0 exactly when ``p <= alpha``. ``m = 0`` gives
+    ``[0, 0]`` (p = 1).
+    """
+    b = np.asarray(b, dtype=float)
+    m = b + np.asarray(c, dtype=float)
+    alpha = 1.0 - confidence_level
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hat = np.where(m > 0, b / np.where(m > 0, m, 1), 0.5)
+
+    def accepted(pi0):
+        from scipy import special
+
+        with special.errstate(all="ignore"), np.errstate(all="ignore"):
+            p = _binom_general_p(b, m, pi0, alternative, method, correction)
+        return _accept(p, alpha) | (m == 0)
+
+    def end(lo, hi, lower):
+        # invariant: the accepted side is ``hi`` for the lower end, ``lo`` for the upper
+        for _ in range(1200):
+            mid = lo + (hi - lo) / 2
+            done = (mid <= lo) | (mid >= hi)
+            if np.all(done):
+                break
+            acc = accepted(mid)
+            if lower:
+                hi = np.where(~done & acc, mid, hi)
+                lo = np.where(~done & ~acc, mid, lo)
+            else:
+                lo = np.where(~done & acc, mid, lo)
+                hi = np.where(~done & ~acc, mid, hi)
+        return hi if lower else lo
+
+    zero, one = np.zeros(b.shape), np.ones(b.shape)
+    pi_lo = np.where(accepted(zero), zero, end(zero, hat, True))
+    pi_hi = np.where(accepted(one), one, end(hat, one, False))
+    share = m / float(n)
+    low = share * (2 * pi_lo - 1)
+    high = share * (2 * pi_hi - 1)
+    if alternative == "greater":
+        high = np.full(b.shape, np.inf)
+    elif alternative == "less":
+        low = np.full(b.shape, -np.inf)
+    return low, high

@@ -9,6 +9,7 @@ from multistat._validation import check_choice, check_probability
 from multistat.errors import ParameterError, ParameterTypeError, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, register
 from multistat.significance._binomial import binom_half_pvalue
+from multistat.significance._inversion import mcnemar_interval
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
@@ -232,8 +233,15 @@ def _from_counts(b, c, n11, n, alternative, confidence_level, method, correction
     estimate = (b - c) / n
 
     def interval(level):
-        low, high = paired_proportion_interval(n11, b, c, n00, confidence_level=level,
-                                               alternative=alternative)
+        # the inversion of this very test (issue 13.4): reject <=> 0 outside the interval;
+        # Newcombe's interval stays available as paired_proportion_interval
+        low, high = mcnemar_interval(b, c, n, alternative=alternative,
+                                     confidence_level=level, method=method,
+                                     correction=bool(correction))
+        if np.any(none):  # no discordant pairs: the test has no data (p = 1); Newcombe's
+            nlo, nhi = paired_proportion_interval(  # interval, which contains 0
+                n11, b, c, n00, confidence_level=level, alternative=alternative)
+            low, high = np.where(none, nlo, low), np.where(none, nhi, high)
         return _scalar(low), _scalar(high)
 
     low, high = interval(confidence_level)

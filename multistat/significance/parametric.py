@@ -25,7 +25,7 @@ __all__ = ["paired_t"]
 
 
 # ----------------------------------------------------------------------------- helpers
-def _check_common(x, y, alternative, null_value, confidence_level):
+def _check_common(x, y, alternative, null_value, confidence_level, overflow="raise"):
     """Validate the shared keywords and the paired input; return cleaned values.
 
     Returns ``x, y, alternative, null_value, confidence_level`` with ``x``, ``y`` float64
@@ -34,7 +34,7 @@ def _check_common(x, y, alternative, null_value, confidence_level):
     alternative = check_alternative(alternative)
     null_value = check_real("null_value", null_value)
     confidence_level = check_probability("confidence_level", confidence_level)
-    x, y = as_pairs(x, y)
+    x, y = as_pairs(x, y, overflow=overflow)
     bad = ~(np.isfinite(x) & np.isfinite(y))
     if bad.any():
         raise DataValidationError(
@@ -87,10 +87,32 @@ def _one_sided_ends(low, high, alternative):
     return low, high
 
 
-def _constant_rows(d: np.ndarray) -> np.ndarray:
-    """Rows whose differences are all equal (up to rounding of the subtraction)."""
-    scale = np.max(np.abs(d), axis=-1)
-    return np.ptp(d, axis=-1) <= 8 * np.finfo(np.float64).eps * scale
+#: "constant" means zero variance relative to the scale of the data: sd of the differences
+#: at most this times max |score| (issue 13.3), not exact equality -- a - (a - 0.1) in
+#: floating point varies by a few ulps of |a|
+CONSTANT_RTOL = 1e-12
+
+
+def _row_scale(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """max(|x|, |y|) per row (1 where it is 0 or not finite): the scale the tests divide
+    by, so that p-values do not depend on the units (1e-300 or 1e300 alike)."""
+    with np.errstate(invalid="ignore"):
+        s = np.maximum(np.max(np.abs(x), axis=-1), np.max(np.abs(y), axis=-1))
+    return np.where((s > 0) & np.isfinite(s), s, 1.0)
+
+
+def _constant_rows(d: np.ndarray, scale=None) -> np.ndarray:
+    """Rows whose differences have zero variance relative to ``scale`` (default
+    ``max |d|``; the tests pass ``max(|x|, |y|)``): ``sd <= CONSTANT_RTOL * scale``,
+    computed on ``d / scale`` so that neither tiny nor huge scores underflow or overflow."""
+    if scale is None:
+        scale = np.max(np.abs(d), axis=-1)
+        scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+    if d.shape[-1] < 2:
+        return np.zeros(d.shape[:-1], dtype=bool)
+    with np.errstate(invalid="ignore", over="ignore"):
+        sd = (d / np.asarray(scale)[..., None]).std(axis=-1, ddof=1)
+    return sd <= CONSTANT_RTOL
 
 
 # ----------------------------------------------------------------------------- t test
@@ -142,32 +164,44 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     True
     """
     x, y, alternative, null_value, confidence_level = _check_common(
-        x, y, alternative, null_value, confidence_level)
-    diff = x - y
-    n = diff.shape[-1]
-    shape = diff.shape[:-1]
+        x, y, alternative, null_value, confidence_level, overflow="allow")
+    # scale-free (issue 13.3): everything is computed on the scores divided by
+    # s = max(|x|, |y|) per row, so 1e-300 or 1e300 times the data give the same t and p,
+    # and a - b cannot overflow; estimate and interval are multiplied back by s
+    scale = _row_scale(x, y)
+    sc = scale[..., None]
+    diff_s = x / sc - y / sc
+    n = diff_s.shape[-1]
+    shape = diff_s.shape[:-1]
     notes = _notes(shape)
-    mean = diff.mean(axis=-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        overflow = np.any(np.isinf(x - y) & np.isfinite(x) & np.isfinite(y), axis=-1)
+    mean_s = diff_s.mean(axis=-1)
     if n < 2:
         small = np.ones(shape, dtype=bool)
         const = np.zeros(shape, dtype=bool)
-        sd = np.full(shape, np.nan)
+        sd_s = np.full(shape, np.nan)
     else:
         small = np.zeros(shape, dtype=bool)
-        sd = diff.std(axis=-1, ddof=1)
-        const = _constant_rows(diff)
+        sd_s = diff_s.std(axis=-1, ddof=1)
+        const = sd_s <= CONSTANT_RTOL  # relative to max |score| (= 1 after scaling)
     bad = small | const
     _add_note(notes, small, "fewer than 2 pairs: t test undefined")
     _add_note(notes, const & ~small,
-              "all differences are equal (sd = 0): t statistic undefined")
+              "all differences are equal (sd = 0 relative to the scores: sd <= 1e-12 x "
+              "max |score|): t statistic undefined")
+    _add_note(notes, overflow, "overflow: a - b exceeds the float range; the test uses "
+              "rescaled scores, the estimate and interval overflow to +-inf")
     _warn(small, SmallSampleWarning, "paired t test: fewer than 2 pairs, result is NaN")
     _warn(const & ~small, ConstantInputWarning,
-          "paired t test: all differences are equal (sd = 0), result is NaN")
+          "paired t test: all differences are equal (sd <= 1e-12 x max |score|), result "
+          "is NaN")
 
     df = n - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        se = np.where(bad, np.nan, sd / np.sqrt(n))
-        t = (mean - null_value) / se
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        se_s = np.where(bad, np.nan, sd_s / np.sqrt(n))
+        t = (mean_s - null_value / scale) / se_s
+        mean = mean_s * scale
     if alternative == "greater":
         p = stats.t.sf(t, df) if df > 0 else np.full(shape, np.nan)
     elif alternative == "less":
@@ -180,7 +214,8 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         if df < 1:
             return _one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan), alternative)
         q = stats.t.isf(_interval_quantile(level, alternative), df)
-        low, high = mean - q * se, mean + q * se
+        with np.errstate(over="ignore", invalid="ignore"):
+            low, high = (mean_s - q * se_s) * scale, (mean_s + q * se_s) * scale
         low, high = _one_sided_ends(low, high, alternative)
         return _scalar(low), _scalar(high)
 
@@ -236,29 +271,31 @@ def pair_mean_sd(slab, ia, ib):
     gaa = G[:, ia, ia].T
     gbb = G[:, ib, ib].T
     gab = G[:, ia, ib].T
-    ss = gaa + gbb - 2.0 * gab
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # huge scores: the caller reroutes
+        ss = gaa + gbb - 2.0 * gab
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ill = ~(ss * GRAM_KAPPA_MAX > gaa + gbb + 2.0 * np.abs(gab))
         ill |= ~(np.abs(mean) * MEAN_KAPPA_MAX > np.abs(mu[ia]) + np.abs(mu[ib]))
         sd = np.sqrt(np.maximum(ss, 0.0) / (n - 1))
     rows = np.flatnonzero(ill.any(axis=1))
     if rows.size:
         d = slab.scores[ia[rows]] - slab.scores[ib[rows]]  # (r, M, n)
-        mean[rows] = np.where(ill[rows], d.mean(-1), mean[rows])
-        sd[rows] = np.where(ill[rows], d.std(-1, ddof=1), sd[rows])
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean[rows] = np.where(ill[rows], d.mean(-1), mean[rows])
+            sd[rows] = np.where(ill[rows], d.std(-1, ddof=1), sd[rows])
     return mean, sd
 
 
 def pair_constant(slab, ia, ib, mean, sd):
-    """Rows whose differences are constant (:func:`_constant_rows`: range at most
-    ``8 eps max|d|``, so ``sd <= 8 eps |mean|``), checked on the differences only for
-    pairs whose sd is that small."""
-    out = np.zeros(sd.shape, dtype=bool)
-    cand = np.flatnonzero(np.any(~(sd > 1e-8 * np.abs(mean)), axis=1))
-    if cand.size:
-        d = slab.scores[np.asarray(ia)[cand]] - slab.scores[np.asarray(ib)[cand]]
-        out[cand] = _constant_rows(d)
-    return out
+    """Rows whose differences are constant: ``sd <= CONSTANT_RTOL * max |score|`` of the
+    pair (zero variance relative to the scale of the data, issue 13.3)."""
+    return ~(sd > CONSTANT_RTOL * pair_scale(slab, ia, ib))
+
+
+def pair_scale(slab, ia, ib):
+    """max |score| of the two systems of each pair, ``(p, M)``."""
+    m = np.max(np.abs(slab.scores), axis=-1)  # (S, M)
+    return np.maximum(m[np.asarray(ia)], m[np.asarray(ib)])
 
 
 def paired_t_batch(slab, ia, ib, ctx):
@@ -275,6 +312,10 @@ def paired_t_batch(slab, ia, ib, ctx):
         raise ParameterTypeError(f"the t test takes no options; got {sorted(ctx.options)}")
     mean, sd = pair_mean_sd(slab, ia, ib)
     bad = pair_constant(slab, ia, ib, mean, sd) if n >= 2 else np.ones(shape, bool)
+    # scores far from 1 in magnitude: the Gram matrix would underflow or overflow; those
+    # pairs go through the scale-free per-pair function (issue 13.3)
+    ps = pair_scale(slab, ia, ib)
+    bad |= (ps > 1e100) | ((ps < 1e-100) & (ps > 0)) | ~np.isfinite(sd)
     df = n - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(bad, np.nan, sd / np.sqrt(n))

@@ -25,8 +25,12 @@ difference; ``delta`` is ``null_value``):
   error); all ``2**n`` sign vectors are enumerated (exact p, no +1) when
   ``2**n <= n_resamples``. For corpus metrics the swap is of the instance statistics.
 
-Intervals for theta (bootstrap): ``percentile``, ``bca`` (default; jackknife acceleration,
-Efron 1987) and ``studentized`` (bootstrap-t, mean only). One-sided alternatives give
+Intervals for theta (bootstrap): ``basic`` (default), the exact inversion of the shifted
+p-value (:func:`multistat.significance._inversion.bootstrap_basic_interval`: order
+statistics ``2 theta_hat - theta*``, same tie tolerance), so ``p <= alpha`` exactly when it
+excludes ``delta``; by choice ``percentile``, ``bca`` (jackknife acceleration, Efron 1987)
+and ``studentized`` (bootstrap-t, mean only), which are not inversions of this p-value (a
+row may then reject while its interval covers ``delta``, or the reverse). One-sided alternatives give
 one-sided intervals (scipy's convention). The permutation test has no interval (NaN, with
 a note).
 """
@@ -51,8 +55,9 @@ from multistat._validation import (
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 from multistat.significance._batch import BatchResult
+from multistat.significance._inversion import bootstrap_basic_interval
 
-CI_METHODS = ("bca", "percentile", "studentized")
+CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
 MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functions)
 
@@ -87,13 +92,16 @@ def _levels(alternative: str, confidence_level: float) -> tuple[float, float]:
 def acceleration(jack: np.ndarray) -> np.ndarray:
     """BCa acceleration from jackknife values ``(..., n)`` (Efron & Tibshirani 14.15)."""
     u = jack.mean(-1, keepdims=True) - jack
+    with np.errstate(invalid="ignore", divide="ignore"):  # scale-free: u / max|u|
+        m = np.max(np.abs(u), axis=-1, keepdims=True)
+        u = np.where(m > 0, u / np.where(m > 0, m, 1.0), 0.0)
     num = np.sum(u**3, -1)
     den = 6.0 * np.sum(u**2, -1) ** 1.5
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / den, 0.0)
 
 
-def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="bca",
+def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="basic",
                        jackknife=None, studentized=None):
     """Interval for ``theta`` from its bootstrap distribution ``dist`` ``(B, ...)``.
 
@@ -101,9 +109,15 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
     ``studentized`` = ``(se_hat, se_star)`` for the bootstrap-t interval.
     Returns ``(low, high, note)``; infinite ends for one-sided alternatives.
     """
+    note = np.full(est.shape, "", dtype=object)
+    if ci_method == "basic":
+        # the exact inversion of the shifted p-value, with its tie tolerance (issue 13.4)
+        tol = eng._tolerance(np.zeros(est.shape), dist - est)
+        low, high = bootstrap_basic_interval(est, dist, alternative=alternative,
+                                             confidence_level=confidence_level, tol=tol)
+        return low, high, note
     q_lo, q_hi = _levels(alternative, confidence_level)
     srt = np.sort(dist, axis=0)
-    note = np.full(est.shape, "", dtype=object)
     if ci_method == "studentized":
         se_hat, se_star = studentized
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -162,7 +176,7 @@ def bootstrap_pvalues(est, dist, *, alternative, null_value, method="shifted"):
     if method == "berg-kirkpatrick":
         direction = np.where(est - null_value >= 0, 1.0, -1.0)
         count = np.sum(direction * (dist - est) >= direction * (est - null_value)
-                       - eng._tolerance(est), axis=0)
+                       - eng._tolerance(est - null_value, dist - est), axis=0)
         return (count + 1) / (b + 1)
     # sacrebleu / Moses compatibility: strict >, absolute differences centred by mean
     warnings.warn("bootstrap_pvalue='sacrebleu' reproduces sacrebleu's paired bootstrap, "
@@ -214,7 +228,7 @@ def _empty(shape):
 
 def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
-                    dataset="", ci_method="bca", pvalue="shifted", scheduler="threads",
+                    dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, null_sink=None,
                     progress=None, clusters=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
@@ -300,6 +314,12 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
                                           studentized=stud)
+        if ci_method != "basic" or pvalue != "shifted":
+            why = (f"{ci_method} interval by choice" if ci_method != "basic" else
+                   f"basic interval with the {pvalue} p-value")
+            note = np.where(note == "", why, note + "; " + why)
+            note = np.asarray(note, dtype=object) + (
+                ": not the inversion of the p-value, decision and interval may disagree")
         out["note"][sl] = note if not cluster_note else np.array(
             ["; ".join(t for t in (cluster_note, str(x)) if t)
              for x in np.broadcast_to(np.asarray(note, dtype=object), est.shape).ravel()],
@@ -434,7 +454,7 @@ def _result(name, out, lead, alternative, null_value, confidence_level, n, kind)
 
 
 def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
-                   statistic="mean", n_resamples=10_000, seed=0, ci_method="bca",
+                   statistic="mean", n_resamples=10_000, seed=0, ci_method="basic",
                    bootstrap_pvalue="shifted", scheduler="synchronous") -> TestResult:
     """Paired bootstrap test of the mean or median of ``x - y``.
 
@@ -447,7 +467,9 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
     statistic : ``"mean"`` or ``"median"``
     n_resamples : bootstrap resamples B
     seed : non-negative int (0 is a seed) — same seed, same numbers
-    ci_method : ``"bca"`` (default), ``"percentile"`` or ``"studentized"`` (mean only)
+    ci_method : ``"basic"`` (default: the inversion of the shifted p-value, so the
+        decision and the interval agree), ``"bca"``, ``"percentile"`` or ``"studentized"``
+        (mean only)
     bootstrap_pvalue : ``"shifted"`` (default), ``"berg-kirkpatrick"``, ``"sacrebleu"``
     scheduler : dask scheduler for the blocks
 
