@@ -320,8 +320,9 @@ def run_setting(distribution: str, n: int, *, replicates: int = 2000, n_groups: 
 
 
 def _default_method(test: str) -> str:
-    return {"t": "t", "wilcoxon": "hodges-lehmann walsh", "sign": "order statistics",
-            "mcnemar": "newcombe"}.get(test, "")
+    return {"t": "t", "wilcoxon": "walsh (test inversion with ties)",
+            "sign": "test inversion (order statistics)",
+            "mcnemar": "test inversion (clopper-pearson)"}.get(test, "")
 
 
 def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000,
