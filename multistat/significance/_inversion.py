@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 
 def _k(alpha: float, b: int, two_sided: bool) -> int:
