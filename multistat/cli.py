@@ -396,6 +396,7 @@ def compare_cmd(
         power=power if power is not None else observed_power, progress=progress,
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
         memory_limit=memory_limit, test_options=test_options,
+        max_cost=None,  # the estimate was checked above against --max-cost
         return_systems=systems_out is not None, cluster=cluster)
     table, systems = result if systems_out is not None else (result, None)
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")

@@ -51,6 +51,26 @@ COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "
            "score_a", "score_b")
 
 
+def _check_work(study, tests, statistic, pairs, metrics, datasets, n_resamples, n_chunks,
+                max_cost) -> None:
+    """``n_chunks`` >= 1, and the estimated work (:mod:`multistat._cost`) within
+    ``max_cost`` (None or inf: no limit), before anything is computed."""
+    import math
+
+    from multistat._cost import check_cost, study_cost
+    from multistat._validation import check_int, check_positive
+
+    if n_chunks is not None:
+        check_int("n_chunks", n_chunks, minimum=1)
+    if max_cost is None or (isinstance(max_cost, float) and math.isinf(max_cost)
+                            and max_cost > 0):
+        return
+    max_cost = check_positive("max_cost", max_cost)
+    check_cost(study_cost(study, tests=tests, n_resamples=n_resamples, statistic=statistic,
+                          pairs=pairs, metrics=metrics, datasets=datasets), max_cost,
+               option="max_cost=")
+
+
 def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confidence_level,
                 n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue,
                 test_options, mde_power):
@@ -152,7 +172,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             family=None, scheduler="threads", n_chunks=None, ci_method="basic",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
             return_systems=False, equivalence_margin=None, memory_limit=None,
-            test_options=None, mde_power=0.8, _system_sink=None, cluster=None):
+            test_options=None, mde_power=0.8, _system_sink=None, cluster=None,
+            max_cost=1e13):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
     Parameters
@@ -188,7 +209,11 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     family : None (dataset x metric x test), ``"all"``, or column name(s)
     scheduler : ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
         address (``"tcp://..."``) or a ``distributed.Client``
-    n_chunks : dask tasks per resampling run (default one per block of 1000 resamples)
+    n_chunks : dask tasks per resampling run (default one per block of 1000 resamples;
+        an integer >= 1)
+    max_cost : stop before starting when the estimated work
+        (:func:`multistat._cost.study_cost`, in elementary operations) exceeds this;
+        default 1e13 (about two days of bootstrap on one core); None or inf: no limit
     ci_method : bootstrap interval: ``"basic"`` (default; the inversion of the shifted
         p-value, so ``reject`` and the interval agree), ``"bca"``, ``"percentile"``,
         ``"studentized"``
@@ -252,6 +277,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         study, tests, statistic, alternative, null_value, alpha, confidence_level,
         n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue, test_options,
         mde_power)
+    _check_work(study, tests, statistic, pairs, metrics, datasets, n_resamples, n_chunks,
+                max_cost)
     budget = Budget.of(memory_limit)
     if cluster is not None:
         from multistat._validation import check_choice as _check

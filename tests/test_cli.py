@@ -494,3 +494,18 @@ def test_load_mt_plain_text_file_and_progress(tmp_path, capsys):
     sig = read_parquet(out).attrs["multistat"]["sacrebleu"]["translations"]
     assert sig["bleu"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert sig["ter"].startswith("nrefs:1|case:lc|tok:tercom")
+
+
+def test_compare_in_python_checks_n_chunks_and_the_cost_before_starting(tmp_path):
+    from multistat import compare
+    from multistat.errors import CostLimitError, ParameterError
+
+    study = cube.load(_scores_csv(tmp_path / "scores.csv"))
+    with pytest.raises(ParameterError, match=r"`n_chunks` must be an integer >= 1; got 0"):
+        compare(study, tests=("bootstrap",), n_chunks=0)
+    with pytest.raises(CostLimitError, match=r"raise the limit with max_cost="):
+        compare(study, tests=("bootstrap",), n_resamples=10**12)
+    with pytest.raises(ParameterError, match=r"`max_cost` must be a finite real number"):
+        compare(study, tests=("t",), max_cost=float("nan"))
+    table = compare(study, tests=("t",), max_cost=None, effect_sizes=False)
+    assert len(table) == 3
