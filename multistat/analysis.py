@@ -15,6 +15,7 @@ import pandas as pd
 from scipy import stats
 
 from multistat import cube
+from multistat._budget import Budget
 from multistat._validation import check_probability
 from multistat.errors import ConstantInputWarning
 
@@ -152,8 +153,8 @@ def _normality(d: np.ndarray) -> tuple[str, np.ndarray]:
     return test, p
 
 
-def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=None
-            ) -> pd.DataFrame:
+def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=None,
+            memory_limit=None) -> pd.DataFrame:
     """Descriptives, skewness, normality and recommended tests for every comparison.
 
     Parameters
@@ -162,6 +163,8 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     alpha : significance level of the normality test (its own, not the study's)
     pairs : ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
     metrics, datasets : restrict to these names (default: all)
+    memory_limit : working-memory budget (bytes or e.g. ``"2GiB"``; default as
+        :func:`multistat.compare`): pairs are analysed in slabs within it
 
     Returns
     -------
@@ -184,43 +187,52 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     every row. Constant differences (skewness undefined) warn and count as symmetric.
     """
     alpha = check_probability("alpha", alpha)
+    budget = Budget.of(memory_limit)
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
     rows = []
     for name, ds in all_ds.items():
         score = np.asarray(ds[cube.SCORE].values)
         idx = cube.pair_indices(ds.system.values, pairs)
+        idx_arr = np.array(idx, dtype=np.intp).reshape(-1, 2)
         ia = np.array([a for a, _ in idx])
         ib = np.array([b for _, b in idx])
         for m, metric in enumerate(ds.metric.values):
             if metrics is not None and metric not in metrics:
                 continue
             keep = ~np.isnan(score[0, m])
-            A, B = score[ia, m][:, keep], score[ib, m][:, keep]
-            D = A - B
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                skew = stats.skew(D, axis=-1, bias=True)
-            # constant up to rounding (e.g. b = a + 1 in floating point): scipy's skew is
-            # NaN (catastrophic cancellation) and a normality test would only see noise
-            const = (np.ptp(D, axis=-1) == 0) | np.isnan(skew)
-            if const.any():
-                warnings.warn(
-                    f"dataset {name!r}, metric {str(metric)!r}: {int(const.sum())} pair(s) "
-                    "have constant differences; skewness and normality are undefined (NaN)",
-                    ConstantInputWarning, stacklevel=2)
-                skew = np.where(const, np.nan, skew)
-            test, normal_p = _normality(D)
-            normal_p = np.where(const, np.nan, normal_p)
-            cols = {**_describe("a", A), **_describe("b", B), **_describe("diff", D)}
+            n_keep = int(keep.sum())
             binary = str(ds.kind.values[m]) == "binary"
-            for p, (a, b) in enumerate(idx):
-                rec = recommend(skew[p], bool(normal_p[p] > alpha), binary=binary)
-                rows.append({
-                    "dataset": name, "metric": str(metric),
-                    "system_a": str(ds.system.values[a]), "system_b": str(ds.system.values[b]),
-                    "n": int(keep.sum()), **{k: float(v[p]) for k, v in cols.items()},
-                    "skewness": float(skew[p]), "normality_test": test,
-                    "normality_p": float(normal_p[p]), "normality_alpha": alpha,
-                    "normal": bool(normal_p[p] > alpha), **rec,
-                })
+            n_const = 0
+            # pairs in slabs sized by the memory budget (a, b, d and the percentiles' sort
+            # copies): peak memory does not grow with the number of pairs
+            for sl in budget.slabs(len(idx), max(n_keep, 1) * 8 * 8):
+                A, B = score[ia[sl], m][:, keep], score[ib[sl], m][:, keep]
+                D = A - B
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    skew = stats.skew(D, axis=-1, bias=True)
+                # constant up to rounding (e.g. b = a + 1 in floating point): scipy's skew
+                # is NaN (catastrophic cancellation), a normality test would see only noise
+                const = (np.ptp(D, axis=-1) == 0) | np.isnan(skew)
+                n_const += int(const.sum())
+                skew = np.where(const, np.nan, skew)
+                test, normal_p = _normality(D)
+                normal_p = np.where(const, np.nan, normal_p)
+                cols = {**_describe("a", A), **_describe("b", B), **_describe("diff", D)}
+                for p, (a, b) in enumerate(idx_arr[sl]):
+                    rec = recommend(skew[p], bool(normal_p[p] > alpha), binary=binary)
+                    rows.append({
+                        "dataset": name, "metric": str(metric),
+                        "system_a": str(ds.system.values[a]),
+                        "system_b": str(ds.system.values[b]),
+                        "n": n_keep, **{k: float(v[p]) for k, v in cols.items()},
+                        "skewness": float(skew[p]), "normality_test": test,
+                        "normality_p": float(normal_p[p]), "normality_alpha": alpha,
+                        "normal": bool(normal_p[p] > alpha), **rec,
+                    })
+            if n_const:
+                warnings.warn(
+                    f"dataset {name!r}, metric {str(metric)!r}: {n_const} pair(s) have "
+                    "constant differences; skewness and normality are undefined (NaN)",
+                    ConstantInputWarning, stacklevel=2)
     return pd.DataFrame(rows)

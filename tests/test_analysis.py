@@ -308,3 +308,27 @@ def test_data_file_follows_table2(data_file_study, size):
     assert row["mean_diff"] == pytest.approx(d.mean(), rel=1e-12)
     assert table_row(row) == expected_row(d)
     assert table_row(row) == (ROW_SYMMETRIC if size == 1 else ROW_NORMAL)
+
+
+def test_pairs_in_slabs_give_the_same_table(monkeypatch):
+    import multistat.analysis as an
+    from multistat._budget import Budget
+
+    rng = np.random.default_rng(2)
+    S, n = 7, 400
+    score = np.round(rng.normal(size=(S, 1, n)) + rng.normal(size=(1, 1, n)), 1)
+    score[6] = score[5] + 1.0  # constant differences for one pair
+    ds = cube.make_dataset("d", score, systems=[f"s{i}" for i in range(S)], metrics=["m"],
+                           instances=range(n))
+    st = cube.make_study({"d": ds})
+    with pytest.warns(ConstantInputWarning, match="1 pair"):
+        whole = analyze(st)
+
+    class TwoPairs(Budget):  # slabs of 2 of the 21 pairs, whatever the sizes
+        def slabs(self, total, bytes_per_row, *, multiple=1):
+            return [slice(i, min(i + 2, total)) for i in range(0, total, 2)]
+
+    monkeypatch.setattr(an.Budget, "of", classmethod(lambda cls, v=None: TwoPairs(1)))
+    with pytest.warns(ConstantInputWarning, match="1 pair"):
+        slabs = analyze(st)
+    pd.testing.assert_frame_equal(whole, slabs)
