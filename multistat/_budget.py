@@ -27,7 +27,7 @@ MIN_LIMIT = 16 * 2**20
 #: the default share of physical memory, and its bounds
 DEFAULT_SHARE = 1 / 8
 DEFAULT_MIN = 256 * 2**20
-DEFAULT_MAX = 2 * 2**30
+DEFAULT_MAX = 2**30
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20,
@@ -43,7 +43,7 @@ def physical_memory() -> int | None:
 
 
 def default_limit() -> int:
-    """``physical memory / 8``, at least 256 MiB and at most 2 GiB.
+    """``physical memory / 8``, at least 256 MiB and at most 1 GiB.
 
     The engine's working memory is this budget plus the study itself and the (pair x
     metric) result arrays; the share leaves room for the rest of the process and for other
