@@ -67,9 +67,11 @@ def friedman_command(
 ):
     """Friedman test over blocks (test sets x metrics) with a post-hoc test; prints the
     statistic, Iman-Davenport F, mean ranks and the Nemenyi critical difference."""
+    from multistat._cli_common import guard_outputs, table_kind, write_table
     from multistat.across import friedman
-    from multistat.io import write_parquet
 
+    guard_outputs([input], {"--out": out, "--figure": figure})
+    table_kind(out)
     scores, hib = _blocks(input, wide, lower_is_better)
     r = friedman(scores, higher_is_better=hib, alpha=alpha, posthoc=posthoc,
                  control=control)
@@ -79,7 +81,7 @@ def friedman_command(
             "iman_davenport_p_value": r.iman_davenport_p_value,
             "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
             "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
-    write_parquet(r.pairwise, out, metadata=meta)
+    write_table(r.pairwise, out, metadata=meta)
     typer.echo(f"Friedman chi2 = {r.statistic:.4g}, p = {r.p_value:.4g}; Iman-Davenport F "
                f"= {r.iman_davenport:.4g}, p = {r.iman_davenport_p_value:.4g} "
                f"({r.n_systems} systems, {r.n_blocks} blocks)")
@@ -148,8 +150,12 @@ def replicability_command(
                    ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
         typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
         return
-    from multistat.io import read_parquet, write_parquet
+    from multistat._cli_common import guard_outputs, table_kind, write_table
+    from multistat.io import read_parquet
 
+    out = out or Path("replicability.parquet")
+    guard_outputs([input], {"--out": out})
+    table_kind(out)
     table = read_parquet(input)
     if test is not None:
         if test not in set(table.get("test", [])):
@@ -157,8 +163,7 @@ def replicability_command(
                                  f"{', '.join(sorted(set(table.get('test', []))))})")
         table = table[table["test"] == test]
     res = replicability(table, alpha=alpha, method=method)
-    out = out or Path("replicability.parquet")
-    write_parquet(res, out, metadata={"stage": "replicability", "input": str(input),
+    write_table(res, out, metadata={"stage": "replicability", "input": str(input),
                                       "alpha": alpha, "method": method})
     held = res[res["k"] > 0]
     typer.echo(f"{len(held)} of {len(res)} claims hold on at least one test set "

@@ -49,9 +49,13 @@ def rank_command(
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
     from multistat import cube
-    from multistat.io import write_parquet
+    from multistat._cli_common import guard_outputs, table_kind, write_table
+    from multistat._validation import check_seed
     from multistat.ranking import rank
 
+    seed = check_seed(seed, name="--seed")
+    guard_outputs([study], {"--out": out})
+    table_kind(out)
     start = time.perf_counter()
     board = rank(cube.load(study), test=test,
                  correction=None if correction == "none" else correction, alpha=alpha,
@@ -59,7 +63,7 @@ def rank_command(
                  equivalence_margin=equivalence_margin, metrics=_split(metrics),
                  datasets=_split(datasets), scheduler=scheduler)
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
-    write_parquet(board, out, metadata=meta)
+    write_table(board, out, metadata=meta)
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):

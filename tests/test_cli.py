@@ -307,6 +307,9 @@ def _sha(path):
     lambda d: ["power", "curve", d["nc"], "--a", "s0", "--b", "s1", "--delta", "0.1",
                "--out", d["nc"]],
     lambda d: ["report", d["nc"], "--out", d["tmp"], "--study", d["tmp"] / "tables" / "x.nc"],
+    lambda d: ["rank", d["nc"], "--out", d["nc"]],
+    lambda d: ["friedman", d["nc"], "--out", d["hard"]],
+    lambda d: ["replicability", d["nc"], "--out", d["nc"]],
 ])
 def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, capsys, make_argv):
     csv = _scores_csv(tmp_path / "scores.csv")
