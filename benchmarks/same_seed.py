@@ -2,12 +2,13 @@
 
 Usage::
 
-    python benchmarks/same_seed.py STUDY.nc OLD_RESULTS.parquet OLD_SYSTEMS.parquet
+    python benchmarks/same_seed.py STUDY.nc OLD_RESULTS.parquet OLD_SYSTEMS.parquet [ARGS]
 
 runs ``multistat compare STUDY --out ... --systems-out ... --no-progress`` (defaults)
 into a temporary folder and prints, per column and test, whether the new values are
 bit-identical to the old ones and otherwise the largest absolute and relative difference
-(columns only in the new table are listed). Resampling tests (bootstrap, permutation)
+(columns only in the new table are listed). ``ARGS`` go to ``multistat compare`` (e.g.
+``--ci-method bca``, the default before the bootstrap interval default became "basic"). Resampling tests (bootstrap, permutation)
 should be bit-identical, closed-form values equal to about 1e-10.
 """
 
@@ -44,11 +45,12 @@ def differences(old: pd.DataFrame, new: pd.DataFrame) -> list[tuple]:
     return rows
 
 
-def main(study, old_results, old_systems) -> int:
+def main(study, old_results, old_systems, *args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out, sysout = Path(tmp) / "r.parquet", Path(tmp) / "s.parquet"
         subprocess.run([sys.executable, "-m", "multistat.cli", "compare", str(study),
-                        "--out", str(out), "--systems-out", str(sysout), "--no-progress"],
+                        "--out", str(out), "--systems-out", str(sysout), "--no-progress",
+                        *args],
                        check=True, stdout=subprocess.DEVNULL)
         worst = 0.0
         for name, old_p, new_p in (("results", old_results, out),
@@ -69,4 +71,4 @@ def main(study, old_results, old_systems) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:]))
