@@ -106,3 +106,17 @@ def test_curve_errors():
         P.power_curve([1.0, np.nan, 2.0], delta=0.1)
     with pytest.raises(ValueError, match=r"unknown test 'ttest'"):
         P.power_curve(delta=0.1, sd=1, method="normal", sample_sizes=[10], test="ttest")
+
+
+def test_power_simulation_skips_the_unused_interval_without_changing_p():
+    """The simulation asks the Wilcoxon test for p-values only (its tied-data interval is
+    an inversion scan); the p-values are the same as with the interval computed."""
+    from multistat.power.retrospective import _p_value_only
+    from multistat.significance.rank import wilcoxon
+
+    assert _p_value_only(wilcoxon) == {"_interval": False}
+    assert _p_value_only(REGISTRY["t"].func) == {}
+    d = np.round(np.random.default_rng(0).normal(0.2, 1.0, size=(200, 40)), 1)  # ties
+    full = wilcoxon(d, np.zeros_like(d))
+    fast = wilcoxon(d, np.zeros_like(d), _interval=False)
+    np.testing.assert_array_equal(fast.p_value, full.p_value)
