@@ -619,6 +619,28 @@ def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
         "n_resamples": sysdist.shape[0]})
 
 
+def system_bootstrap(ds, kind, ms, valid, X, **run):
+    """Each system's observed score and its bootstrap distribution for one metric group.
+
+    ``X`` ``(S, M, n)`` holds the group's scores on its valid instances; ``run`` goes to
+    :func:`multistat.resampling.resample` (``n``, ``n_resamples``, ``seed``, ``dataset``,
+    scheduler options). Mean metrics: resampled means (one BLAS product per block);
+    corpus metrics: the corpus metric of resampled summed statistics. Returns
+    ``(observed (S, M), distribution (B, S, M))`` on the shared plan.
+    """
+    from multistat import resampling as eng
+
+    if kind == "corpus":
+        from multistat.corpus import get_corpus_metric
+
+        cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+        stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+        dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
+                                  **run))[..., None]
+        return cm.fn(stats.sum(1))[:, None], dist
+    return X.mean(-1), eng.resample("bootstrap", eng.linear_kernel, X / X.shape[-1], **run)
+
+
 def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
                   scheduler="threads", metrics=None, datasets=None, memory_limit=None
                   ) -> pd.DataFrame:
@@ -635,8 +657,6 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
     seed = check_seed(seed)
     budget = Budget.of(memory_limit)
     parts = []
-    from multistat import resampling as eng
-
     for name, ds in cube.datasets(study).items():
         if datasets is not None and name not in datasets:
             continue
@@ -650,19 +670,9 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
                     continue
             X = score[:, ms][:, :, valid]
             n = X.shape[-1]
-            run = dict(n=n, n_resamples=n_resamples, seed=seed, dataset=name,
-                       scheduler=scheduler, budget=budget)
-            if kind == "corpus":
-                from multistat.corpus import get_corpus_metric
-
-                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
-                dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
-                                          **run))[..., None]
-                obs = cm.fn(stats.sum(1))[:, None]
-            else:
-                dist = eng.resample("bootstrap", eng.linear_kernel, X / n, **run)
-                obs = X.mean(-1)
+            obs, dist = system_bootstrap(ds, kind, ms, valid, X, n=n,
+                                         n_resamples=n_resamples, seed=seed, dataset=name,
+                                         scheduler=scheduler, budget=budget)
             parts.append(_system_rows(name, ds, ms, sysnames, obs, dist, confidence_level,
                                       n))
     return pd.concat(parts, ignore_index=True)

@@ -154,8 +154,7 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
     plan, instance order and grouping as :func:`multistat.compare` and
     :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
     already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
-    from multistat import resampling as eng
-    from multistat.comparison import _canonical, _groups
+    from multistat.comparison import _canonical, _groups, system_bootstrap
 
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
     for name, ds in all_ds.items():
@@ -182,19 +181,9 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
                     obs = X.mean(-1)
                 yield name, np.array(names), hib, obs, known[(name, names)], sysnames
                 continue
-            run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": name,
-                   "scheduler": scheduler, "n_chunks": n_chunks}
-            if kind == "corpus":
-                from multistat.corpus import get_corpus_metric
-
-                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
-                dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
-                                          **run))[..., None]
-                obs = cm.fn(stats.sum(1))[:, None]
-            else:
-                dist = eng.resample("bootstrap", eng.linear_kernel, X / n, **run)
-                obs = X.mean(-1)
+            obs, dist = system_bootstrap(ds, kind, ms, valid, X, n=n,
+                                         n_resamples=n_resamples, seed=seed, dataset=name,
+                                         scheduler=scheduler, n_chunks=n_chunks)
             yield (name, ds.metric.values[ms].astype(str),
                    ds.higher_is_better.values[ms].astype(bool), obs, dist, sysnames)
 
