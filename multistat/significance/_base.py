@@ -154,7 +154,7 @@ class TestSpec:
         if names is None:
             return None
         ctx_fields = {f.name for f in dataclasses.fields(Context)} - {
-            "options", "budget", "progress", "null_sink"}
+            "options", "budget", "progress"}
         return (names | (ctx_fields if self.resampling else set())) - {
             "x", "y"}
 

@@ -63,17 +63,6 @@ class Context:
         keys naming a field of this class override it for this test, the others are
         passed to the test function (e.g. ``zero_method`` of the Wilcoxon test)
     progress : ``progress(units)`` advances the progress bar, or None
-    null_sink : **Westfall-Young hook** (issue 10), None by default. A resampling spec
-        that supports it calls ``null_sink(pairs, null, observed)`` for every slab of
-        pairs: ``pairs`` a slice into the ``ia``/``ib`` it was given, ``null`` an array
-        ``(B, p, M)`` of the test statistic's null distribution computed from the *same*
-        shared plan for every pair of the family (resample ``b`` is the same plan row for
-        all pairs, so the joint null distribution is the real one), ``observed`` ``(p, M)``
-        the observed statistic on the same (centred) scale, so that
-        ``p = (#{null >= observed} + 1)/(B + 1)`` is the spec's one-sided p. Bootstrap:
-        ``null = theta* - theta_hat``, ``observed = theta_hat - null_value``; permutation:
-        the sign-flipped statistic and ``theta_hat - null_value``. Max-T/min-P step-down
-        can accumulate per-resample maxima slab by slab without holding all pairs.
 
     Equivalence (TOST) and other nulls: call ``spec.run(slab, ia, ib,
     ctx.replace(null_value=margin, alternative="less"))`` and again with ``-margin`` and
@@ -95,7 +84,6 @@ class Context:
     options: Mapping = field(default_factory=dict)
     progress: Callable[[float], None] | None = field(default=None, repr=False,
                                                      compare=False)
-    null_sink: Callable | None = field(default=None, repr=False, compare=False)
 
     def replace(self, **changes) -> Context:
         return dataclasses.replace(self, **changes)
@@ -106,7 +94,7 @@ class Context:
         if not options:
             return self.replace(options={})
         names = {f.name for f in dataclasses.fields(self)} - {"options", "budget",
-                                                              "progress", "null_sink"}
+                                                              "progress"}
         over = {k: v for k, v in options.items() if k in names}
         rest = {k: v for k, v in options.items() if k not in names}
         return self.replace(options=rest, **over)

@@ -229,8 +229,8 @@ def _empty(shape):
 def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
                     dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
-                    n_chunks=None, corpus=None, budget=None, null_sink=None,
-                    progress=None, clusters=None) -> dict:
+                    n_chunks=None, corpus=None, budget=None, progress=None,
+                    clusters=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
@@ -239,11 +239,8 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     ``ci_high``, ``note``, ``se`` (standard deviation of the bootstrap distribution),
     and the system-level bootstrap distribution ``systems`` ``(B, S, M)`` when the
     statistic is a mean or corpus metric. Pairs are taken in slabs sized by ``budget``
-    (:class:`multistat._budget.Budget`); ``null_sink(slice, null, observed)`` receives
-    each slab's shifted bootstrap distribution ``theta* - theta_hat`` and
-    ``theta_hat - null_value`` (the Westfall-Young hook,
-    :class:`multistat.significance._batch.Context`). ``clusters``: group code per
-    instance (:mod:`multistat._cluster`): whole groups are resampled.
+    (:class:`multistat._budget.Budget`). ``clusters``: group code per instance
+    (:mod:`multistat._cluster`): whole groups are resampled.
     """
     from multistat._cluster import jackknife_mean_groups, plan_args
 
@@ -306,8 +303,6 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             stud = (se_hat, np.sqrt(var_star / n))
         p = bootstrap_pvalues(est, dist, alternative=alternative, null_value=null_value,
                               method=pvalue)
-        if null_sink is not None:
-            null_sink(sl, dist - est, est - null_value)
         se_all.append(dist.std(0, ddof=1) if dist.shape[0] > 1 else np.full(est.shape,
                                                                             np.nan))
         lo, hi, note = bootstrap_interval(est, dist, alternative=alternative,
@@ -336,14 +331,13 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                       null_value=0.0, n_resamples=10_000, seed=0, dataset="",
                       scheduler="threads", n_chunks=None, corpus=None, budget=None,
-                      null_sink=None, progress=None, clusters=None) -> dict:
+                      progress=None, clusters=None) -> dict:
     """Sign-flip permutation test for pairs of systems in ``X`` ``(S, M, n)``.
 
     Returns arrays ``(P, M)``: ``statistic`` (observed theta - null_value), ``p_value``,
     ``estimate``, ``ci_low``/``ci_high`` (NaN), ``note``, ``exact`` (bool) and ``se``
-    (standard deviation of the null distribution). ``budget`` and ``null_sink`` as in
-    :func:`bootstrap_block` (``null`` is the sign-flipped statistic, ``observed``
-    ``theta_hat - null_value``). ``clusters``: group code per instance; whole groups
+    (standard deviation of the null distribution). ``budget`` as in
+    :func:`bootstrap_block`. ``clusters``: group code per instance; whole groups
     are flipped (exact enumeration over the 2**G group sign vectors when it fits).
     """
     from multistat._cluster import plan_args
@@ -362,11 +356,9 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 
     se_all = []
 
-    def sink(sl, null, observed):
+    def record_se(null, observed):  # standard deviation of the null (column mde)
         se_all.append(null.std(0, ddof=1) if null.shape[0] > 1 else
                       np.full(observed.shape, np.nan))
-        if null_sink is not None:
-            null_sink(sl, null, observed)
 
     shape = (len(ia), X.shape[1])
     if corpus is not None:
@@ -384,7 +376,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             moved = swapped[:, b] - swapped[:, a]  # (B, p, K): what a receives from b
             null = fn(total[a] + moved) - fn(total[b] - moved)
             obs = sys_obs[a] - sys_obs[b]
-            sink(sl, null[..., None], obs[:, None])
+            record_se(null[..., None], obs[:, None])
             est_all.append(obs[:, None])
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True
                                                )[:, None])
@@ -400,7 +392,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             a, b = ia[sl], ib[sl]
             null = flips[:, a] - flips[:, b] - null_value * ssum[:, None, :]
             est = obs_mean[a] - obs_mean[b]
-            sink(sl, null, est - null_value)
+            record_se(null, est - null_value)
             est_all.append(est)
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
                                                exact=exact, symmetric=True))
@@ -412,7 +404,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             obs = np.median(d, -1)
             null = flip(eng.median_signflip_kernel, d.reshape(-1, n))
             null = null.reshape((null.shape[0],) + obs.shape)
-            sink(sl, null, obs)
+            record_se(null, obs)
             est_all.append(obs + null_value)
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
@@ -560,7 +552,7 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
 def _plan_kw(slab, ctx) -> dict:
     return dict(n_resamples=ctx.n_resamples, seed=ctx.seed, dataset=slab.dataset,
                 scheduler=ctx.scheduler, n_chunks=ctx.n_chunks, budget=ctx.budget,
-                progress=ctx.progress, null_sink=ctx.null_sink,
+                progress=ctx.progress,
                 clusters=getattr(slab, "clusters", None))
 
 
