@@ -401,6 +401,27 @@ def _tied_rows(diff):
     return np.any(srt[..., 1:] == srt[..., :-1], axis=-1)
 
 
+def _distinct_walsh(u, limit):
+    """Sorted distinct Walsh averages ``(u_i + u_j) / 2`` (``i <= j``) of the sorted
+    distinct values ``u``, or None if there are more than ``limit``.
+
+    Those of a prefix ``u[:k]`` are a subset of them (the same floats), so growing
+    prefixes decide "too many" after a few thousand averages instead of forming all
+    ``u(u+1)/2``; a row with ``2u - 1 > limit`` (the sumset bound) forms none."""
+    if 2 * u.size - 1 > limit:
+        return None
+    k = 64
+    while True:
+        k = min(k, u.size)
+        i, j = np.triu_indices(k)
+        walsh = np.unique((u[i] + u[j]) / 2)
+        if walsh.size > limit:
+            return None
+        if k == u.size:
+            return walsh
+        k *= 2
+
+
 def _tied_inversion(diff, tied, low, high, level, options, notes):
     """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
     tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
@@ -420,13 +441,8 @@ def _tied_inversion(diff, tied, low, high, level, options, notes):
         # the distinct Walsh averages are those of the distinct values (same set, same
         # floats); there are at least 2u - 1 of them (sumset bound), so rows with many
         # distinct values are decided without forming the u(u+1)/2 averages
-        u = np.unique(d)
-        if 2 * u.size - 1 > _SCAN_MAX_BREAKPOINTS:
-            too_many[r] = True
-            continue
-        i, j = np.triu_indices(u.size)
-        walsh = np.unique((u[i] + u[j]) / 2)
-        if walsh.size > _SCAN_MAX_BREAKPOINTS:
+        walsh = _distinct_walsh(np.unique(d), _SCAN_MAX_BREAKPOINTS)
+        if walsh is None:
             too_many[r] = True
             continue
 
