@@ -104,7 +104,7 @@ class DiscreteSampleSize(float):
 
 
 # ---------------------------------------------------------------------------- sign test
-def _crit_lower(k: np.ndarray, level: float) -> np.ndarray:
+def crit_lower(k: np.ndarray, level: float) -> np.ndarray:
     """Largest ``c`` with ``P(Bin(k, 1/2) <= c) <= level`` (``-1`` when none)."""
     k = np.asarray(k, dtype=np.int64)
     cc = stats.binom.ppf(level, k, 0.5)
@@ -113,12 +113,18 @@ def _crit_lower(k: np.ndarray, level: float) -> np.ndarray:
 
 
 def sign_power(k, q: float, alpha: float, alternative: str) -> np.ndarray:
-    """Exact power of the exact sign test at ``k`` trials (array), success prob. ``q``."""
+    """Exact power of the exact sign test at ``k`` trials (array), success prob. ``q``:
+    P(the exact binomial test rejects), also McNemar's given ``k`` discordant items.
+
+    Two-sided p-value ``min(1, 2 min(P(X <= x), P(X >= x)))`` (statsmodels ``mcnemar``,
+    scipy ``binomtest`` for p0 = 1/2); rejection when ``p <= alpha``. ``"greater"``: H1
+    ``q > 1/2`` (many successes).
+    """
     k = np.asarray(k, dtype=np.int64)
     if alternative == "two-sided":
-        cl = _crit_lower(k, alpha / 2)
+        cl = crit_lower(k, alpha / 2)
         return stats.binom.cdf(cl, k, q) + stats.binom.sf(k - cl - 1, k, q)
-    cl = _crit_lower(k, alpha)
+    cl = crit_lower(k, alpha)
     if alternative == "greater":
         return stats.binom.sf(k - cl - 1, k, q)
     return stats.binom.cdf(cl, k, q)

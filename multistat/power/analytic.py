@@ -251,32 +251,6 @@ def two_proportions(*, n=None, p1=None, p2=None, power=None, alpha=0.05,
 
 
 # ==================================================================== exact binomial pieces
-def _crit_lower(k: np.ndarray, level: float) -> np.ndarray:
-    """Largest ``c`` with ``P(Bin(k, 1/2) <= c) <= level`` (``-1`` when none)."""
-    k = np.asarray(k, dtype=np.int64)
-    cc = stats.binom.ppf(level, k, 0.5)  # smallest c with cdf >= level
-    cc = np.where(np.isnan(cc), -1, cc).astype(np.int64)
-    cc = np.where(stats.binom.cdf(cc, k, 0.5) <= level * (1 + 1e-12), cc, cc - 1)
-    return cc
-
-
-def _binom_reject_prob(k: np.ndarray, q: float, alpha: float, alternative: str) -> np.ndarray:
-    """P(exact binomial/sign test rejects | k trials), success probability ``q``.
-
-    Two-sided p-value ``min(1, 2 min(P(X <= x), P(X >= x)))`` (statsmodels ``mcnemar``,
-    scipy ``binomtest`` for p0 = 1/2); rejection when ``p <= alpha``. ``"greater"``: H1
-    ``q > 1/2`` (many successes).
-    """
-    k = np.asarray(k, dtype=np.int64)
-    if alternative == "two-sided":
-        cl = _crit_lower(k, alpha / 2)
-        return stats.binom.cdf(cl, k, q) + stats.binom.sf(k - cl - 1, k, q)
-    cl = _crit_lower(k, alpha)
-    if alternative == "greater":
-        return stats.binom.sf(k - cl - 1, k, q)
-    return stats.binom.cdf(cl, k, q)
-
-
 def _k_range(n: int, p: float, tail: float = 1e-14) -> np.ndarray:
     if p <= 0:
         return np.array([0])
@@ -314,7 +288,7 @@ def _mcnemar_power(n, delta, agreement, alpha, alternative, method) -> float:
     q = min(max((disc + delta) / (2 * disc), 0.0), 1.0)
     k = _k_range(n, disc)
     w = stats.binom.pmf(k, n, disc)
-    return float(np.sum(w * _binom_reject_prob(k, q, alpha, alternative)))
+    return float(np.sum(w * _discrete.sign_power(k, q, alpha, alternative)))
 
 
 def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, method="normal",
@@ -503,7 +477,7 @@ def sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"
         alpha=(alpha, c.open_unit))
 
     def pw(n_=n, p_=p, a_=alpha):
-        return float(_binom_reject_prob(np.array([n_]), p_, a_, alternative)[0])
+        return float(_discrete.sign_power(np.array([n_]), p_, a_, alternative)[0])
 
     if unknown == "power":
         return pw()
@@ -573,7 +547,7 @@ def mcnemar_exact_errors(*, n, delta, agreement, alpha=0.05) -> ExactErrors:
         wk = stats.binom.pmf(k, n, disc)
         if k == 0 or wk == 0:
             continue
-        cl = int(_crit_lower(np.array([k]), alpha / 2)[0])
+        cl = int(_discrete.crit_lower(np.array([k]), alpha / 2)[0])
         if cl < 0:
             continue
         b = np.concatenate([np.arange(0, cl + 1), np.arange(k - cl, k + 1)])
