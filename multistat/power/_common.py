@@ -106,25 +106,3 @@ def solve(func: Callable[[float], float], lo: float, hi: float, *, what: str,
     return float(optimize.brentq(lambda x: func(x) - target, lo, hi, xtol=1e-13,
                                  rtol=4 * 2.220446049250313e-16, maxiter=500))
 
-
-def smallest_integer(func: Callable[[int], float], target: float, lo: int, hi: int, *,
-                     what: str = "sample size") -> int:
-    """Smallest integer ``m`` in ``[lo, hi]`` with ``func(m) >= target`` by bisection.
-
-    Exact power of a discrete test is a saw-tooth in ``n``; bisection returns an ``m``
-    with ``func(m) >= target > func(m - 1)`` (the first crossing when power is monotone).
-    """
-    if func(hi) < target:
-        raise InfeasibleError(
-            f"no {what} within the feasible range [{lo}, {hi}] reaches power = {target:g} "
-            f"(power at {hi} is {func(hi):.4g})"
-        )
-    if func(lo) >= target:
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if func(mid) >= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
