@@ -346,15 +346,10 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
 
 
 # ---------------------------------------------------------------------------- output
-def _md_escape(text) -> str:
-    s = str(text)
-    for ch, rep in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
-        s = s.replace(ch, rep)
-    return s
-
-
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one section per kind, off-nominal cells listed first."""
+    from multistat.report.formatting import to_markdown as markdown_table
+
     meta = table.attrs.get("multistat", {})
     intro = (f"alpha = {ALPHA}, interval level = {CONFIDENCE}; "
              f"{meta.get('replicates', '?')} null data sets per setting in "
@@ -375,17 +370,13 @@ def to_markdown(table: pd.DataFrame) -> str:
         summary = (f"{len(part)} cells, {len(off)} outside 3 binomial SE "
                    f"({(off['verdict'] == 'liberal').sum()} liberal, "
                    f"{(off['verdict'] == 'conservative').sum()} conservative).")
-        lines += [f"## {title}", "", summary, ""]
-        lines.append("| " + " | ".join(cols) + " |")
-        lines.append("|" + "---|" * len(cols))
         order = part.assign(_ok=part["verdict"] == "ok").sort_values(
             ["_ok", "test", "method", "distribution", "n"], kind="stable")
-        for _, r in order.iterrows():
-            cells = [r["test"], r["method"], r["distribution"], int(r["n"]),
-                     f"{r['rate']:.4f}", f"{r['se_binomial']:.4f}",
-                     f"{r['se_cluster']:.4f}", r["verdict"], r["reason"]]
-            lines.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
-        lines.append("")
+        shown = order[cols].astype(str).assign(
+            n=order["n"].astype(int).astype(str),
+            **{c: order[c].map("{:.4f}".format) for c in ("rate", "se_binomial",
+                                                          "se_cluster")})
+        lines += [f"## {title}", "", summary, "", markdown_table(shown)]
     return "\n".join(lines)
 
 
