@@ -128,20 +128,19 @@ def check_nonempty(name: str, values, *, what: str = "item") -> list:
     return values
 
 
-_PATH_CHARS = ("/", "\\", "\0")
-
-
-def check_name(name: str, value, *, what: str = "name") -> str:
-    """A name that becomes a file or dataset name: not blank, not ``.``/``..``, no path
-    separator or NUL, no leading/trailing whitespace."""
-    if not isinstance(value, str):
-        raise ParameterTypeError(f"`{name}` must be a string; got {show(value)}")
-    if not value.strip():
-        raise ParameterError(f"`{name}`: a {what} cannot be blank; got {show(value)}")
-    if value.strip() != value:
-        raise ParameterError(f"`{name}`: a {what} cannot start or end with whitespace; "
-                             f"got {show(value)}")
-    if value in (".", "..") or any(ch in value for ch in _PATH_CHARS):
-        raise ParameterError(f"`{name}`: a {what} cannot be '.', '..' or contain '/', '\\' "
-                             f"or NUL (it becomes a file name); got {show(value)}")
-    return value
+def bad_name(name: str, role: str) -> str | None:
+    """Why ``name`` cannot name a ``role`` (``"dataset"``, ``"system"``, ``"metric"``), or
+    None if it can: blank or whitespace-only names never; a dataset name also becomes a
+    NetCDF group and file names, so ``.``, ``..`` and names containing ``/`` or ``\\``
+    are refused too; NUL never. The one naming rule of the loaders
+    (:mod:`multistat.io`) and of :func:`multistat.cube.make_study`."""
+    if not name.strip():
+        return "is blank" if not name else "is whitespace only"
+    if role == "dataset":
+        if name in (".", ".."):
+            return "is a path component ('.' or '..')"
+        if "/" in name or "\\" in name:
+            return "contains a path separator"
+    if "\x00" in name:
+        return "contains a NUL character"
+    return None

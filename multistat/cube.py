@@ -30,6 +30,7 @@ import pandas as pd
 import xarray as xr
 
 from multistat._atomic import atomic_path
+from multistat._validation import bad_name
 from multistat.errors import (
     DataValidationError,
     InputFileError,
@@ -189,8 +190,6 @@ def make_study(datasets: Mapping[str, xr.Dataset] | list[xr.Dataset]) -> xr.Data
         raise DataValidationError("a study needs at least one dataset")
     children = {}
     for name, ds in datasets.items():
-        from multistat.io._model import bad_name
-
         why = bad_name(str(name), "dataset")
         if why is not None:
             raise DataValidationError(f"dataset name {str(name)[:100]!r} {why}")

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from multistat._validation import bad_name
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io._layouts import _Long
 from multistat.io._sources import _names, _plural, _show, _Source
@@ -240,22 +241,6 @@ def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
         f"instance belongs to one group for every system, metric and run"
         f"{'' if n_bad == 1 else f' ({n_bad} such instances)'}"
     )
-
-
-def bad_name(name: str, role: str) -> str | None:
-    """Why ``name`` cannot name a ``role`` (None if it can): blank or whitespace-only
-    names never; a dataset name also becomes a NetCDF group and file names, so ``.``,
-    ``..`` and names containing ``/`` or ``\\`` are refused too."""
-    if not name.strip():
-        return "is blank" if not name else "is whitespace only"
-    if role == "dataset":
-        if name in (".", ".."):
-            return "is a path component ('.' or '..')"
-        if "/" in name or "\\" in name:
-            return "contains a path separator"
-    if "\x00" in name:
-        return "contains a NUL character"
-    return None
 
 
 def _check_names(raw, sources) -> None:
