@@ -30,6 +30,7 @@ import pandas as pd
 import xarray as xr
 
 from multistat._atomic import atomic_path
+from multistat._budget import physical_memory
 from multistat._validation import bad_name
 from multistat.errors import (
     DataValidationError,
@@ -359,16 +360,6 @@ def save(study: xr.DataTree, path) -> Path:
     return path
 
 
-def _memory_bytes() -> int:
-    """Physical memory of this machine (bytes); 8 GiB where the OS does not say."""
-    import os
-
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        return 8 << 30
-
-
 def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
@@ -397,7 +388,8 @@ def open_study(path, *, max_bytes: int | None = None) -> xr.DataTree:
         raise InputFileError(f"{path}: no such study file")
     if path.is_dir():
         raise InputFileError(f"{path}: is a directory, not a study file")
-    limit = _memory_bytes() // 2 if max_bytes is None else int(max_bytes)
+    # default: half the physical memory (8 GiB assumed where the OS does not say)
+    limit = ((physical_memory() or 8 << 30) // 2 if max_bytes is None else int(max_bytes))
     try:
         tree = xr.open_datatree(path, engine="h5netcdf")
     except Exception as exc:  # noqa: BLE001 - h5py/h5netcdf/xarray raise many classes
