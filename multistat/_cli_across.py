@@ -106,7 +106,9 @@ def friedman_command(
 
 def _p_list(text: str):
     """``0.01,0.2`` or ``newstest=0.01,ted=0.2``."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
+    from multistat._cli_common import split_names
+
+    items = split_names(text, "--p-values")
     named = ["=" in t for t in items]
     if any(named) and not all(named):
         raise ParameterError("--p-values: name every p-value (set=p) or none")

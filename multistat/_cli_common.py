@@ -8,6 +8,7 @@
 - :func:`study_output` / :func:`save_study`: a study output must end in ``.nc``; written
   atomically.
 - :func:`echo_summary`: the one-paragraph summary of a study the loaders print.
+- :func:`split_names` / :func:`seed_value`: comma-separated name lists and seeds.
 
 Nothing here imports :mod:`multistat.cli`, so the subcommand modules can import it
 without an import cycle.
@@ -61,6 +62,8 @@ SepOpt = Annotated[str | None, typer.Option(
 SystemsOpt = Annotated[str | None, typer.Option(
     "--systems", help="names of the two systems of a pairs file, comma-separated "
                       "(default A,B)")]
+
+
 def read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
                  metric, dataset, lower_is_better, missing, sep, systems):
     def one(cols):
@@ -74,6 +77,25 @@ def read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset
         kw["systems"] = tuple(s.strip() for s in systems.split(","))
     return kw
 
+
+def split_names(text: str | None, flag: str | None = None) -> list[str] | None:
+    """Comma-separated names (``--metrics``, ``--datasets``, ``--tests``...): None when
+    not given; with ``flag``, a given but empty list is an error naming the flag."""
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items and flag is not None:
+        raise ParameterError(f"`{flag}` is empty: give at least one item (comma-separated)")
+    return items or None
+
+
+def seed_value(value):
+    """``--seed`` checked by :func:`multistat._validation.check_seed` (None stays None).
+    One parameter, so it also serves as a typer ``callback`` (typer hands the value to a
+    callback's only untyped parameter)."""
+    from multistat._validation import check_seed
+
+    return None if value is None else check_seed(value, name="--seed")
 
 
 def _suffix(path: Path) -> str:

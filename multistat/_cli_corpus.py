@@ -14,7 +14,13 @@ from typing import Annotated
 
 import typer
 
-from multistat._cli_common import echo_summary, guard_outputs, save_study, study_output
+from multistat._cli_common import (
+    echo_summary,
+    guard_outputs,
+    save_study,
+    split_names,
+    study_output,
+)
 from multistat.errors import InputFileError, ParameterError, show
 
 _TEXT_SUFFIXES = (".txt", ".gz")
@@ -144,7 +150,7 @@ def load_mt_command(
             options[key] = value
     if lowercase:
         options["lowercase"] = True
-    refs = [c.strip() for c in reference_col.split(",") if c.strip()]
+    refs = split_names(reference_col, "--reference-col")
     study = load_translations(
         files if files is not None else Path(hypotheses), references, metrics=metrics,
         system_col=system_col, segment_col=segment_col, text_col=text_col,

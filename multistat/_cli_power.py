@@ -29,6 +29,7 @@ from multistat._cli_common import (
     SepOpt,
     SystemCol,
     SystemsOpt,
+    seed_value,
 )
 from multistat.errors import show
 
@@ -48,14 +49,8 @@ PowerOpt = Annotated[float | None, typer.Option(
 NOpt = Annotated[float | None, typer.Option("--n", help="sample size (leave out to solve)")]
 
 
-def _check_seed(value):
-    from multistat._validation import check_seed
-
-    return value if value is None else check_seed(value, name="--seed")
-
-
 SeedOpt = Annotated[int, typer.Option("--seed", help="random seed, 0 to 2**64-1 (0 is a "
-                                                     "seed)", callback=_check_seed)]
+                                                     "seed)", callback=seed_value)]
 
 
 def _clean(v):

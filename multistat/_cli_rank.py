@@ -14,10 +14,6 @@ from typing import Annotated
 import typer
 
 
-def _split(text):
-    return None if not text else [t.strip() for t in text.split(",") if t.strip()]
-
-
 def rank_command(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     out: Annotated[Path, typer.Option("--out", "-o", help="ranking table (Parquet)")] =
@@ -49,19 +45,25 @@ def rank_command(
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
     from multistat import cube
-    from multistat._cli_common import guard_outputs, table_kind, write_table
-    from multistat._validation import check_seed
+    from multistat._cli_common import (
+        guard_outputs,
+        seed_value,
+        split_names,
+        table_kind,
+        write_table,
+    )
     from multistat.ranking import rank
 
-    seed = check_seed(seed, name="--seed")
+    seed = seed_value(seed)
     guard_outputs([study], {"--out": out})
     table_kind(out)
     start = time.perf_counter()
     board = rank(cube.load(study), test=test,
                  correction=None if correction == "none" else correction, alpha=alpha,
                  seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-                 equivalence_margin=equivalence_margin, metrics=_split(metrics),
-                 datasets=_split(datasets), scheduler=scheduler)
+                 equivalence_margin=equivalence_margin,
+                 metrics=split_names(metrics, "--metrics"),
+                 datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):

@@ -33,6 +33,8 @@ from multistat._cli_common import (
     guard_outputs,
     read_kwargs,
     save_study,
+    seed_value,
+    split_names,
     study_output,
     table_kind,
     write_table,
@@ -60,12 +62,6 @@ def _open(path: Path):
     from multistat import cube
 
     return cube.load(path)
-
-
-def _seed(value, flag="--seed"):
-    from multistat._validation import check_seed
-
-    return None if value is None else check_seed(value, name=flag)
 
 
 @app.command()
@@ -136,7 +132,7 @@ def units(
     """Group instances into evaluation units (mean or median of m instances)."""
     from multistat.units import evaluation_units
 
-    seed = _seed(seed)
+    seed = seed_value(seed)
     guard_outputs([study], {"--out": out})
     study_output(out)
     if by is not None:
@@ -194,7 +190,7 @@ def demo_data(
     two-column NLPStatTest-format samples, with known true differences."""
     from multistat.demo import write_demo
 
-    seed = _seed(seed)
+    seed = seed_value(seed)
     for p in write_demo(out, seed):
         typer.echo(f"wrote {p}")
 
@@ -227,16 +223,6 @@ def parse_test_options(items) -> dict | None:
                     parsed = value
         out.setdefault(test, {})[key.strip()] = parsed
     return out
-
-
-def _split(text: str | None, flag: str | None = None):
-    """Comma-separated names; with ``flag`` an empty list is an error naming it."""
-    if text is None:
-        return None
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    if not items and flag is not None:
-        raise ParameterError(f"`{flag}` is empty: give at least one name (comma-separated)")
-    return items or None
 
 
 def _pairs(pairs: str, pair: list[str] | None):
@@ -359,11 +345,11 @@ def compare_cmd(
     from multistat.comparison import compare
 
     # every option checked before any work, named by its flag
-    test_list = check_nonempty("--tests", _split(tests) or [], what="test")
+    test_list = check_nonempty("--tests", split_names(tests) or [], what="test")
     null_value = check_real("--null-value", null_value)
     alpha = check_probability("--alpha", alpha)
     n_resamples = check_int("--n-resamples", n_resamples, minimum=1)
-    seed = _seed(seed)
+    seed = seed_value(seed)
     if power is not None:
         power = check_real("--power", power)
     if equivalence_margin is not None:
@@ -372,9 +358,9 @@ def compare_cmd(
     if not (max_cost == float("inf") or max_cost > 0):
         check_positive("--max-cost", max_cost)
     chosen = _pairs(pairs, pair)
-    metric_list = _split(metrics, "--metrics")
-    dataset_list = _split(datasets, "--datasets")
-    fam = family if family in (None, "all") else _split(family, "--family")
+    metric_list = split_names(metrics, "--metrics")
+    dataset_list = split_names(datasets, "--datasets")
+    fam = family if family in (None, "all") else split_names(family, "--family")
     guard_outputs([study], {"--out": out, "--systems-out": systems_out})
     table_kind(out)
     if systems_out is not None:

@@ -417,6 +417,33 @@ def test_compare_bad_options_one_line_before_any_work(tmp_path, capsys, extra, f
     assert "np." not in err and not out.exists() and stdout == ""
 
 
+@pytest.mark.parametrize("make_argv, fragment", [
+    (lambda d: ["rank", d["nc"], "-o", d["out"], "--metrics", " , "], "`--metrics` is empty"),
+    (lambda d: ["rank", d["nc"], "-o", d["out"], "--datasets", ""], "`--datasets` is empty"),
+    (lambda d: ["rank", d["nc"], "-o", d["out"], "--seed", -1],
+     "`--seed` must be a non-negative integer"),
+    (lambda d: ["units", d["nc"], "-o", d["tmp"] / "u.nc", "--size", 2, "--seed", 2**64],
+     "`--seed` must fit in 64 bits"),
+    (lambda d: ["power", "mcnemar-sim", "--n", 50, "--delta", 0.1, "--agreement", 0.8,
+                "--seed", -1], "`--seed` must be a non-negative integer"),
+    (lambda d: ["replicability", "--p-values", ","], "`--p-values` is empty"),
+    # was an IndexError (internal error, exit 1) before the shared split_names
+    (lambda d: ["load-mt", d["csv"], d["csv"], "-o", d["tmp"] / "m.nc", "--reference-col",
+                " , "], "`--reference-col` is empty"),
+])
+def test_name_lists_and_seeds_checked_alike_in_every_command(tmp_path, capsys, make_argv,
+                                                              fragment):
+    """split_names / seed_value (multistat._cli_common) serve every subcommand: an empty
+    comma list or a seed outside [0, 2**64 - 1] is one line naming the flag, exit 2."""
+    csv = _scores_csv(tmp_path / "scores.csv")
+    nc = cube.save(cube.load(csv), tmp_path / "study.nc")
+    out = tmp_path / "r.parquet"
+    status, stdout, err = run(make_argv({"csv": csv, "nc": nc, "out": out, "tmp": tmp_path}),
+                              capsys)
+    assert_one_line_error(status, err, fragment)
+    assert not out.exists() and stdout == ""
+
+
 def test_cost_estimate_names_the_estimate_and_the_override(tmp_path, capsys):
     from multistat._cost import estimate_cost, study_cost
 
