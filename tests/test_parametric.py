@@ -133,3 +133,75 @@ def test_interval_coverage(dist, n, true_mean):
     res = paired_t(d, np.zeros_like(d))
     cover = np.mean((res.ci_low <= true_mean) & (true_mean <= res.ci_high))
     assert abs(cover - 0.95) <= 0.02, cover
+
+
+# ----------------------------------------------------------------------------- pair-free
+def _leaderboard(scales, S=5, n=300, seed=3):
+    """(S, 1, n) correlated scores, system s multiplied by ``scales[s]``."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    X = np.stack([base + 0.15 * s + rng.normal(size=n) for s in range(S)])[:, None, :]
+    return X * np.asarray(scales, float)[:, None, None], X
+
+
+def test_gram_scaled_is_the_gram_matrix_bit_for_bit():
+    # reference: the centred Gram matrix written out with numpy, at ordinary scale the
+    # power-of-two scaling changes no bit (division by 2^k is exact)
+    from multistat.significance._batch import Slab
+
+    X, _ = _leaderboard([1.0, 3.0, 0.01, 250.0, 1.0])
+    slab = Slab(X)
+    xc = X[:, 0] - X[:, 0].mean(-1, keepdims=True)
+    assert np.array_equal(slab.gram()[0], xc @ xc.T)
+    assert np.array_equal(slab.means(), X.mean(-1))
+    Gs, c = slab.gram_scaled()
+    assert np.all(np.log2(c) == np.round(np.log2(c)))  # powers of two
+    assert np.all((slab.absmax() / c >= 0.5) & (slab.absmax() / c < 1))
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 1e-305, 1e150])
+def test_pair_free_t_is_scale_free_without_warnings(scale):
+    # reference: scipy.stats.ttest_rel on the unscaled scores (t and p do not depend on
+    # the units); before, 1e300 raised "overflow encountered in matmul" from the Gram
+    # product and 1e-300 gave NaN effect sizes (the Gram matrix underflowed)
+    import warnings
+
+    from multistat import compare, cube
+
+    X, X1 = _leaderboard([scale] * 5)
+    names = [f"s{i}" for i in range(5)]
+
+    def table(x):
+        ds = cube.make_dataset("d", x, systems=names, metrics=["m"], instances=range(300))
+        return compare(cube.make_study({"d": ds}), tests=("t",), correction=None)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tab = table(X)
+    base = table(X1)
+    a = np.array([names.index(s) for s in tab.system_a])
+    b = np.array([names.index(s) for s in tab.system_b])
+    ref = stats.ttest_rel(X1[a, 0], X1[b, 0], axis=-1)
+    np.testing.assert_allclose(tab.statistic, ref.statistic, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(tab.p_value, ref.pvalue, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(tab.estimate / scale, base.estimate, rtol=1e-12)
+    np.testing.assert_allclose(tab.ci_low / scale, base.ci_low, rtol=1e-12)
+    for col in ("cohens_d", "hedges_g", "cohens_d_ci_low", "hedges_g_ci_high"):
+        np.testing.assert_allclose(tab[col], base[col], rtol=1e-12, atol=1e-14)
+    assert (tab.note == "").all()
+
+
+def test_pair_free_moments_with_systems_at_different_scales():
+    # reference: the per-pair formula d.mean(), d.std(ddof=1) on differences computed
+    # after dividing both systems by 1e300 (exact for these magnitudes up to rounding)
+    from multistat.significance._batch import Slab
+    from multistat.significance.parametric import pair_mean_sd
+
+    scales = np.array([1e300, 3e299, 1e300, 2e295, 1e300])
+    X, _ = _leaderboard(scales)
+    ia, ib = np.triu_indices(5, 1)
+    with np.errstate(all="raise"):
+        mean, sd = pair_mean_sd(Slab(X), ia, ib)
+    d = X[ia] / 1e300 - X[ib] / 1e300
+    np.testing.assert_allclose(mean / 1e300, d.mean(-1), rtol=1e-11)
+    np.testing.assert_allclose(sd / 1e300, d.std(-1, ddof=1), rtol=1e-11)

@@ -152,26 +152,74 @@ class Slab:
     def all_binary(self) -> bool:
         return bool(self.metric_kinds) and all(k == "binary" for k in self.metric_kinds)
 
+    def absmax(self) -> np.ndarray:
+        """max |score| per system and metric ``(S, M)`` (computed once; NaN if a score
+        is NaN)."""
+        if "absmax" not in self._memo:
+            X = self.scores
+            if X.shape[-1] == 0:
+                self._memo["absmax"] = np.zeros(X.shape[:2])
+            else:  # two reductions, no |X| temporary
+                self._memo["absmax"] = np.maximum(X.max(-1), -X.min(-1))
+        return self._memo["absmax"]
+
+    def scales(self) -> np.ndarray:
+        """Per-system power-of-two scales ``(S, M)``: ``c = 2^e`` with
+        ``max |x| / c`` in ``[1/2, 1)`` (1 where the scores are all 0, NaN or not finite).
+        Dividing by a power of two is exact, so sums and products of the scaled scores are
+        the unscaled ones times a power of two, bit for bit, without overflow or underflow
+        at any scale (issue 13.3)."""
+        if "scales" not in self._memo:
+            m = self.absmax()
+            ok = (m > 0) & np.isfinite(m)
+            _, e = np.frexp(np.where(ok, m, 1.0))
+            self._memo["scales"] = np.where(ok, np.ldexp(1.0, e), 1.0)
+        return self._memo["scales"]
+
     def means(self) -> np.ndarray:
-        """Per-system means ``(S, M)`` (computed once)."""
+        """Per-system means ``(S, M)`` (computed once). Scores so large that their sum
+        could overflow are averaged after dividing by :meth:`scales` (the same bits
+        wherever the plain sum does not overflow)."""
         if "means" not in self._memo:
-            self._memo["means"] = self.scores.mean(-1)
+            X = self.scores
+            big = X.size and np.nanmax(self.absmax(), initial=0.0) * max(X.shape[-1], 1) \
+                > 2.0 ** 1000
+            if big:
+                c = self.scales()
+                self._memo["means"] = (X / c[..., None]).mean(-1) * c
+            else:
+                self._memo["means"] = X.mean(-1)
         return self._memo["means"]
 
-    def gram(self) -> np.ndarray:
-        """Gram matrices of the centred scores ``(M, S, S)``: ``G[m, a, b] =
-        sum_i (x_ai - xbar_a)(x_bi - xbar_b)`` - one BLAS product per metric, summed over
-        fixed chunks of :data:`GRAM_CHUNK` instances (computed once)."""
+    def gram_scaled(self) -> tuple[np.ndarray, np.ndarray]:
+        """Gram matrices of the centred scores divided by the per-system :meth:`scales`
+        ``c``: ``(Gs (M, S, S), c (S, M))`` with ``Gs[m, a, b] = sum_i (x_ai - xbar_a)
+        (x_bi - xbar_b) / (c_am c_bm)`` - one BLAS product per metric, summed over fixed
+        chunks of :data:`GRAM_CHUNK` instances (computed once). Scale-free: neither
+        1e300 nor 1e-300 scores overflow or underflow, and ``Gs * c_a * c_b`` is the
+        unscaled Gram matrix bit for bit wherever that does not overflow."""
         if "gram" not in self._memo:
-            X, mu = self.scores, self.means()
+            X, c = self.scores, self.scales()
+            mu = self.means() / c
+            inv = 1.0 / c  # powers of two: exact
             S, M, n = X.shape
             G = np.zeros((M, S, S))
             for m in range(M):
                 for s in range(0, n, GRAM_CHUNK):
-                    xc = X[:, m, s:s + GRAM_CHUNK] - mu[:, m, None]
+                    xc = X[:, m, s:s + GRAM_CHUNK] * inv[:, m, None]
+                    xc -= mu[:, m, None]
                     G[m] += xc @ xc.T
             self._memo["gram"] = G
-        return self._memo["gram"]
+        return self._memo["gram"], self.scales()
+
+    def gram(self) -> np.ndarray:
+        """Gram matrices of the centred scores ``(M, S, S)``: ``G[m, a, b] =
+        sum_i (x_ai - xbar_a)(x_bi - xbar_b)`` (from :meth:`gram_scaled`; entries overflow
+        to inf for scores near the float range - kernels use the scaled form)."""
+        G, c = self.gram_scaled()
+        ct = c.T  # (M, S)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return G * ct[:, :, None] * ct[:, None, :]
 
     def _pair_key(self, ia, ib):
         return (np.asarray(ia).tobytes(), np.asarray(ib).tobytes())

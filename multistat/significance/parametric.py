@@ -242,6 +242,9 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
 #: means, the pair is recomputed from its differences (as the per-pair formula does)
 GRAM_KAPPA_MAX = 1e3
 MEAN_KAPPA_MAX = 1e5
+#: pairs whose largest |score| is below this (2^-969, about 4.5e-292: the ulp of a mean
+#: difference would be subnormal) are recomputed by the per-pair function
+SUBNORMAL_SCALE = 2.0 ** -969
 
 
 def pair_mean_sd(slab, ia, ib):
@@ -251,8 +254,9 @@ def pair_mean_sd(slab, ia, ib):
     .. math:: \bar d = \bar x_a - \bar x_b,\quad
               (n-1) s_d^2 = G_{aa} + G_{bb} - 2 G_{ab}
 
-    with :math:`G` the Gram matrix of the centred scores (:meth:`Slab.gram`: one BLAS
-    product per metric for all pairs). Ill-conditioned pairs - the sum of squares of the
+    with :math:`G` the Gram matrix of the centred scores (:meth:`Slab.gram_scaled`: one
+    BLAS product per metric for all pairs, on scores divided by per-system powers of two,
+    so no scale overflows or underflows). Ill-conditioned pairs - the sum of squares of the
     differences more than :data:`GRAM_KAPPA_MAX` times smaller than
     :math:`G_{aa} + G_{bb} + 2|G_{ab}|` (highly correlated or constant differences), or
     the mean difference :data:`MEAN_KAPPA_MAX` times smaller than the means - are
@@ -267,22 +271,28 @@ def pair_mean_sd(slab, ia, ib):
     mean = mu[ia] - mu[ib]
     if n < 2:
         return mean, np.full(mean.shape, np.nan)
-    G = slab.gram()
-    gaa = G[:, ia, ia].T
-    gbb = G[:, ib, ib].T
-    gab = G[:, ia, ib].T
-    with np.errstate(over="ignore", invalid="ignore"):  # huge scores: the caller reroutes
-        ss = gaa + gbb - 2.0 * gab
+    # scale-free: the Gram matrix of the scores divided by per-system powers of two;
+    # each pair is taken to the larger of its two scales, so every quantity below is the
+    # unscaled one divided by a power of two, bit for bit, at any magnitude (issue 13.3)
+    Gs, c = slab.gram_scaled()
+    ca, cb = c[ia], c[ib]
+    cp = np.maximum(ca, cb)
+    ra, rb = ca / cp, cb / cp
+    gaa = Gs[:, ia, ia].T * (ra * ra)
+    gbb = Gs[:, ib, ib].T * (rb * rb)
+    gab = Gs[:, ia, ib].T * (ra * rb)
+    ss = gaa + gbb - 2.0 * gab
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ill = ~(ss * GRAM_KAPPA_MAX > gaa + gbb + 2.0 * np.abs(gab))
         ill |= ~(np.abs(mean) * MEAN_KAPPA_MAX > np.abs(mu[ia]) + np.abs(mu[ib]))
-        sd = np.sqrt(np.maximum(ss, 0.0) / (n - 1))
+        sd = np.sqrt(np.maximum(ss, 0.0) / (n - 1)) * cp
     rows = np.flatnonzero(ill.any(axis=1))
-    if rows.size:
-        d = slab.scores[ia[rows]] - slab.scores[ib[rows]]  # (r, M, n)
+    if rows.size:  # differences of the scaled scores: (a - b) / c_pair exactly
+        inv = (1.0 / cp[rows])[..., None]
+        d = slab.scores[ia[rows]] * inv - slab.scores[ib[rows]] * inv  # (r, M, n)
         with np.errstate(over="ignore", invalid="ignore"):
-            mean[rows] = np.where(ill[rows], d.mean(-1), mean[rows])
-            sd[rows] = np.where(ill[rows], d.std(-1, ddof=1), sd[rows])
+            mean[rows] = np.where(ill[rows], d.mean(-1) * cp[rows], mean[rows])
+            sd[rows] = np.where(ill[rows], d.std(-1, ddof=1) * cp[rows], sd[rows])
     return mean, sd
 
 
@@ -294,7 +304,7 @@ def pair_constant(slab, ia, ib, mean, sd):
 
 def pair_scale(slab, ia, ib):
     """max |score| of the two systems of each pair, ``(p, M)``."""
-    m = np.max(np.abs(slab.scores), axis=-1)  # (S, M)
+    m = slab.absmax()  # (S, M), computed once per slab
     return np.maximum(m[np.asarray(ia)], m[np.asarray(ib)])
 
 
@@ -312,10 +322,11 @@ def paired_t_batch(slab, ia, ib, ctx):
         raise ParameterTypeError(f"the t test takes no options; got {sorted(ctx.options)}")
     mean, sd = pair_mean_sd(slab, ia, ib)
     bad = pair_constant(slab, ia, ib, mean, sd) if n >= 2 else np.ones(shape, bool)
-    # scores far from 1 in magnitude: the Gram matrix would underflow or overflow; those
-    # pairs go through the scale-free per-pair function (issue 13.3)
+    # the Gram matrix is scale-free (Slab.gram_scaled); only subnormal scores (where the
+    # mean difference itself loses precision) and non-finite moments go through the
+    # per-pair function, which rescales each pair (issue 13.3)
     ps = pair_scale(slab, ia, ib)
-    bad |= (ps > 1e100) | ((ps < 1e-100) & (ps > 0)) | ~np.isfinite(sd)
+    bad |= ((ps < SUBNORMAL_SCALE) & (ps > 0)) | ~np.isfinite(sd) | ~np.isfinite(mean)
     df = n - 1
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.where(bad, np.nan, sd / np.sqrt(n))
