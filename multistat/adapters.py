@@ -157,7 +157,7 @@ def load_labels(path_or_frame, *, gold_col: str = "gold", pred_col: str = "predi
     fn = (~onehot_p & onehot_g).astype(float)
     correct = (pred == gold[None]).astype(float)
     stats_list, fns = [], []
-    for label, family, opts, cls in expanded:
+    for _label, family, opts, cls in expanded:
         if family == "accuracy":
             s = np.stack([correct, np.ones_like(correct)], axis=-1)
         elif family.startswith("micro_"):

@@ -108,7 +108,7 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
         keys = family_keys(out, cols)
     else:
         keys = pd.Series("all", index=out.index)
-    for _, idx in out.groupby(keys.to_numpy(), sort=False).indices.items():
+    for idx in out.groupby(keys.to_numpy(), sort=False).indices.values():
         pi = p[idx]
         ok = ~np.isnan(pi)
         if not ok.any():

@@ -101,7 +101,7 @@ def _check_short_rows(src: _Source, frame: pd.DataFrame, used: Sequence[str]) ->
     if rows.size == 0:
         return
     expected = frame.shape[1]
-    for row, (lineno, text) in sorted(src.lines_of(rows).items()):
+    for _, (lineno, text) in sorted(src.lines_of(rows).items()):
         n = len(_split_line(text, src.sep))
         if n < expected:
             raise _malformed(src, (lineno, text, n), expected)
