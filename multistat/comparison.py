@@ -304,7 +304,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
                           effect_sizes, budget)
     parts, systems_parts = [], []
-    boot_systems: dict = {}
+    # Westfall-Young: the tests' per-system resampled arrays of every metric group, kept
+    # until the step-down ((B, S, M) per group and test; nothing per pair or instance)
+    wy_nulls: dict = {}
     for name, ds in all_ds.items():
         ds = _canonical(ds.compute())
         try:
@@ -345,14 +347,13 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             have_systems = False
             for spec in specs:
                 res = results[spec.name]
-                if spec.name == "bootstrap" and res.systems is not None:
-                    # the bootstrap plan's per-system scores: for rank, and for the
-                    # Westfall-Young step-down (no second pass over the plan)
-                    if _system_sink is not None:
-                        _system_sink(name, list(slab.metrics), res.systems)
-                    if correction in stepdown.CORRECTIONS:
-                        for j, mname in enumerate(slab.metrics):
-                            boot_systems[(name, str(mname))] = res.systems[..., j]
+                if (spec.name == "bootstrap" and res.systems is not None
+                        and _system_sink is not None):
+                    # the bootstrap plan's per-system scores, for rank
+                    _system_sink(name, list(slab.metrics), res.systems)
+                if correction in stepdown.CORRECTIONS:
+                    # the step-down forms its joint null from them: no second pass
+                    wy_nulls.update(stepdown.metric_nulls(spec.name, res, slab))
                 if return_systems and res.systems is not None and not have_systems:
                     have_systems = True
                     systems_parts.append(_system_rows(name, ds, ms, sysnames, sys_obs,
@@ -385,10 +386,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                              "`datasets`/`metrics` selection")
     table = pd.concat(parts, ignore_index=True)
     if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
-        table = stepdown.adjust_table(table, study, method=correction, alpha=alpha,
-                                      family=family, n_resamples=n_resamples, seed=seed,
-                                      scheduler=scheduler, n_chunks=n_chunks,
-                                      systems=boot_systems)
+        table = stepdown.adjust_table(table, wy_nulls, method=correction, alpha=alpha,
+                                      family=family)
     else:
         table = adjust(table, method=correction, family=family, alpha=alpha)
     if equivalence_margin is not None:  # TOST columns (multistat.equivalence)

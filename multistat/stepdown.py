@@ -31,6 +31,7 @@ multiple hypothesis testing, JASA 100, 94-108, doi:10.1198/016214504000000539.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -166,62 +167,71 @@ def check_westfall_young(tests, statistic):
                              f"metric) statistic; got statistic={statistic!r}")
 
 
-def _group_nulls(kind, X, corpus, n_resamples, seed, dataset, scheduler, n_chunks):
-    """Per-system resampled arrays of one metric group on the test's own plan."""
-    from multistat import resampling as eng
+class GroupArrays(NamedTuple):
+    """A resampling test's per-system arrays on one metric group's shared plan
+    (:attr:`~multistat.significance.BatchResult.resampled`), as :func:`metric_nulls`
+    files them under each metric of the group (the same arrays, not copied)."""
 
-    n = X.shape[-1]
-    if kind == "permutation":
-        exact = n < 63 and 2**n <= n_resamples
-        run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset,
-               "scheduler": scheduler, "n_chunks": n_chunks, "exact": exact}
-        if corpus is not None:
-            from multistat.significance.resampling import _swap_kernel
-
-            return {"swapped": eng.resample("permutation", _swap_kernel, corpus[1], **run),
-                    "total": corpus[1].sum(1)}
-        aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n
-        return {"flips": eng.resample("permutation", eng.linear_kernel, aug, **run)}
-    run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset,
-           "scheduler": scheduler, "n_chunks": n_chunks}
-    if corpus is not None:
-        return {"dist": corpus[0](eng.resample("bootstrap", eng.corpus_sums_kernel,
-                                               corpus[1], **run))[..., None]}
-    return {"dist": eng.resample("bootstrap", eng.linear_kernel, X / n, **run)}
+    #: the group's metric names: the arrays' metric axis (corpus: one metric)
+    metrics: tuple
+    #: the system names: the arrays' system axis
+    systems: tuple
+    #: bootstrap ``{"dist": (B, S, M)}``; permutation ``{"flips": (B, S + 1, M)}`` (last
+    #: row the flipped sum of ones) or, for a corpus metric, ``{"swapped": (B, S, K),
+    #: "total": (S, K)}``
+    arrays: dict
+    #: the corpus metric's function of summed statistics, None for per-instance means
+    corpus_fn: Callable | None
 
 
-def _null_of(kind, arrays, fn, a, b, m, est, null_value):
-    """``idx -> (B, len(idx))`` null statistics of rows ``idx`` (pairs a - b, metric m),
-    on the scale of ``est - null_value`` (what compare's test counts against)."""
+def metric_nulls(test: str, res, slab) -> dict[tuple, GroupArrays]:
+    """``{(dataset, test, metric): GroupArrays}`` for every metric of one group
+    (a :class:`~multistat.significance.Slab`) from that test's
+    :class:`~multistat.significance.BatchResult`: the per-system arrays the test itself
+    resampled, from which every pair's resampled statistic is formed. Empty when the
+    test kept none (closed-form tests, medians)."""
+    arrays = getattr(res, "resampled", None)
+    if arrays is None:
+        return {}
+    entry = GroupArrays(tuple(str(m) for m in slab.metrics), tuple(slab.systems), arrays,
+                        slab.corpus[0] if slab.is_corpus else None)
+    return {(slab.dataset, test, m): entry for m in entry.metrics}
+
+
+def _null_of(arrays, fn, a, b, m, est, null_value):
+    """``idx -> (B, len(idx))`` null statistics of rows ``idx`` (pairs a - b, metric m:
+    the position on the arrays' metric axis), on the scale of ``est - null_value`` (what
+    compare's test counts against)."""
     def null_of(idx):
         ai, bi, mi = a[idx], b[idx], m[idx]
-        if kind == "bootstrap":
+        if "dist" in arrays:  # bootstrap: theta* - theta_hat
             d = arrays["dist"]
             return d[:, ai, mi] - d[:, bi, mi] - est[idx]
-        if "flips" in arrays:
+        if "flips" in arrays:  # sign flips of d - null_value
             f = arrays["flips"]
             return f[:, ai, mi] - f[:, bi, mi] - null_value * f[:, -1, mi]
-        sw, tot = arrays["swapped"], arrays["total"]
+        sw, tot = arrays["swapped"], arrays["total"]  # corpus: swapped statistics
         moved = sw[:, bi] - sw[:, ai]
         return fn(tot[ai] + moved) - fn(tot[bi] - moved)
     return null_of
 
 
-def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=None,
-                 n_resamples=10_000, seed=0, scheduler="threads", n_chunks=None,
-                 systems=None):
+def adjust_table(table, nulls: dict, *, method="westfall-young", alpha=0.05, family=None):
     """``p_adjusted``/``reject`` of a compare table by the Westfall-Young step-down.
 
     Each family must lie within one dataset, one test and one metric group (metrics
     scored on the same instances): its joint null distribution is then the shared plan
-    that test used, rebuilt here per system (resampled means, sign-flipped sums or
-    corpus sufficient statistics; pairs formed last, in slabs). ``systems``
-    (``{(dataset, metric): (B, S)}``) are the bootstrap test's own per-system resampled
-    scores when the caller has them (``compare`` does): then that plan is not redrawn.
+    that test used. ``nulls`` (:func:`metric_nulls`, gathered by ``compare``) holds, per
+    ``(dataset, test, metric)``, the per-system arrays the test resampled (means,
+    sign-flipped sums or corpus sufficient statistics): no plan is drawn again, and pairs
+    are formed last, in slabs of :data:`SLAB_BYTES`.
+
+    Memory: ``compare`` keeps those arrays for every metric group of the run until this
+    step-down — ``(B, S, M)`` per group and test (``(B, S + 1, M)`` for sign flips,
+    ``(B, S, K)`` for a corpus metric's K statistics), per system, never per pair or per
+    instance; what grows with the pairs here is the table and ``B x slab``.
     Returns a copy.
     """
-    from multistat import cube
-    from multistat.comparison import _canonical, _groups
     from multistat.correct import family_columns, family_keys
     from multistat.errors import ParameterError
 
@@ -234,64 +244,38 @@ def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=No
     out["alpha"] = alpha
     p_adj = np.full(len(out), np.nan)
     reject = np.zeros(len(out), bool)
-    all_ds = cube.datasets(study)
-    group_of = {}  # (dataset, metric) -> group id and data
-    for name in pd_unique(out["dataset"]):
-        ds = _canonical(all_ds[name].compute())
-        score = np.asarray(ds[cube.SCORE].values)
-        for g, (kind, ms, valid) in enumerate(_groups(ds)):
-            for j, m in enumerate(ms):
-                group_of[(name, str(ds.metric.values[m]))] = (g, kind, ms, valid, ds,
-                                                             score)
-    cache = {}
     for fam, idx in _indices(keys).items():
         rows = out.iloc[idx]
-        ident = {(d, t, group_of[(d, mt)][0]) for d, t, mt in
-                 zip(rows["dataset"], rows["test"], rows["metric"])}
+        where = set(zip(rows["dataset"], rows["test"], rows["metric"]))
+        missing = sorted(w for w in where if w not in nulls)
+        if missing:
+            d, t, mt = missing[0]
+            raise ParameterError(
+                f"correction={method!r}: test {t!r} kept no resampled arrays for metric "
+                f"{mt!r} of dataset {d!r} (only the mean or corpus-metric bootstrap and "
+                "permutation tests have a joint null on a shared plan)")
+        ident = {(d, t, nulls[(d, t, mt)].metrics) for d, t, mt in where}
         if len(ident) > 1:
             raise ParameterError(
                 f"correction={method!r}: family {fam!r} spans several datasets, tests or "
                 "instance sets; its joint null must come from one shared plan — use the "
                 "default family (dataset x metric x test) or family=['dataset', 'test'] "
                 "over metrics scored on the same instances")
-        (name, test, gid), = ident
-        g, kind, ms, valid, ds, score = group_of[(name, rows["metric"].iloc[0])]
-        fam_metrics = [str(x) for x in pd_unique(rows["metric"])]
-        mpos = {str(ds.metric.values[mm]): j for j, mm in enumerate(ms)}
-        if test == "bootstrap" and systems and all((name, mt) in systems
-                                                   for mt in fam_metrics):
-            # compare's own bootstrap distributions, stacked in the group's metric order
-            dist = np.stack([systems.get((name, str(ds.metric.values[mm])),
-                                         np.full_like(systems[(name, fam_metrics[0])],
-                                                      np.nan)) for mm in ms], -1)
-            cache.clear()
-            cache[(name, test, gid)] = ({"dist": dist}, None, kind)
-        elif (name, test, gid) not in cache:
-            X = score[:, ms][:, :, valid]
-            corpus = None
-            if kind == "corpus":
-                from multistat.corpus import get_corpus_metric
-
-                cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-                stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
-                corpus = (cm.fn, stats)
-            cache.clear()  # one group's per-system arrays at a time
-            cache[(name, test, gid)] = (_group_nulls(test, X, corpus, n_resamples, seed,
-                                                     name, scheduler, n_chunks),
-                                        corpus[0] if corpus else None, kind)
-        arrays, fn, kind = cache[(name, test, gid)]
-        sysidx = {s: i for i, s in enumerate(ds.system.values.astype(str))}
+        (name, test, group), = ident
+        entry = nulls[(name, test, group[0])]
+        sysidx = {str(s): i for i, s in enumerate(entry.systems)}
         a = rows["system_a"].map(sysidx).to_numpy(int)
         b = rows["system_b"].map(sysidx).to_numpy(int)
-        m = rows["metric"].map(mpos).to_numpy(int)
+        m = rows["metric"].map({mt: j for j, mt in enumerate(group)}).to_numpy(int)
         est = rows["estimate"].to_numpy(float)
         null_value = float(rows["null_value"].iloc[0])
         alternative = str(rows["alternative"].iloc[0])
         how = method.rsplit("-", 1)[1] if method != "westfall-young" else (
-            "minP" if kind == "corpus" else "maxT")
+            "minP" if entry.corpus_fn is not None else "maxT")
         obs = np.where(np.isfinite(rows["p_value"].to_numpy(float)), est - null_value,
                        np.nan)
-        _, p = westfall_young(_null_of(test, arrays, fn, a, b, m, est, null_value), obs,
+        _, p = westfall_young(_null_of(entry.arrays, entry.corpus_fn, a, b, m, est,
+                                       null_value), obs,
                               alternative=alternative, method=how, alpha=alpha)
         # never below the test's own p-value (its two-sided bootstrap p doubles the
         # smaller tail; the step-down counts |T|)
@@ -300,12 +284,6 @@ def adjust_table(table, study, *, method="westfall-young", alpha=0.05, family=No
     out["p_adjusted"] = p_adj
     out["reject"] = reject
     return out
-
-
-def pd_unique(values):
-    import pandas as pd
-
-    return list(pd.unique(values))
 
 
 def _indices(keys) -> dict:

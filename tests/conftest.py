@@ -61,6 +61,25 @@ def small_dataset(name="toy", *, n_systems=4, n_instances=23, seed=0, nan_metric
         higher_is_better=[True, True, False], kind=["mean", "mean", "binary"])
 
 
+def labels_study(accuracies, *, n, seed, metrics=("accuracy",), dataset="labels"):
+    """A 3-class classification study from ``load_labels``: every system predicts the
+    seeded gold label with its accuracy (else the next class), so ``metrics`` are corpus
+    metrics (accuracy, macro-F1) over ``n`` instances. ``accuracies``: ``[(system,
+    accuracy), ...]``; seeded, the same draws in the same order for the same arguments."""
+    import pandas as pd
+
+    from multistat.adapters import load_labels
+
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, 3, n)
+    rows = []
+    for s, acc in accuracies:
+        pred = np.where(rng.random(n) < acc, gold, (gold + 1) % 3)
+        rows.append(pd.DataFrame({"system": s, "instance": np.arange(n), "gold": gold,
+                                  "prediction": pred}))
+    return load_labels(pd.concat(rows), metrics=tuple(metrics), dataset=dataset)
+
+
 @pytest.fixture
 def toy_study():
     """A two-dataset study with different systems and instances (seeded, in memory)."""

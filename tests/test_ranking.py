@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import labels_study
 
 import multistat
 from multistat import ranking
@@ -264,17 +265,8 @@ def test_rank_docstring_example():
 def test_rank_corpus_metric_reuses_the_plan():
     # a corpus metric (accuracy from summed [correct, 1] statistics): rank intervals come
     # from the corpus kernel on the shared plan, the same numbers as system_scores
-    from multistat.adapters import load_labels
-
-    rng = np.random.default_rng(8)
-    n = 400
-    gold = rng.integers(0, 3, n)
-    rows = []
-    for s, acc in (("best", 0.95), ("good", 0.8), ("good2", 0.8), ("weak", 0.5)):
-        pred = np.where(rng.random(n) < acc, gold, (gold + 1) % 3)
-        rows.append(pd.DataFrame({"system": s, "instance": np.arange(n), "gold": gold,
-                                  "prediction": pred}))
-    study = load_labels(pd.concat(rows), metrics=("accuracy", "macro_f1"), dataset="cls")
+    study = labels_study((("best", 0.95), ("good", 0.8), ("good2", 0.8), ("weak", 0.5)),
+                         n=400, seed=8, metrics=("accuracy", "macro_f1"), dataset="cls")
     b = multistat.rank(study, n_resamples=2000, seed=1)
     ref = multistat.system_scores(study, n_resamples=2000, seed=1)
     merged = b.merge(ref, on=["dataset", "metric", "system"], suffixes=("", "_ref"))

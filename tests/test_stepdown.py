@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import labels_study
 
 from multistat.correct import holm
 from multistat.resampling import bootstrap_counts, sign_flips
@@ -194,24 +195,111 @@ def test_compare_westfall_young_one_pair_is_the_test_p(demo_study):
         np.testing.assert_array_equal(t["p_adjusted"], t["p_value"])
 
 
+def test_compare_westfall_young_draws_no_plan_again(demo_study, monkeypatch):
+    # the step-down forms its joint null from the per-system arrays the tests resampled
+    # (BatchResult.resampled): as many passes over the plan as with Holm, no more
+    import multistat
+    from multistat import resampling
+
+    calls = []
+    real = resampling.resample
+    monkeypatch.setattr(resampling, "resample",
+                        lambda kind, *a, **k: calls.append(kind) or real(kind, *a, **k))
+    kw = {"tests": ("bootstrap", "permutation"), "n_resamples": 500, "effect_sizes": False,
+          "ci_method": "percentile", "datasets": ["newstest"]}
+    holm = multistat.compare(demo_study, correction="holm", **kw)
+    n_holm = len(calls)
+    wy = multistat.compare(demo_study, correction="westfall-young", **kw)
+    # newstest is one metric group: one plan per test, with either correction
+    assert calls == ["bootstrap", "permutation"] * 2 and n_holm == 2
+    np.testing.assert_array_equal(wy["p_value"], holm["p_value"])
+    assert (wy["p_adjusted"] <= holm["p_adjusted"] + 0.05).all()
+
+
+def redrawn_null(study, dataset, test, rows, n_resamples, seed):
+    """``(B, len(rows))`` joint null of compare rows ``rows`` (one family) by the route
+    the step-down took before it read the tests' own arrays (``stepdown._group_nulls``
+    until 09998b0's follow-up): draw the test's plan again, per system, on the metric's
+    group, then form the pairs."""
+    from multistat import cube
+    from multistat import resampling as eng
+    from multistat.comparison import _canonical, _groups, _slab
+    from multistat.significance.resampling import _swap_kernel
+
+    ds = _canonical(cube.datasets(study)[dataset].compute())
+    names = list(ds.metric.values.astype(str))
+    kind, ms, valid = next(g for g in _groups(ds) if names.index(rows["metric"].iloc[0])
+                           in g[1])
+    sysnames = ds.system.values.astype(str)
+    slab = _slab(ds, dataset, kind, ms, valid, np.asarray(ds[cube.SCORE].values),
+                 sysnames)
+    X, n = slab.scores, slab.n
+    run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset}
+    a = rows["system_a"].map({s: i for i, s in enumerate(sysnames)}).to_numpy(int)
+    b = rows["system_b"].map({s: i for i, s in enumerate(sysnames)}).to_numpy(int)
+    m = rows["metric"].map({names[j]: k for k, j in enumerate(ms)}).to_numpy(int)
+    est = rows["estimate"].to_numpy(float)
+    null_value = float(rows["null_value"].iloc[0])
+    if test == "bootstrap":
+        if slab.is_corpus:
+            fn, stats = slab.corpus
+            d = fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats, **run))
+            return d[:, a] - d[:, b] - est
+        d = eng.resample("bootstrap", eng.linear_kernel, X / n, **run)
+        return d[:, a, m] - d[:, b, m] - est
+    run["exact"] = n < 63 and 2**n <= n_resamples
+    if slab.is_corpus:
+        fn, stats = slab.corpus
+        sw, tot = eng.resample("permutation", _swap_kernel, stats, **run), stats.sum(1)
+        moved = sw[:, b] - sw[:, a]
+        return fn(tot[a] + moved) - fn(tot[b] - moved)
+    aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n
+    f = eng.resample("permutation", eng.linear_kernel, aug, **run)
+    return f[:, a, m] - f[:, b, m] - null_value * f[:, -1, m]
+
+
+@pytest.mark.parametrize("study_name", ["demo", "labels"])
+@pytest.mark.parametrize("test", ["bootstrap", "permutation"])
+@pytest.mark.parametrize("method", ["maxT", "minP"])
+def test_compare_westfall_young_bit_identical_to_a_redrawn_plan(demo_study, study_name,
+                                                                test, method):
+    # the step-down on the tests' own per-system arrays gives, bit for bit, what it gave
+    # when it drew the plan again (the numbers of 99fe67b, before BatchResult.resampled):
+    # the same plan, pairs formed the same way, the whole null matrix at once here
+    import multistat
+
+    if study_name == "demo":
+        study, kw = demo_study, {"null_value": 0.01}  # flips: d - delta
+    else:  # two corpus metrics, each its own group
+        study = labels_study((("s1", 0.9), ("s2", 0.85), ("s3", 0.8), ("s4", 0.6)), n=200,
+                             seed=3, metrics=("accuracy", "macro_f1"))
+        kw = {}
+    B, seed = 999, 5
+    table = multistat.compare(study, tests=(test,), correction=f"westfall-young-{method}",
+                              n_resamples=B, seed=seed, effect_sizes=False,
+                              ci_method="percentile", **kw)
+    checked = 0
+    for _, rows in table.groupby(["dataset", "metric"], sort=False):
+        null = redrawn_null(study, rows["dataset"].iloc[0], test, rows, B, seed)
+        obs = np.where(np.isfinite(rows["p_value"]), rows["estimate"] - rows["null_value"],
+                       np.nan)
+        _, p = from_matrix(null, obs, alternative=rows["alternative"].iloc[0],
+                           method=method)
+        np.testing.assert_array_equal(rows["p_adjusted"],
+                                      np.fmax(p, rows["p_value"].to_numpy(float)))
+        checked += len(rows)
+    assert checked == len(table) == (270 if study_name == "demo" else 12)
+    assert table["p_adjusted"].nunique() > 3 and table["reject"].any()  # not all 1
+
+
 def test_compare_westfall_young_corpus_metric_min_p(tmp_path):
     # a corpus metric (accuracy from [correct, 1] statistics): "westfall-young" takes
     # min-P there; every rejection of Holm (away from the boundary) is kept
-    import pandas as pd
-
     import multistat
-    from multistat.adapters import load_labels
     from multistat.correct import adjust
 
-    rng = np.random.default_rng(4)
-    n = 300
-    gold = rng.integers(0, 3, n)
-    rows = []
-    for s, acc in (("s1", 0.9), ("s2", 0.88), ("s3", 0.75), ("s4", 0.6)):
-        pred = np.where(rng.random(n) < acc, gold, (gold + 1) % 3)
-        rows.append(pd.DataFrame({"system": s, "instance": np.arange(n), "gold": gold,
-                                  "prediction": pred}))
-    study = load_labels(pd.concat(rows), metrics=("accuracy",), dataset="labels")
+    study = labels_study((("s1", 0.9), ("s2", 0.88), ("s3", 0.75), ("s4", 0.6)), n=300,
+                         seed=4)
     for test in ("bootstrap", "permutation"):
         t = multistat.compare(study, tests=(test,), correction="westfall-young",
                               n_resamples=2000, effect_sizes=False, ci_method="percentile")

@@ -262,11 +262,18 @@ class BatchResult:
     arrays); further keys (e.g. ``n_resamples``, ``seed``, ``se``) become table columns.
     ``systems``: optionally the per-system resampled statistic ``(B, S, M)`` (bootstrap),
     used for the per-system table when it is asked for.
+    ``resampled``: optionally the per-system arrays on the test's shared plan from which
+    every pair's resampled statistic is formed (bootstrap ``{"dist": (B, S, M)}``;
+    permutation ``{"flips": (B, S + 1, M)}``, the last row the flipped sum of ones, or
+    ``{"swapped": (B, S, K), "total": (S, K)}`` for a corpus metric): the
+    Westfall-Young step-down (:mod:`multistat.stepdown`) forms its joint null from them
+    instead of drawing the plan again.
     """
 
     test: str
     arrays: dict
     systems: np.ndarray | None = None
+    resampled: dict | None = None
 
     def __post_init__(self):
         shape = None
@@ -303,7 +310,7 @@ class BatchResult:
         keys = [k for k in parts[0].arrays if all(k in p.arrays for p in parts)]
         return cls(parts[0].test, {k: np.concatenate([p.arrays[k] for p in parts])
                                    for k in keys},
-                   systems=parts[0].systems)
+                   systems=parts[0].systems, resampled=parts[0].resampled)
 
     def to_frame(self, pairs=None, metrics=None) -> pd.DataFrame:
         """Tidy frame, one row per pair x metric (pair-major), with ``pair`` and

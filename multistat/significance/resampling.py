@@ -336,7 +336,9 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 
     Returns arrays ``(P, M)``: ``statistic`` (observed theta - null_value), ``p_value``,
     ``estimate``, ``ci_low``/``ci_high`` (NaN), ``note``, ``exact`` (bool) and ``se``
-    (standard deviation of the null distribution). ``budget`` as in
+    (standard deviation of the null distribution), and ``resampled``: the per-system
+    sign-flipped arrays every pair's null was formed from (``BatchResult.resampled``;
+    None for the median). ``budget`` as in
     :func:`bootstrap_block`. ``clusters``: group code per instance; whole groups
     are flipped (exact enumeration over the 2**G group sign vectors when it fits).
     """
@@ -382,6 +384,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                                )[:, None])
         est = np.concatenate(est_all)
         p = np.concatenate(p_all)
+        resampled = {"swapped": swapped, "total": total}
     elif statistic == "mean":
         aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n  # last row: sum(s)/n
         flips = flip(eng.linear_kernel, aug)  # (B, S+1, M)
@@ -397,6 +400,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
                                                exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
+        resampled = {"flips": flips}
     else:
         est_all, p_all = [], []
         for sl in _pair_chunks(len(ia), X.shape[1] * 8 * (n_resamples * 3 + 2 * n), budget):
@@ -408,6 +412,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             est_all.append(obs + null_value)
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
+        resampled = None
     note = np.full(shape, "exact enumeration of all 2^n sign flips" if exact else
                    "no interval from a permutation test; see the bootstrap row",
                    dtype=object)
@@ -416,7 +421,8 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                    + (", exact enumeration of all 2^G group sign flips)" if exact else ")"))
     return {"estimate": est, "statistic": est - null_value, "p_value": p,
             "ci_low": np.full(shape, np.nan), "ci_high": np.full(shape, np.nan),
-            "note": note, "exact": np.full(shape, exact), "se": np.concatenate(se_all)}
+            "note": note, "exact": np.full(shape, exact), "se": np.concatenate(se_all),
+            "resampled": resampled}
 
 
 def _swap_kernel(plan, stats):
@@ -556,12 +562,12 @@ def _plan_kw(slab, ctx) -> dict:
                 clusters=getattr(slab, "clusters", None))
 
 
-def _finish(name, out, slab, ctx, systems=None):
+def _finish(name, out, slab, ctx, systems=None, resampled=None):
     out["n"] = slab.n
     out["statistic_kind"] = "corpus" if slab.is_corpus else ctx.statistic
     out["n_resamples"] = ctx.n_resamples
     out["seed"] = ctx.seed
-    return BatchResult(name, out, systems=systems)
+    return BatchResult(name, out, systems=systems, resampled=resampled)
 
 
 def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
@@ -578,7 +584,8 @@ def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
                           **_plan_kw(slab, ctx))
     systems = out.pop("systems", None)
     out.pop("systems_observed", None)
-    return _finish("bootstrap", out, slab, ctx, systems)
+    return _finish("bootstrap", out, slab, ctx, systems,
+                   None if systems is None else {"dist": systems})
 
 
 def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
@@ -587,7 +594,7 @@ def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
                             alternative=ctx.alternative, null_value=ctx.null_value,
                             corpus=slab.corpus, **_plan_kw(slab, ctx))
     out.pop("exact", None)
-    return _finish("permutation", out, slab, ctx)
+    return _finish("permutation", out, slab, ctx, resampled=out.pop("resampled", None))
 
 
 register(TestSpec("bootstrap", bootstrap_test, "resampling", ("mean", "median", "corpus"),
