@@ -172,7 +172,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             family=None, scheduler="threads", n_chunks=None, ci_method="basic",
             bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
             return_systems=False, equivalence_margin=None, memory_limit=None,
-            test_options=None, mde_power=0.8, _system_sink=None, cluster=None,
+            test_options=None, mde_power=0.8, _resampled=None, cluster=None,
             max_cost=1e13):
     """Paired tests for every pair of systems, metric and dataset of a study.
 
@@ -228,9 +228,13 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         be computed and the estimate
     return_systems : also return the per-system table (score with bootstrap percentile
         interval), used by leaderboards; computed only when asked for
-    _system_sink : internal (:func:`multistat.rank`): ``sink(dataset, metrics, dist)``
-        receives the bootstrap test's per-system resampled scores ``(B, S, M)`` of every
-        metric group, so a leaderboard reuses them instead of redrawing the plan
+    _resampled : internal: a dict compare fills with every resampling test's per-system
+        arrays on its shared plan (:attr:`~multistat.significance.BatchResult.resampled`),
+        ``{(dataset, test, metric): stepdown.GroupArrays}``
+        (:func:`multistat.stepdown.metric_nulls`) — the arrays the Westfall-Young
+        step-down forms its joint null from, and from which :func:`multistat.rank` takes
+        the bootstrap's per-system scores instead of redrawing the plan. Kept until
+        compare returns: ``(B, S, M)`` per metric group and test, nothing per pair
     memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
         safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
         of pairs and of resampling-plan rows are sized by it; results are bit-identical
@@ -304,9 +308,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
                           effect_sizes, budget)
     parts, systems_parts = [], []
-    # Westfall-Young: the tests' per-system resampled arrays of every metric group, kept
-    # until the step-down ((B, S, M) per group and test; nothing per pair or instance)
-    wy_nulls: dict = {}
+    # the resampling tests' per-system arrays of every metric group, for the Westfall-Young
+    # step-down and the caller (rank): (B, S, M) per group and test, nothing per pair
+    kept = {} if _resampled is None else _resampled
+    keep = correction in stepdown.CORRECTIONS or _resampled is not None
     for name, ds in all_ds.items():
         ds = _canonical(ds.compute())
         try:
@@ -347,13 +352,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             have_systems = False
             for spec in specs:
                 res = results[spec.name]
-                if (spec.name == "bootstrap" and res.systems is not None
-                        and _system_sink is not None):
-                    # the bootstrap plan's per-system scores, for rank
-                    _system_sink(name, list(slab.metrics), res.systems)
-                if correction in stepdown.CORRECTIONS:
-                    # the step-down forms its joint null from them: no second pass
-                    wy_nulls.update(stepdown.metric_nulls(spec.name, res, slab))
+                if keep:  # no second pass over the plan, for the step-down or rank
+                    kept.update(stepdown.metric_nulls(spec.name, res, slab))
                 if return_systems and res.systems is not None and not have_systems:
                     have_systems = True
                     systems_parts.append(_system_rows(name, ds, ms, sysnames, sys_obs,
@@ -386,7 +386,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                              "`datasets`/`metrics` selection")
     table = pd.concat(parts, ignore_index=True)
     if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
-        table = stepdown.adjust_table(table, wy_nulls, method=correction, alpha=alpha,
+        table = stepdown.adjust_table(table, kept, method=correction, alpha=alpha,
                                       family=family)
     else:
         table = adjust(table, method=correction, family=family, alpha=alpha)

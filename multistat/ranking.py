@@ -252,15 +252,15 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
     kw = {}
     if equivalence_margin is not None:
         kw["equivalence_margin"] = equivalence_margin
-    known = {}  # the bootstrap test's per-system resamples: the rank intervals reuse them
-
-    def sink(dataset, metric_names, dist):
-        known[(dataset, tuple(str(m) for m in metric_names))] = dist
-
+    kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
     table = compare(study, tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
                     alpha=alpha, confidence_level=confidence_level, n_resamples=n_resamples,
                     seed=seed, correction=correction, scheduler=scheduler, n_chunks=n_chunks,
-                    ci_method="percentile", effect_sizes=False, _system_sink=sink, **kw)
+                    ci_method="percentile", effect_sizes=False,
+                    _resampled=kept if test == "bootstrap" else None, **kw)
+    # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
+    known = {(d, g.metrics): g.arrays["dist"] for (d, t, _), g in kept.items()
+             if t == "bootstrap"}
     parts = []
     by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
     for name, mnames, hibs, obs, dist, sysnames in system_distributions(

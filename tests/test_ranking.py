@@ -167,6 +167,33 @@ def test_rank_other_tests_same_planted_structure(planted):
         assert b.attrs["multistat"]["test"] == test
 
 
+def test_rank_draws_the_bootstrap_plan_once(planted, monkeypatch):
+    # the rank intervals take the bootstrap test's own per-system arrays out of compare
+    # (compare(..., _resampled=...), the channel the Westfall-Young step-down reads):
+    # one plan per metric group whatever the correction; another test's board draws the
+    # bootstrap plan for its intervals only
+    from multistat import resampling
+
+    calls = []
+    real = resampling.resample
+    monkeypatch.setattr(resampling, "resample",
+                        lambda kind, *a, **k: calls.append(kind) or real(kind, *a, **k))
+    cols = ["system", "score", "ci_low", "ci_high", "rank_ci_low", "rank_ci_high",
+            "expected_rank", "p_best"]
+    boards = {}
+    for test, correction, drawn in (("auto", "holm", ["bootstrap"]),
+                                    ("auto", "westfall-young", ["bootstrap"]),
+                                    ("permutation", "westfall-young",
+                                     ["permutation", "bootstrap"])):
+        calls.clear()
+        boards[test, correction] = multistat.rank(planted, test=test, correction=correction,
+                                                  n_resamples=500, seed=2)
+        assert calls == drawn, (test, correction)  # "score" and "error": one group
+    first = boards["auto", "holm"][cols]
+    for key, b in boards.items():
+        pd.testing.assert_frame_equal(b[cols], first, check_exact=True, obj=str(key))
+
+
 def test_demo_known_ties_share_a_cluster():
     from multistat.demo import demo_frame
 
