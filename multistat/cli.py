@@ -385,10 +385,8 @@ def compare_cmd(
         max_cost=None,  # the estimate was checked above against --max-cost
         return_systems=systems_out is not None, cluster=cluster)
     table, systems = result if systems_out is not None else (result, None)
+    # compare's metadata already holds the sacrebleu signatures of load-mt studies
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
-    signatures = _sacrebleu_signatures(data)
-    if signatures:
-        meta["sacrebleu"] = signatures
     write_table(table, out, metadata=meta)
     if systems_out is not None:
         write_table(systems, systems_out, metadata=meta, flag="--systems-out")
@@ -426,23 +424,6 @@ def _precheck(study, tests, pairs, metrics, datasets) -> None:
                         f"--tests {t}: needs a binary (0/1) metric; metric {show(m)} of "
                         f"dataset {show(name)} is {show(kind)}; choose binary metrics with "
                         f"--metrics or drop {t}")
-
-
-def _sacrebleu_signatures(study) -> dict:
-    """``{dataset: {metric: signature}}`` of a study loaded by ``load-mt``."""
-    import json
-
-    from multistat import cube
-
-    out = {}
-    for name, ds in cube.datasets(study).items():
-        raw = ds.attrs.get("sacrebleu")
-        if raw:
-            try:
-                out[name] = json.loads(raw) if isinstance(raw, str) else dict(raw)
-            except (TypeError, ValueError):
-                out[name] = str(raw)
-    return out
 
 
 def _mount_subapps():
