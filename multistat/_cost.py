@@ -80,7 +80,9 @@ def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs
         if not m:
             continue
         try:
-            n_pairs = len(cube.pair_indices(ds.system.values, pairs))
+            S = ds.sizes["system"]
+            n_pairs = (S * (S - 1) // 2 if isinstance(pairs, str) and pairs == "all"
+                       else len(cube.pair_indices(ds.system.values, pairs)))
         except Exception:  # noqa: BLE001 - compare itself reports a bad pair, by name
             n_pairs = ds.sizes["system"] * (ds.sizes["system"] - 1) // 2
         total += estimate_cost(n_systems=ds.sizes["system"], n_pairs=n_pairs, n_metrics=m,

@@ -12,6 +12,7 @@ d_z); the p-values are corrected over declared families (:mod:`multistat.correct
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import warnings
 
@@ -161,9 +162,59 @@ def _groups(ds) -> list[tuple[str, list[int], np.ndarray]]:
     return out
 
 
+def _pair_arrays(systems, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """``(ia, ib)`` of :func:`multistat.cube.pair_indices` as index arrays; ``"all"``
+    without a Python tuple per pair (tens of thousands of them at leaderboard scale, and
+    they trigger full garbage collections)."""
+    if isinstance(pairs, str) and pairs == "all":
+        ia, ib = np.triu_indices(len(systems), 1)  # (0, 1), (0, 2), ..., as pair_indices
+        return ia.astype(np.intp), ib.astype(np.intp)
+    idx = cube.pair_indices(systems, pairs)
+    return (np.array([a for a, _ in idx], dtype=np.intp),
+            np.array([b for _, b in idx], dtype=np.intp))
+
+
+class _Coded:
+    """A string column as codes into a few labels (system and metric names, built once
+    per dataset): the table's ``str`` column is ``labels.take(codes)``, no per-row
+    Python strings."""
+
+    __slots__ = ("labels", "codes")
+
+    def __init__(self, labels, codes):
+        self.labels, self.codes = labels, codes
+
+
+def _labels(values):
+    """pandas ``str`` array of a few labels (the dtype the DataFrame constructor infers
+    for Python or numpy strings)."""
+    return pd.array(np.asarray(values, dtype=object), dtype="str")
+
+
+def _str_column(a: np.ndarray):
+    """An object/unicode array of strings as a pandas ``str`` array, converting each
+    distinct value once (notes and kinds repeat over thousands of rows); anything that
+    is not all strings is left to pandas' inference."""
+    codes, uniques = pd.factorize(a)
+    if (codes < 0).any() or not all(isinstance(u, str) for u in uniques):
+        return a
+    return _labels(uniques).take(codes)
+
+
+def _column(v, n_rows: int):
+    if isinstance(v, _Coded):
+        return v.labels.take(v.codes)
+    if np.ndim(v) == 0:
+        if isinstance(v, str):
+            return _labels([v]).take(np.zeros(n_rows, dtype=np.intp))
+        return np.repeat(v, n_rows)
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OU" and v.ndim == 1:
+        return _str_column(v)
+    return v
+
+
 def _rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
-    return pd.DataFrame({k: (np.repeat(v, n_rows) if np.ndim(v) == 0 else v)
-                         for k, v in frame_cols.items()})
+    return pd.DataFrame({k: _column(v, n_rows) for k, v in frame_cols.items()})
 
 
 def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
@@ -305,6 +356,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
 
     equivalence_margin = check_margin(equivalence_margin)
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
+    input_hash = _hash_later(study)  # overlaps with the tests when the study is in memory
     bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
                           effect_sizes, budget)
     parts, systems_parts = [], []
@@ -315,12 +367,11 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     for name, ds in all_ds.items():
         ds = _canonical(ds.compute())
         try:
-            idx = cube.pair_indices(ds.system.values, pairs)
+            ia, ib = _pair_arrays(ds.system.values, pairs)
         except UnknownSystemError as exc:
             raise UnknownSystemError(f"dataset {name!r}: {exc}") from None
-        ia = np.array([a for a, _ in idx], dtype=np.intp)
-        ib = np.array([b for _, b in idx], dtype=np.intp)
         sysnames = ds.system.values.astype(str)
+        sys_labels = _labels(sysnames)
         score = np.asarray(ds[cube.SCORE].values)
         codes = None
         if cluster is not None:
@@ -339,9 +390,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                     _check_binary(spec, ds, ms, name)
             sys_obs = slab.means() if not slab.is_corpus else slab.corpus_observed
             base = {
-                "dataset": name, "metric": np.tile(np.asarray(slab.metrics), len(ia)),
-                "system_a": np.repeat(sysnames[ia], len(ms)),
-                "system_b": np.repeat(sysnames[ib], len(ms)),
+                "dataset": name,
+                "metric": _Coded(_labels(slab.metrics), np.tile(np.arange(len(ms)), len(ia))),
+                "system_a": _Coded(sys_labels, np.repeat(ia, len(ms))),
+                "system_b": _Coded(sys_labels, np.repeat(ib, len(ms))),
                 "higher_is_better": np.tile(ds.higher_is_better.values[ms].astype(bool),
                                             len(ia)),
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
@@ -399,15 +451,12 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             datasets=datasets, confidence_level=confidence_level, n_resamples=n_resamples,
             seed=seed, scheduler=scheduler, n_chunks=n_chunks,
             bootstrap_pvalue=bootstrap_pvalue)
-    for col in COLUMNS:
-        if col not in table.columns:
-            table[col] = np.nan
-    table = table[list(COLUMNS) + [c for c in table.columns if c not in COLUMNS]]
-    table["n"] = table["n"].astype(int)
+    table = _final_columns(table)
     table.attrs["multistat"] = _metadata(study, tests, statistic, pairs, alternative,
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
-                                         bootstrap_pvalue, test_options, budget, mde_power)
+                                         bootstrap_pvalue, test_options, budget, mde_power,
+                                         input_sha256=input_hash)
     table.attrs["multistat"]["cluster"] = cluster or "none"
     if equivalence_margin is not None:
         table.attrs["multistat"].update(
@@ -421,6 +470,19 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                  memory_limit=budget))
         return table, systems
     return table
+
+
+def _final_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """:data:`COLUMNS` first (NaN where a column was not computed), then the others in
+    table order, ``n`` as int: one new frame, no column inserted one at a time."""
+    have = set(table.columns)
+    nan = np.full(len(table), np.nan)
+    data = {c: (table[c] if c in have else nan) for c in COLUMNS}
+    data.update((c, table[c]) for c in table.columns if c not in data)
+    data["n"] = table["n"].astype(int)
+    out = pd.DataFrame(data, index=table.index, copy=False)
+    out.attrs.update(table.attrs)
+    return out
 
 
 def _check_resampling_signature(spec) -> None:
@@ -460,12 +522,7 @@ def _runs_cluster_note(spec, n_runs, slab) -> str:
 
 
 def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
-    X = score[:, ms][:, :, valid]  # (S, M, n)
-    if kind != "corpus" and X.size and np.max(np.abs(X)) > 8.9e307:
-        # some a - b may overflow: the largest difference over systems tells (issue 13.3)
-        from multistat.significance._base import overflow_check
-
-        overflow_check(X.max(0), X.min(0), where=f" in dataset {name!r}")
+    X = score[:, ms] if valid.all() else score[:, ms][:, :, valid]  # (S, M, n), a copy
     corpus = None
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
     clusters = None
@@ -480,6 +537,11 @@ def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
                 systems=tuple(sysnames), metric_kinds=kinds, clusters=clusters,
                 run_scores=runs,
                 higher_is_better=tuple(ds.higher_is_better.values[ms].astype(bool)))
+    if kind != "corpus" and X.size and np.max(slab.absmax()) > 8.9e307:
+        # some a - b may overflow: the largest difference over systems tells (issue 13.3)
+        from multistat.significance._base import overflow_check
+
+        overflow_check(X.max(0), X.min(0), where=f" in dataset {name!r}")
     if kind == "corpus":
         from multistat.corpus import get_corpus_metric
 
@@ -570,6 +632,7 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
     return power(effect).astype(float)
 
 
+@functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
     """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none)."""
     from multistat.errors import MultistatError
@@ -601,9 +664,18 @@ def _canonical(ds):
 
 
 def _join_notes(a, b):
+    """``a; b`` row by row (empty parts left out), joined once per distinct pair."""
     a = np.asarray(a, dtype=object)
     b = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
-    return np.array(["; ".join(s for s in (x, y) if s) for x, y in zip(a, b)], dtype=object)
+    if not a.size:
+        return a.copy()
+    ca, ua = pd.factorize(a.ravel(), use_na_sentinel=False)
+    cb, ub = pd.factorize(b.ravel(), use_na_sentinel=False)
+    nb = len(ub)
+    keys, inverse = np.unique(ca.astype(np.int64) * nb + cb, return_inverse=True)
+    joined = np.empty(len(keys), dtype=object)
+    joined[:] = ["; ".join(s for s in (ua[k // nb], ub[k % nb]) if s) for k in keys]
+    return joined[inverse].reshape(a.shape)
 
 
 def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
@@ -690,9 +762,45 @@ def study_hash(study) -> str:
     return h.hexdigest()
 
 
+def _hash_later(study):
+    """:func:`study_hash` as a zero-argument callable. When every score array is already
+    in memory the hash runs on a background thread while compare computes (hashlib
+    releases the GIL on large buffers, and nothing is materialised twice); otherwise
+    (dask-backed or lazily loaded studies) it runs when called."""
+    import threading
+
+    try:
+        in_memory = all(getattr(ds[var].variable, "_in_memory", False)
+                        for ds in cube.datasets(study).values()
+                        for var in (cube.SCORE, cube.STATS) if var in ds)
+    except Exception:  # pragma: no cover - an unusual study: hash on demand
+        in_memory = False
+    if not in_memory:
+        return lambda: study_hash(study)
+    box: dict = {}
+
+    def work():
+        try:
+            box["value"] = study_hash(study)
+        except BaseException as exc:  # pragma: no cover - re-raised by the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="multistat-study-hash", daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
+
+
 def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
               confidence_level, n_resamples, seed, correction, family, ci_method,
-              bootstrap_pvalue, test_options=None, budget=None, mde_power=0.8) -> dict:
+              bootstrap_pvalue, test_options=None, budget=None, mde_power=0.8,
+              input_sha256=None) -> dict:
     from multistat import __version__
 
     return {"multistat_version": __version__, "seed": seed, "tests": list(tests),
@@ -704,7 +812,9 @@ def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
             "ci_method": ci_method, "bootstrap_pvalue": bootstrap_pvalue,
             "test_options": {k: dict(v) for k, v in (test_options or {}).items()},
             "mde_power": mde_power,
-            "input_sha256": study_hash(study), **_sacrebleu_signatures(study)}
+            "input_sha256": input_sha256() if callable(input_sha256) else
+            input_sha256 if input_sha256 is not None else study_hash(study),
+            **_sacrebleu_signatures(study)}
 
 
 def _sacrebleu_signatures(study) -> dict:

@@ -44,6 +44,27 @@ def family_keys(table: pd.DataFrame, cols: list[str]) -> pd.Series:
     return keys
 
 
+def family_groups(table: pd.DataFrame, cols: list[str]):
+    """``(group, labels)``: a family number per row (-1 where the key is missing) and
+    the readable key of each family (:func:`family_keys` text), computed on the distinct
+    combinations of ``cols`` only - one string per family, not per row."""
+    combo = np.zeros(len(table), dtype=np.int64)
+    for c in cols:
+        codes, uniques = pd.factorize(table[c], use_na_sentinel=False)
+        combo = pd.factorize(combo * len(uniques) + codes)[0].astype(np.int64)
+    combo_codes, first = np.unique(combo, return_index=True)
+    if all(table[c].dtype == "str" for c in cols):
+        # str columns: astype(str) keeps the text (and NaN), so the key is the join
+        parts = zip(*(table[c].to_numpy(dtype=object)[first] for c in cols))
+        text = pd.Series([None if any(isinstance(v, float) for v in vals)
+                          else " | ".join(vals) for vals in parts], dtype="str")
+    else:
+        text = family_keys(table[cols].iloc[first], cols)  # the same text as row by row
+    group, labels = pd.factorize(text, use_na_sentinel=True)
+    row_group = np.asarray(group, dtype=np.intp)[np.searchsorted(combo_codes, combo)]
+    return row_group, pd.array(np.asarray(labels, dtype=object), dtype=text.dtype)
+
+
 def holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Holm's step-down adjustment, same numbers as statsmodels' ``method="holm"``.
 
@@ -105,10 +126,15 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
     p_adj = np.full(len(out), np.nan)
     reject = np.zeros(len(out), dtype=bool)
     if cols:
-        keys = family_keys(out, cols)
+        group, labels = family_groups(out, cols)
+        keys = labels.take(group, allow_fill=True)  # the readable key of every row
     else:
-        keys = pd.Series("all", index=out.index)
-    for idx in out.groupby(keys.to_numpy(), sort=False).indices.values():
+        group, labels = np.zeros(len(out), dtype=np.intp), None
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    for idx in np.split(order, bounds) if len(order) else []:
+        if group[idx[0]] < 0:  # a missing key: no family (as groupby drops NaN keys)
+            continue
         pi = p[idx]
         ok = ~np.isnan(pi)
         if not ok.any():
@@ -122,7 +148,7 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
         sel = idx[ok]
         p_adj[sel] = pa
         reject[sel] = r
-    out["family"] = keys.to_numpy() if cols else "all"
+    out["family"] = keys if cols else "all"
     out["correction"] = "none" if method is None else method
     out["p_adjusted"] = p_adj
     out["reject"] = reject

@@ -406,3 +406,77 @@ def test_progress_moves_per_slab_and_long_runs_announce_themselves(monkeypatch, 
     # one tick per slab of pairs for t, one per block of 1000 resamples for the bootstrap
     assert sum(u for d, t, u in ticks if t == "bootstrap") == 3  # 3 blocks, one group
     assert any(t == "t" for _, t, _ in ticks)
+
+
+# ----------------------------------------------------------------------------- table path
+def test_table_dtypes_notes_and_hash():
+    # the table is assembled from codes and per-block arrays: its dtypes are those of
+    # a frame built row by row (strings as pandas "str"), notes are joined per row, and
+    # the input hash (computed on a background thread) is study_hash's
+    from multistat.comparison import study_hash
+
+    st, _ = _study()
+    t = compare(st, tests=("t", "sign"), power=True, n_resamples=200)
+    for c in ("dataset", "metric", "system_a", "system_b", "statistic_kind", "test",
+              "alternative", "family", "correction", "note", "cluster"):
+        assert t[c].dtype == pd.Series(["x"]).dtype, c
+    assert t["n"].dtype == np.int64 and t["reject"].dtype == bool
+    assert t["higher_is_better"].dtype == bool and t["seed"].dtype == np.int64
+    assert t["cohens_d"].dtype == np.float64
+    assert t.loc[t.test == "t", "note"].str.endswith("plan with `multistat power`)").all()
+    assert (t.system_a + t.system_b).isin(["ab", "ac", "bc"]).all()
+    assert (t.family == t.dataset + " | " + t.metric + " | " + t.test).all()
+    assert t.attrs["multistat"]["input_sha256"] == study_hash(st)
+
+
+def test_join_notes_equals_the_row_by_row_join():
+    from multistat.comparison import _join_notes
+
+    rng = np.random.default_rng(0)
+    words = np.array(["", "", "ties", "constant; ties", "n < 2"], dtype=object)
+    a = words[rng.integers(0, 5, 500)]
+    for b in ("power: retrospective", "", words[rng.integers(0, 5, 500)]):
+        bb = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
+        ref = ["; ".join(s for s in (x, y) if s) for x, y in zip(a, bb)]
+        assert _join_notes(a, b).tolist() == ref
+
+
+@pytest.mark.parametrize("family", [None, "all", "g", ["g", "h"], ["o", "k"], "h"])
+@pytest.mark.parametrize("method", ["holm", "fdr_bh", None])
+def test_adjust_equals_statsmodels_per_groupby_family(family, method):
+    # reference: statsmodels multipletests on each group of pandas' groupby over the
+    # readable family key (family_keys: NaN keys form no family), NaN p-values left out
+    from statsmodels.stats.multitest import multipletests
+
+    from multistat.correct import adjust, family_columns, family_keys
+
+    rng = np.random.default_rng(5)
+    n = 300
+    table = pd.DataFrame({
+        "p_value": np.where(rng.random(n) < 0.1, np.nan, rng.random(n) ** 2),
+        "dataset": rng.choice(["d1", "d2"], n), "metric": rng.choice(["m", "acc"], n),
+        "test": rng.choice(["t", "sign"], n),
+        "g": pd.array(rng.choice(["x", "y", None], n), dtype="str"),
+        "h": rng.choice([1.0, 2.5, np.nan], n), "k": rng.random(n) < 0.5,
+        "o": pd.array(rng.choice(np.array(["x", 1, 2.5, None], dtype=object), n),
+                      dtype=object)})
+    got = adjust(table, method=method, family=family)
+    cols = family_columns(table, family)
+    keys = family_keys(table, cols) if cols else pd.Series("all", index=table.index)
+    ref_adj = np.full(n, np.nan)
+    ref_rej = np.zeros(n, bool)
+    for _, idx in table.groupby(keys.to_numpy(), sort=False).indices.items():
+        p = table.p_value.to_numpy()[idx]
+        ok = ~np.isnan(p)
+        if not ok.any():
+            continue
+        if method is None:
+            r, pa = p[ok] <= 0.05, p[ok]
+        else:
+            r, pa, _, _ = multipletests(p[ok], alpha=0.05, method=method)
+        ref_adj[idx[ok]], ref_rej[idx[ok]] = pa, r
+    np.testing.assert_allclose(got.p_adjusted, ref_adj, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(got.reject, ref_rej)
+    pd.testing.assert_series_equal(got.family, pd.Series(
+        keys.to_numpy() if cols else "all", index=table.index, name="family",
+        dtype=got.family.dtype), check_exact=True)
