@@ -554,3 +554,36 @@ def test_sort_positions_use_small_integer_types():
     for n, dtype in ((50, np.int16), (32_767, np.int16), (32_768, np.int32)):
         info = signed_rank_info(np.random.default_rng(n).normal(size=(1, n)))
         assert all(a.dtype == dtype for a in info.abs_sort)
+
+
+# ------------------------------------------- W+ from one sort of keys (no argsort, no ranks)
+@pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
+def test_signed_rank_sums_equal_the_rank_array_computation(zero_method):
+    # signed_rank_sums (keys 2*bits(|d|) + sign, one np.sort) must give the very numbers
+    # of _signed_rank_parts (argsort + mid-rank array): W+, mean and sd bit for bit
+    from multistat.significance._signrank import _signed_rank_parts, signed_rank_sums
+
+    rng = np.random.default_rng(71)
+    d = np.concatenate([
+        rng.normal(size=(5, 300)),                                 # untied
+        np.round(rng.normal(size=(5, 300)), 1),                    # ties across signs
+        rng.integers(-3, 4, (5, 300)).astype(float),               # zeros and heavy ties
+        np.where(rng.random((5, 300)) < 0.3, -0.0, rng.normal(size=(5, 300))),  # -0.0
+        np.zeros((1, 300)), np.full((1, 300), -2.5)])
+    ref = _signed_rank_parts(d, zero_method)
+    got = signed_rank_sums(d, zero_method)
+    for k in ("w_plus", "mean", "sd", "count", "n_zero", "has_ties"):
+        np.testing.assert_array_equal(got[k], ref[k], err_msg=k)
+    absd = np.sort(np.abs(d), axis=-1)
+    np.testing.assert_array_equal(got["untied"], ~np.any(absd[:, 1:] == absd[:, :-1], -1))
+
+
+def test_wilcoxon_normal_approximation_path_matches_scipy_on_tied_rows():
+    # n > 50 rounded scores: the key-sort path; p-values as scipy's normal approximation
+    rng = np.random.default_rng(72)
+    x = np.round(rng.normal(size=(30, 400)), 2)
+    y = np.round(rng.normal(0.05, 1, size=(30, 400)), 2)
+    for zm in ("wilcox", "pratt", "zsplit"):
+        res = wilcoxon(x, y, zero_method=zm)
+        ref = stats.wilcoxon(x, y, zero_method=zm, method="approx", axis=-1)
+        np.testing.assert_allclose(res.p_value, ref.pvalue, rtol=1e-12, atol=0)

@@ -35,6 +35,7 @@ from multistat.significance._signrank import (
     _signed_rank_parts,
     signed_rank_info,
     signed_rank_pmf,
+    signed_rank_sums,
 )
 from multistat.significance._slabs import slabbed
 from multistat.significance._walsh import WALSH_BYTES_PER_VALUE, walsh_order_statistics
@@ -70,7 +71,8 @@ def _walsh_exact_rows(diff, method="auto", info=None):
     for), and ``method`` "exact" with ``n <= 400`` (above, the O(n^3) distribution costs
     seconds and the continuity-corrected normal value is as good), or "auto" with
     ``n <= 50``. ``info``: :func:`signed_rank_info` of ``diff`` (saves a sort)."""
-    if method == "approx":
+    if method == "approx" or diff.shape[-1] > (EXACT_MAX_N if method == "auto"
+                                                else EXACT_CI_MAX_N):
         return np.zeros(diff.shape[:-1], dtype=bool)
     if info is None:
         absd = np.sort(np.abs(diff), axis=-1)
@@ -305,7 +307,15 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     if info is not None:
         info.check(diff, "wilcoxon")
     # the ranks are those of d = diff - null_value: ``info`` describes them when null is 0
-    parts = _signed_rank_parts(d, zero_method, info if null_value == 0 else None)
+    own = info if null_value == 0 else None
+    if (method == "approx" or (method == "auto" and n_all > EXACT_MAX_N)) and not np.isnan(
+            d).any():
+        # the normal approximation only (no row is exact): W+ and the ties from one sort
+        # of keys, no ranks (the same integers, so the same p-values)
+        parts = (own.rank_sums(zero_method) if own is not None
+                 else signed_rank_sums(d, zero_method))
+    else:
+        parts = _signed_rank_parts(d, zero_method, own)
     w_plus, mean, sd, count = parts["w_plus"], parts["mean"], parts["sd"], parts["count"]
     n_zero, has_ties = parts["n_zero"], parts["has_ties"]
 
@@ -364,7 +374,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
                           alternative=alternative, null_value=null_value,
                           statistic_kind="median")
     ci_exact = _walsh_exact_rows(diff, method, info)
-    tied_rows = _tied_rows(diff)
+    tied_rows = _tied_rows(diff if info is None else info.sorted_d, presorted=info is not None)
     test_options = {"alternative": alternative, "zero_method": zero_method,
                     "method": method, "correction": correction}
 
@@ -395,9 +405,9 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
 _SCAN_MAX_BREAKPOINTS = 4096
 
 
-def _tied_rows(diff):
+def _tied_rows(diff, presorted=False):
     """Rows of ``diff`` with repeated values (ties or several zeros)."""
-    srt = np.sort(diff, axis=-1)
+    srt = diff if presorted else np.sort(diff, axis=-1)
     return np.any(srt[..., 1:] == srt[..., :-1], axis=-1)
 
 
