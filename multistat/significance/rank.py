@@ -387,7 +387,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
                       f"{level}: interval is unbounded")
         if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
             low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
-                                        notes)
+                                        notes, None if info is None else info.sorted_d)
         return est, _scalar(low), _scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
@@ -411,20 +411,33 @@ def _tied_rows(diff, presorted=False):
     return np.any(srt[..., 1:] == srt[..., :-1], axis=-1)
 
 
-def _distinct_walsh(u, limit):
+def _distinct_walsh(u, limit, pairs=None):
     """Sorted distinct Walsh averages ``(u_i + u_j) / 2`` (``i <= j``) of the sorted
     distinct values ``u``, or None if there are more than ``limit``.
 
-    Those of a prefix ``u[:k]`` are a subset of them (the same floats), so growing
-    prefixes decide "too many" after a few thousand averages instead of forming all
-    ``u(u+1)/2``; a row with ``2u - 1 > limit`` (the sumset bound) forms none."""
+    The averages of any subset of ``u`` are a subset of them (the same floats), so a
+    subset with more than ``limit`` distinct averages decides "too many" without forming
+    all ``u(u+1)/2``: first about ``sqrt(2 limit)`` values spread over ``u`` (one try
+    that decides rows of generic data), then growing prefixes; a row with
+    ``2u - 1 > limit`` (the sumset bound) forms none. ``pairs``: a dict the caller keeps
+    for the ``triu_indices`` of each size (reused across rows)."""
     if 2 * u.size - 1 > limit:
+        return None
+    pairs = {} if pairs is None else pairs
+
+    def averages(v):
+        if v.size not in pairs:
+            pairs[v.size] = np.triu_indices(v.size)
+        i, j = pairs[v.size]
+        return np.unique((v[i] + v[j]) / 2)
+
+    m = int(np.ceil(np.sqrt(2.0 * limit)))  # m(m+1)/2 > limit averages
+    if u.size > m and averages(u[np.linspace(0, u.size - 1, m).astype(np.int64)]).size > limit:
         return None
     k = 64
     while True:
         k = min(k, u.size)
-        i, j = np.triu_indices(k)
-        walsh = np.unique((u[i] + u[j]) / 2)
+        walsh = averages(u[:k])
         if walsh.size > limit:
             return None
         if k == u.size:
@@ -432,7 +445,7 @@ def _distinct_walsh(u, limit):
         k *= 2
 
 
-def _tied_inversion(diff, tied, low, high, level, options, notes):
+def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=None):
     """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
     tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
     each distinct Walsh average and each gap between two
@@ -446,12 +459,26 @@ def _tied_inversion(diff, tied, low, high, level, options, notes):
     flat = diff.reshape(-1, diff.shape[-1])
     lo_f, hi_f = low.reshape(-1), high.reshape(-1)
     too_many = np.zeros(lo_f.size, bool)
-    for r in np.flatnonzero(np.broadcast_to(tied, shape).reshape(-1)):
+    rows = np.flatnonzero(np.broadcast_to(tied, shape).reshape(-1))
+    # the distinct Walsh averages are those of the distinct values (same set, same
+    # floats); there are at least 2u - 1 of them (sumset bound), so rows with many
+    # distinct values are decided from a count of the distinct values, without a sort
+    if sorted_rows is None:
+        srt = np.sort(flat[rows], axis=-1)
+    else:
+        srt = sorted_rows.reshape(-1, diff.shape[-1])[rows]
+    step = srt[:, 1:] != srt[:, :-1]
+    step &= ~np.isnan(srt[:, 1:])  # NaNs (sorted last) count once, as in np.unique
+    n_distinct = 1 + np.count_nonzero(step, axis=-1)
+    too_many[rows[2 * n_distinct - 1 > _SCAN_MAX_BREAKPOINTS]] = True
+    pairs = {}
+    for pos_r, (r, s_r) in enumerate(zip(rows, srt)):
+        if too_many[r]:
+            continue
         d = flat[r]
-        # the distinct Walsh averages are those of the distinct values (same set, same
-        # floats); there are at least 2u - 1 of them (sumset bound), so rows with many
-        # distinct values are decided without forming the u(u+1)/2 averages
-        walsh = _distinct_walsh(np.unique(d), _SCAN_MAX_BREAKPOINTS)
+        keep = np.ones(s_r.size, dtype=bool)
+        keep[1:] = step[pos_r]
+        walsh = _distinct_walsh(s_r[keep], _SCAN_MAX_BREAKPOINTS, pairs)
         if walsh is None:
             too_many[r] = True
             continue
