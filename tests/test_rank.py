@@ -587,3 +587,23 @@ def test_wilcoxon_normal_approximation_path_matches_scipy_on_tied_rows():
         res = wilcoxon(x, y, zero_method=zm)
         ref = stats.wilcoxon(x, y, zero_method=zm, method="approx", axis=-1)
         np.testing.assert_allclose(res.p_value, ref.pvalue, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["grid", "normal", "few"])
+def test_distinct_walsh_decides_like_forming_all_averages(kind):
+    # the spread-subset and prefix shortcuts must decide "more than limit distinct
+    # averages" exactly as forming all u(u+1)/2 averages does
+    from multistat.significance.rank import _distinct_walsh
+
+    rng = np.random.default_rng(73)
+    for size, limit in ((10, 30), (40, 200), (120, 4096), (300, 4096), (1500, 4096)):
+        u = {"grid": np.unique(rng.integers(-size, size, size) * 0.5),
+             "normal": np.unique(rng.normal(size=size)),
+             "few": np.unique(rng.integers(0, 3 * size, size) * 0.01)}[kind]
+        i, j = np.triu_indices(u.size)
+        full = np.unique((u[i] + u[j]) / 2)
+        got = _distinct_walsh(u, limit, {})
+        if full.size > limit:
+            assert got is None
+        else:
+            np.testing.assert_array_equal(got, full)
