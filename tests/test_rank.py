@@ -607,3 +607,43 @@ def test_distinct_walsh_decides_like_forming_all_averages(kind):
             assert got is None
         else:
             np.testing.assert_array_equal(got, full)
+
+
+def test_sign_interval_rows_equal_the_per_row_scan():
+    # the vectorized inversion (int32 tie runs, p-values looked up per distinct (k, m))
+    # against sign_interval, the per-row scan over values and gaps
+    from multistat.significance._inversion import sign_interval, sign_interval_rows
+
+    rng = np.random.default_rng(74)
+    for n in (1, 2, 7, 30, 81):
+        d = np.concatenate([rng.normal(size=(4, n)), np.round(rng.normal(size=(4, n)), 1),
+                            rng.integers(-2, 3, (4, n)).astype(float)])
+        s = np.sort(d, axis=-1)
+        for alt in ("two-sided", "less", "greater"):
+            # (levels whose alpha no binomial p-value equals: the row version compares
+            # with a 1e-12 slack, the scan without)
+            for level in (0.9137, 0.95):
+                low, high = sign_interval_rows(s, alternative=alt, confidence_level=level)
+                for r in range(s.shape[0]):
+                    ref = sign_interval(s[r], alternative=alt, confidence_level=level)
+                    np.testing.assert_array_equal([low[r], high[r]], ref)
+
+
+def test_sign_test_uses_the_memory_it_declares():
+    # peak traced memory of sign_test on a slab of pairs (the pair slab X[ia], X[ib]
+    # included, as the batch forms it) stays within SIGN_BYTES_PER_VALUE
+    import tracemalloc
+
+    from multistat.significance.sign import SIGN_BYTES_PER_VALUE
+
+    rng = np.random.default_rng(75)
+    X = np.round(rng.normal(size=(12, 2, 3000)), 4)
+    ia, ib = np.triu_indices(12, 1)
+    sign_test(X[ia[:2]], X[ib[:2]])  # imports and scipy tables outside the measurement
+    tracemalloc.start()
+    try:
+        sign_test(X[ia], X[ib], memory_limit=2**34)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak / (len(ia) * 2 * 3000) <= SIGN_BYTES_PER_VALUE

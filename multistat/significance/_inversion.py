@@ -168,45 +168,54 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     from multistat.significance._binomial import binom_half_pvalue
 
     s = np.asarray(sorted_diff, dtype=float)
-    n = s.shape[-1]
+    lead, n = s.shape[:-1], s.shape[-1]
+    s = s.reshape(-1, n)
+    rows = s.shape[0]
     alpha = 1.0 - confidence_level
-    idx = np.broadcast_to(np.arange(n), s.shape)
-    new = np.ones(s.shape, bool)
-    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    itype = np.int32 if n < 2**31 - 1 else np.int64  # positions in 4 bytes, not 8
+    idx = np.arange(n, dtype=itype)
+    new = np.empty(s.shape, bool)
+    new[:, :1] = True
+    np.not_equal(s[:, 1:], s[:, :-1], out=new[:, 1:])
     first = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)  # first of its tie run
-    last_rev = np.ones(s.shape, bool)
-    last_rev[..., :-1] = new[..., 1:]  # last element of a tie run
-    last = np.flip(np.minimum.accumulate(np.flip(np.where(last_rev, idx, n), -1), -1), -1)
+    last_rev = np.empty(s.shape, bool)
+    last_rev[:, -1:] = True
+    last_rev[:, :-1] = new[:, 1:]  # last element of a tie run
+    last = np.minimum.accumulate(np.where(last_rev, idx, n)[:, ::-1], axis=-1)[:, ::-1]
+    del last_rev
     # at the value s[i]: below = first, above = n - 1 - last, ties = last - first + 1
-    n_neg = first
-    n_pos = n - 1 - last
-    ties = last - first + 1
+    k_at = (n - 1) - last  # n_pos
+    m_at = k_at + first  # n_pos + n_neg
     if zero_method == "split":
-        half = ties // 2
-        k_at, m_at = n_pos + half, n_pos + n_neg + 2 * half
-    else:
-        k_at, m_at = n_pos, n_pos + n_neg
-    # m = 0 (every difference equals delta): the test gives NaN, "not rejected"
-    acc_at = _accept(binom_half_pvalue(k_at, m_at, alternative), alpha) | (m_at == 0)
+        half = (last - first + 1) // 2
+        k_at += half
+        m_at += 2 * half
+        del half
+    del first, last
+    acc_at = _accepted_counts(k_at, m_at, alternative, alpha)
+    acc_at |= m_at == 0  # m = 0 (every difference equals delta): NaN, "not rejected"
+    del k_at, m_at
     # the gap just below s[i] (exists iff s[i] starts a new value), and the gap above all
     j = np.arange(n + 1)
     acc_gap = _accept(binom_half_pvalue(n - j, np.full(n + 1, n), alternative), alpha)
-    acc_gap = np.broadcast_to(acc_gap, s.shape[:-1] + (n + 1,)).copy()
-    acc_gap[..., :n] &= new
     # interleave: gap0, pt0, gap1, pt1, ..., gap_n
-    seq = np.empty(s.shape[:-1] + (2 * n + 1,), bool)
-    seq[..., 0::2] = acc_gap
-    seq[..., 1::2] = acc_at
+    seq = np.empty((rows, 2 * n + 1), bool)
+    seq[:, 0:-1:2] = new
+    seq[:, 0:-1:2] &= acc_gap[:n]
+    seq[:, -1] = acc_gap[n]
+    seq[:, 1::2] = acc_at
+    del new, acc_at
     anyacc = seq.any(-1)
     f = np.argmax(seq, axis=-1)
-    g = 2 * n - np.argmax(seq[..., ::-1], axis=-1)
+    g = 2 * n - np.argmax(seq[:, ::-1], axis=-1)
+    del seq
 
     def value(pos, side):
         i = pos // 2
         at_point = pos % 2 == 1
-        v_pt = np.take_along_axis(s, np.clip(i, 0, n - 1)[..., None], -1)[..., 0]
+        v_pt = np.take_along_axis(s, np.clip(i, 0, n - 1)[:, None], -1)[:, 0]
         if side == "low":  # gap i is (s[i-1], s[i]): low end just above s[i-1]
-            prev = np.take_along_axis(s, np.clip(i - 1, 0, n - 1)[..., None], -1)[..., 0]
+            prev = np.take_along_axis(s, np.clip(i - 1, 0, n - 1)[:, None], -1)[:, 0]
             v_gap = np.where(i == 0, -np.inf, np.nextafter(prev, np.inf))
         else:  # high end just below s[i]
             v_gap = np.where(i == n, np.inf, np.nextafter(v_pt, -np.inf))
@@ -214,7 +223,28 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
 
     low = np.where(anyacc, value(f, "low"), np.nan)
     high = np.where(anyacc, value(g, "high"), np.nan)
-    return low, high
+    return low.reshape(lead), high.reshape(lead)
+
+
+def _accepted_counts(k, m, alternative, alpha):
+    """``_accept(binom_half_pvalue(k, m), alpha)`` elementwise, with the p-value computed
+    once per distinct ``(k, m)``: a table over ``k = 0..m`` for each ``m`` present (few:
+    one per tie-run size), looked up - the same p-values, so the same decisions, without
+    a binomial evaluation per element."""
+    from multistat.significance._binomial import binom_half_pvalue
+
+    present = np.flatnonzero(np.bincount(m.ravel(), minlength=1))
+    offset = np.zeros(int(present.max()) + 1 if present.size else 1, dtype=np.int64)
+    tables = []
+    at = 0
+    for mm in present:
+        offset[mm] = at
+        kk = np.arange(mm + 1)
+        tables.append(_accept(binom_half_pvalue(kk, np.full(mm + 1, mm), alternative),
+                              alpha))
+        at += mm + 1
+    table = np.concatenate(tables) if tables else np.zeros(1, bool)
+    return table[offset[m] + k]
 
 
 def _binom_pmf(k, m, p):
