@@ -199,6 +199,16 @@ def _sample_pivots(W, rows, lo, hi, c_lo, c_hi, ka, kb, rng, m, z):
 
 
 
+def _open_bracket(V, n):
+    """The bracket that knows nothing, for ``V`` rows of ``n`` values: lower bound
+    ``(t_lo, c_lo, lo)`` = (-inf, 0 averages below, row boundaries 0) and upper bound
+    ``(t_hi, c_hi, hi)`` = (+inf, all ``n(n+1)/2`` averages, boundaries ``n``)."""
+    N = n * (n + 1) // 2
+    return (np.full(V, -np.inf), np.zeros(V, dtype=np.int64),
+            np.zeros((V, n), dtype=np.int64), np.full(V, np.inf),
+            np.full(V, N, dtype=np.int64), np.full((V, n), n, dtype=np.int64))
+
+
 def _group_ranks(ranks):
     groups = []  # adjacent ranks share one search
     i = 0
@@ -229,12 +239,7 @@ def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb
     k_orig = np.stack([ka, kb], axis=1)
     ans = np.full((V, 2), np.nan)
     got = np.zeros((V, 2), dtype=bool)
-    t_lo = np.full(V, -np.inf)
-    c_lo = np.zeros(V, dtype=np.int64)
-    t_hi = np.full(V, np.inf)
-    c_hi = np.full(V, N, dtype=np.int64)
-    lo = np.zeros((V, n), dtype=np.int64)
-    hi = np.full((V, n), n, dtype=np.int64)
+    t_lo, c_lo, lo, t_hi, c_hi, hi = _open_bracket(V, n)
     active = np.ones(V, dtype=bool)
     last_c = np.full(V, N, dtype=np.int64)
     if state is not None:
@@ -457,16 +462,10 @@ def _fast_exact(W, vrow, ka, kb, piv, c_max):
 
     def state(sub):
         """Bounds known from the two exact counts, for the rows ``sub`` (sorted)."""
-        N = n * (n + 1) // 2
         B = sub.size
         loc = np.full(V, -1)
         loc[sub] = np.arange(B)
-        t_lo = np.full(B, -np.inf)
-        c_lo = np.zeros(B, dtype=np.int64)
-        t_hi = np.full(B, np.inf)
-        c_hi = np.full(B, N, dtype=np.int64)
-        lo = np.zeros((B, n), dtype=np.int64)
-        hi = np.full((B, n), n, dtype=np.int64)
+        t_lo, c_lo, lo, t_hi, c_hi, hi = _open_bracket(B, n)
         low_ok = (c_le[sub] <= ka[sub])
         up_b = (kb[sub] < c_lt_b[sub]) & (t_b[sub] > t_a[sub])  # else e(t_b) unknown
         li = loc[owner]
