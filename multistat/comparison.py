@@ -752,7 +752,9 @@ def study_hash(study) -> str:
         h.update(name.encode())
         for var in (cube.SCORE, cube.STATS):
             if var in ds:
-                h.update(np.ascontiguousarray(np.asarray(ds[var].values)).tobytes())
+                # the buffer itself (tobytes() would copy the whole cube)
+                buf = np.ascontiguousarray(np.asarray(ds[var].values))
+                h.update(memoryview(buf).cast("B") if buf.size else b"")
         for dim in ("system", "metric", "instance"):
             h.update("\x1f".join(map(str, ds[dim].values)).encode())
     return h.hexdigest()
