@@ -647,3 +647,27 @@ def test_sign_test_uses_the_memory_it_declares():
     finally:
         tracemalloc.stop()
     assert peak / (len(ia) * 2 * 3000) <= SIGN_BYTES_PER_VALUE
+
+
+def test_spread_subset_check_marks_only_rows_with_too_many_averages():
+    # the vectorized first try of _distinct_walsh: a row it marks has more than the
+    # limit of distinct Walsh averages (checked by forming them all); generic rows are
+    # decided by it, coarse-grid rows are left to the exact per-row path
+    from multistat.significance.rank import _SCAN_MAX_BREAKPOINTS, _spread_subset_check
+
+    rng = np.random.default_rng(76)
+    d = np.concatenate([np.round(rng.normal(size=(3, 900)), 3),     # many distinct
+                        np.round(rng.normal(size=(3, 900)), 1),     # coarse grid
+                        rng.integers(0, 150, (2, 900)) * 0.5])      # 150 values
+    srt = np.sort(d, axis=-1)
+    step = srt[:, 1:] != srt[:, :-1]
+    n_distinct = 1 + step.sum(-1)
+    rows = np.arange(d.shape[0])
+    too_many = np.zeros(d.shape[0], bool)
+    _spread_subset_check(srt, step, n_distinct, rows, too_many)
+    for r in rows:
+        u = np.unique(srt[r])
+        i, j = np.triu_indices(u.size)
+        truth = np.unique((u[i] + u[j]) / 2).size > _SCAN_MAX_BREAKPOINTS
+        assert not too_many[r] or truth
+    assert too_many[:3].all() and not too_many[3:].any()

@@ -411,14 +411,21 @@ def _tied_rows(diff, presorted=False):
     return np.any(srt[..., 1:] == srt[..., :-1], axis=-1)
 
 
+def _subset_fractions(m):
+    """``m`` fixed fractions in [0, 1), sorted: positions of the subset of distinct values
+    tried first. Pseudo-random (seed 0), not evenly spaced: evenly spaced values of
+    gridded data form an arithmetic progression whose averages coincide."""
+    return np.sort(np.random.default_rng(0).random(m))
+
+
 def _distinct_walsh(u, limit, pairs=None):
     """Sorted distinct Walsh averages ``(u_i + u_j) / 2`` (``i <= j``) of the sorted
     distinct values ``u``, or None if there are more than ``limit``.
 
     The averages of any subset of ``u`` are a subset of them (the same floats), so a
     subset with more than ``limit`` distinct averages decides "too many" without forming
-    all ``u(u+1)/2``: first about ``sqrt(2 limit)`` values spread over ``u`` (one try
-    that decides rows of generic data), then growing prefixes; a row with
+    all ``u(u+1)/2``: first about ``sqrt(2 limit)`` values scattered over ``u`` (one try
+    that decides most rows), then growing prefixes; a row with
     ``2u - 1 > limit`` (the sumset bound) forms none. ``pairs``: a dict the caller keeps
     for the ``triu_indices`` of each size (reused across rows)."""
     if 2 * u.size - 1 > limit:
@@ -432,7 +439,8 @@ def _distinct_walsh(u, limit, pairs=None):
         return np.unique((v[i] + v[j]) / 2)
 
     m = int(np.ceil(np.sqrt(2.0 * limit)))  # m(m+1)/2 > limit averages
-    if u.size > m and averages(u[np.linspace(0, u.size - 1, m).astype(np.int64)]).size > limit:
+    if u.size > m and averages(u[(_subset_fractions(m) * u.size).astype(np.int64)]
+                               ).size > limit:
         return None
     k = 64
     while True:
@@ -443,6 +451,31 @@ def _distinct_walsh(u, limit, pairs=None):
         if k == u.size:
             return walsh
         k *= 2
+
+
+def _spread_subset_check(srt, step, n_distinct, rows, too_many):
+    """:func:`_distinct_walsh`'s first try for all undecided rows at once: the averages
+    of ``m`` distinct values scattered over each row (``m(m+1)/2`` just above the limit,
+    then about four times it), sorted together; rows with more than the limit of
+    distinct ones among them are marked ``too_many`` (exact: a subset of the row's
+    averages). Rows with NaN are left to the per-row path."""
+    limit = _SCAN_MAX_BREAKPOINTS
+    for m in (int(np.ceil(np.sqrt(2.0 * limit))), int(np.ceil(np.sqrt(8.0 * limit)))):
+        cand = np.flatnonzero(~too_many[rows] & (n_distinct > m) & ~np.isnan(srt).any(-1))
+        if not cand.size:
+            return
+        keep = np.ones((cand.size, srt.shape[-1]), dtype=bool)
+        keep[:, 1:] = step[cand]
+        c_idx = np.nonzero(keep)[1]  # positions of the distinct values, row by row
+        del keep
+        first = np.concatenate([[0], np.cumsum(n_distinct[cand])[:-1]])
+        pick = first[:, None] + (_subset_fractions(m)[None, :]
+                                 * n_distinct[cand][:, None]).astype(np.int64)
+        vals = srt[cand[:, None], c_idx[pick]]
+        i, j = np.triu_indices(m)
+        avg = np.sort((vals[:, i] + vals[:, j]) / 2, axis=-1)
+        distinct = 1 + np.count_nonzero(avg[:, 1:] != avg[:, :-1], axis=-1)
+        too_many[rows[cand[distinct > limit]]] = True
 
 
 def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=None):
@@ -471,6 +504,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     step &= ~np.isnan(srt[:, 1:])  # NaNs (sorted last) count once, as in np.unique
     n_distinct = 1 + np.count_nonzero(step, axis=-1)
     too_many[rows[2 * n_distinct - 1 > _SCAN_MAX_BREAKPOINTS]] = True
+    _spread_subset_check(srt, step, n_distinct, rows, too_many)
     pairs = {}
     for pos_r, (r, s_r) in enumerate(zip(rows, srt)):
         if too_many[r]:
