@@ -518,7 +518,11 @@ def _runs_cluster_note(spec, n_runs, slab) -> str:
 
 
 def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
-    X = score[:, ms] if valid.all() else score[:, ms][:, :, valid]  # (S, M, n), a copy
+    if valid.all() and list(ms) == list(range(score.shape[1])):
+        X = score.view()  # the whole (canonically ordered, private) array: no copy
+        X.flags.writeable = False
+    else:
+        X = score[:, ms] if valid.all() else score[:, ms][:, :, valid]  # (S, M, n), a copy
     corpus = None
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
     clusters = None
