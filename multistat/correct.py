@@ -55,7 +55,7 @@ def family_groups(table: pd.DataFrame, cols: list[str]):
     combo_codes, first = np.unique(combo, return_index=True)
     if all(table[c].dtype == "str" for c in cols):
         # str columns: astype(str) keeps the text (and NaN), so the key is the join
-        parts = zip(*(table[c].to_numpy(dtype=object)[first] for c in cols))
+        parts = zip(*(table[c].iloc[first].to_numpy(dtype=object) for c in cols))
         text = pd.Series([None if any(isinstance(v, float) for v in vals)
                           else " | ".join(vals) for vals in parts], dtype="str")
     else:
@@ -121,7 +121,7 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
         raise ParameterError(f"`correction` must be one of {', '.join(METHODS)} or None; got "
                              f"{method!r}")
     cols = family_columns(table, family)
-    out = table.copy()
+    out = table  # not modified: the result is a new frame
     p = out["p_value"].to_numpy(dtype=float)
     p_adj = np.full(len(out), np.nan)
     reject = np.zeros(len(out), dtype=bool)
@@ -148,9 +148,13 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
         sel = idx[ok]
         p_adj[sel] = pa
         reject[sel] = r
-    out["family"] = keys if cols else "all"
-    out["correction"] = "none" if method is None else method
-    out["p_adjusted"] = p_adj
-    out["reject"] = reject
-    out["alpha"] = alpha
-    return out
+    added = {"family": keys if cols else "all",
+             "correction": "none" if method is None else method,
+             "p_adjusted": p_adj, "reject": reject, "alpha": alpha}
+    if any(c in out.columns for c in added):  # re-adjusting: replace, in a copy
+        out = out.copy()
+        for c, v in added.items():
+            out[c] = v
+        return out
+    new = pd.DataFrame({c: v for c, v in added.items()}, index=out.index)
+    return pd.concat([out, new], axis=1).__finalize__(table)

@@ -480,3 +480,20 @@ def test_adjust_equals_statsmodels_per_groupby_family(family, method):
     pd.testing.assert_series_equal(got.family, pd.Series(
         keys.to_numpy() if cols else "all", index=table.index, name="family",
         dtype=got.family.dtype), check_exact=True)
+
+
+def test_adjust_returns_a_new_frame_and_readjusts_in_place_of_old_columns():
+    from multistat.correct import adjust
+
+    t = pd.DataFrame({"p_value": [0.01, 0.04, 0.03], "g": ["a", "a", "b"]}, index=[5, 5, 2])
+    t.attrs["who"] = {"k": 1}
+    once = adjust(t, family="g")
+    assert list(t.columns) == ["p_value", "g"]  # the input is not modified
+    assert list(once.columns) == ["p_value", "g", "family", "correction", "p_adjusted",
+                                  "reject", "alpha"]
+    assert once.attrs == {"who": {"k": 1}} and list(once.index) == [5, 5, 2]
+    np.testing.assert_allclose(once.p_adjusted, [0.02, 0.04, 0.03])  # Holm within "a"
+    twice = adjust(once, family="g", method="bonferroni")
+    assert list(twice.columns) == list(once.columns)
+    np.testing.assert_allclose(twice.p_adjusted, [0.02, 0.08, 0.03])
+    assert (once.correction == "holm").all() and (twice.correction == "bonferroni").all()

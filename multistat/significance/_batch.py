@@ -26,6 +26,7 @@ of a pair slab and the sort of their absolute values) are computed once per slab
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import warnings
 from collections.abc import Callable, Mapping
@@ -43,6 +44,15 @@ FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
 #: instances summed at once in the Gram matrix (fixed, so results do not depend on the
 #: memory budget): (systems x GRAM_CHUNK) float64 per metric
 GRAM_CHUNK = 1 << 16
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """threadpoolctl's controller of the loaded BLAS, built once (building one scans the
+    process's shared libraries: ~5 ms a call)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 # ----------------------------------------------------------------------------- context
@@ -199,8 +209,6 @@ class Slab:
         1e300 nor 1e-300 scores overflow or underflow, and ``Gs * c_a * c_b`` is the
         unscaled Gram matrix bit for bit wherever that does not overflow."""
         if "gram" not in self._memo:
-            from threadpoolctl import threadpool_limits
-
             X, c = self.scores, self.scales()
             mu = self.means() / c
             inv = 1.0 / c  # powers of two: exact
@@ -210,7 +218,7 @@ class Slab:
             # systems x 10^4 instances: 20 ms), and a 2-thread OpenBLAS product took
             # 0.3-1.3 s whenever the other core was busy (measured on a loaded 2-core
             # machine); the bits are the same either way
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _blas_controller().limit(limits=1, user_api="blas"):
                 for m in range(M):
                     for s in range(0, n, GRAM_CHUNK):
                         xc = X[:, m, s:s + GRAM_CHUNK] * inv[:, m, None]
