@@ -12,7 +12,8 @@ wilcoxon    same study, ``tests=("wilcoxon",)`` vs chunked ``scipy.stats.wilcoxo
 sign        same study, ``tests=("sign",)`` vs ``scipy.stats.binomtest`` per pair
 all5        same study, the five default tests + effect sizes: time and peak RSS
 s300        300 systems x 1 metric x 2,000 instances, defaults: peak RSS
-n2m         2 systems x 2,000,000 instances, defaults: peak RSS
+n2m         2 systems x 2,000,000 instances, defaults: peak RSS; then the command line
+            ``multistat compare study.nc --tests t,wilcoxon,sign`` on the same study
 linear      200 systems x 10 metrics x 50,000 instances, bootstrap (1,000) + t +
             Wilcoxon at n/4, n/2, n: time and RSS, to show growth linear in n
 rank        (issue 10) 100 systems x 1 metric x 10,000 instances, B = 1,000:
@@ -88,9 +89,10 @@ def child_multistat(spec: dict) -> dict:
                         effect_sizes=spec.get("effect_sizes", False),
                         n_resamples=spec.get("B", 10_000), seed=0,
                         memory_limit=spec.get("memory_limit"),
-                        ci_method=spec.get("ci_method", "bca"))
-    if kw.get("tests") is None:
-        kw.pop("tests")
+                        ci_method=spec.get("ci_method"))
+    for key in ("tests", "ci_method"):  # None: the library's default
+        if kw.get(key) is None:
+            kw.pop(key, None)
     if spec.get("warmup"):  # compare's lazy imports and first-call paths, on a tiny study
         compare(make_study(3, 1, 30, seed=1, decimals=spec.get("decimals")), **kw)
     t0 = time.perf_counter()
@@ -105,6 +107,30 @@ def child_multistat(spec: dict) -> dict:
         keep = ["system_a", "system_b", "metric", "test", "statistic", "p_value", "estimate"]
         np.savez(spec["dump"], **{c: tab[c].to_numpy() for c in keep})
     return {"wall_s": wall, "rows": len(tab)}
+
+
+def child_cli(spec: dict) -> dict:
+    """The command line on the same study saved as a study file (``.nc``): ``multistat
+    compare FILE --tests ... --out ...`` in a process of its own; its peak RSS (the
+    grandchild's, so neither the study built here nor the saving counts)."""
+    import resource
+
+    from multistat import cube
+
+    path = Path(spec["dir"]) / f"cli-{spec['S']}x{spec['M']}x{spec['n']}.nc"
+    cube.save(make_study(spec["S"], spec["M"], spec["n"], decimals=spec.get("decimals")),
+              path)
+    cmd = [sys.executable, "-c", ("import sys; from multistat.cli import main; "
+                                  "sys.exit(main())"), "compare", str(path), "--out",
+           str(path.with_suffix(".parquet")), "--no-progress", *spec.get("args", [])]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode:
+        raise RuntimeError((proc.stderr.strip().splitlines() or ["?"])[-1][:200])
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"wall_s": wall, "cli_peak_rss_mib": rss, "command": " ".join(
+        ["multistat", *cmd[3:4], path.name, *spec.get("args", [])])}
 
 
 def _pairs_from_dump(path, test):
@@ -155,10 +181,14 @@ def child_reference(spec: dict) -> dict:
 
 def _child_main(path):
     spec = json.loads(Path(path).read_text())
-    out = (child_reference if spec["kind"] == "reference" else child_multistat)(spec)
+    child = {"reference": child_reference, "cli": child_cli}.get(spec["kind"],
+                                                                 child_multistat)
+    out = child(spec)
     import resource
 
-    out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # a CLI row reports the command's own process (the grandchild)
+    out["peak_rss_mib"] = out.pop("cli_peak_rss_mib", None) or (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(out))
 
 
@@ -265,9 +295,22 @@ def row_s300(args, tmp):
 
 
 def row_n2m(args, tmp):
+    """compare() with the defaults, then the command line with ``--tests t,wilcoxon,sign``
+    (no ``--systems-out``: the per-system bootstrap table must not be built)."""
     S, M, n = args.size(2, 1, 2_000_000, systems=1, instances=500)
-    return [_multistat_only("n2m", "defaults (5 tests + effect sizes)", S, M, n, args, tmp,
+    rows = [_multistat_only("n2m", "defaults (5 tests + effect sizes)", S, M, n, args, tmp,
                             "completes, peak RSS <= 4 GiB", effect_sizes=True)]
+    cli_args = ["--tests", "t,wilcoxon,sign"] + (
+        ["--memory-limit", args.memory_limit] if args.memory_limit else [])
+    cli = run_child({"kind": "cli", "S": S, "M": M, "n": n, "dir": str(tmp),
+                     "args": cli_args}, tmp)
+    row = {"row": "n2m", "study": f"{S}x{M}x{n:,}", "what": cli.get("command", "CLI"),
+           "multistat_s": cli.get("wall_s"), "multistat_rss_mib": cli.get("peak_rss_mib"),
+           "target": "completes, peak RSS <= 4 GiB"}
+    row["note"] = (f"failed: {cli['error']}" if "error" in cli else
+                   "command line on the saved study (.nc); time includes start-up, "
+                   "reading and writing")
+    return rows + [row]
 
 
 def row_linear(args, tmp):
