@@ -22,6 +22,11 @@ import pandas as pd
 from multistat import cube, stepdown
 from multistat._budget import Budget
 from multistat._progress import Progress as _Progress
+from multistat._table import Coded as _Coded
+from multistat._table import final_columns as _final_columns
+from multistat._table import join_notes as _join_notes
+from multistat._table import labels as _labels
+from multistat._table import rows as _rows
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -172,49 +177,6 @@ def _pair_arrays(systems, pairs) -> tuple[np.ndarray, np.ndarray]:
     idx = cube.pair_indices(systems, pairs)
     return (np.array([a for a, _ in idx], dtype=np.intp),
             np.array([b for _, b in idx], dtype=np.intp))
-
-
-class _Coded:
-    """A string column as codes into a few labels (system and metric names, built once
-    per dataset): the table's ``str`` column is ``labels.take(codes)``, no per-row
-    Python strings."""
-
-    __slots__ = ("labels", "codes")
-
-    def __init__(self, labels, codes):
-        self.labels, self.codes = labels, codes
-
-
-def _labels(values):
-    """pandas ``str`` array of a few labels (the dtype the DataFrame constructor infers
-    for Python or numpy strings)."""
-    return pd.array(np.asarray(values, dtype=object), dtype="str")
-
-
-def _str_column(a: np.ndarray):
-    """An object/unicode array of strings as a pandas ``str`` array, converting each
-    distinct value once (notes and kinds repeat over thousands of rows); anything that
-    is not all strings is left to pandas' inference."""
-    codes, uniques = pd.factorize(a)
-    if (codes < 0).any() or not all(isinstance(u, str) for u in uniques):
-        return a
-    return _labels(uniques).take(codes)
-
-
-def _column(v, n_rows: int):
-    if isinstance(v, _Coded):
-        return v.labels.take(v.codes)
-    if np.ndim(v) == 0:
-        if isinstance(v, str):
-            return _labels([v]).take(np.zeros(n_rows, dtype=np.intp))
-        return np.repeat(v, n_rows)
-    if isinstance(v, np.ndarray) and v.dtype.kind in "OU" and v.ndim == 1:
-        return _str_column(v)
-    return v
-
-
-def _rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
-    return pd.DataFrame({k: _column(v, n_rows) for k, v in frame_cols.items()})
 
 
 def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
@@ -451,7 +413,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             datasets=datasets, confidence_level=confidence_level, n_resamples=n_resamples,
             seed=seed, scheduler=scheduler, n_chunks=n_chunks,
             bootstrap_pvalue=bootstrap_pvalue)
-    table = _final_columns(table)
+    table = _final_columns(table, COLUMNS)
     table.attrs["multistat"] = _metadata(study, tests, statistic, pairs, alternative,
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
@@ -470,15 +432,6 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                  memory_limit=budget))
         return table, systems
     return table
-
-
-def _final_columns(table: pd.DataFrame) -> pd.DataFrame:
-    """:data:`COLUMNS` first (float NaN where a column was not computed), then the others
-    in table order, ``n`` as int: one reindex instead of a column inserted at a time."""
-    out = table.reindex(columns=list(COLUMNS) + [c for c in table.columns
-                                                 if c not in COLUMNS])
-    out["n"] = out["n"].astype(int)
-    return out
 
 
 def _check_resampling_signature(spec) -> None:
@@ -663,21 +616,6 @@ def _canonical(ds):
     return ds.isel(instance=order)
 
 
-def _join_notes(a, b):
-    """``a; b`` row by row (empty parts left out), joined once per distinct pair."""
-    a = np.asarray(a, dtype=object)
-    b = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
-    if not a.size:
-        return a.copy()
-    ca, ua = pd.factorize(a.ravel(), use_na_sentinel=False)
-    cb, ub = pd.factorize(b.ravel(), use_na_sentinel=False)
-    nb = len(ub)
-    keys, inverse = np.unique(ca.astype(np.int64) * nb + cb, return_inverse=True)
-    joined = np.empty(len(keys), dtype=object)
-    joined[:] = ["; ".join(s for s in (ua[k // nb], ub[k % nb]) if s) for k in keys]
-    return joined[inverse].reshape(a.shape)
-
-
 def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
     lo_q, hi_q = (1 - confidence_level) / 2, 1 - (1 - confidence_level) / 2
     lo, hi = np.quantile(sysdist, [lo_q, hi_q], axis=0)  # (S, M)
@@ -775,7 +713,7 @@ def _hash_later(study):
         in_memory = all(getattr(ds[var].variable, "_in_memory", False)
                         for ds in cube.datasets(study).values()
                         for var in (cube.SCORE, cube.STATS) if var in ds)
-    except Exception:  # pragma: no cover - an unusual study: hash on demand
+    except Exception:  # noqa: BLE001 - an unusual study: hash on demand, as before
         in_memory = False
     if not in_memory:
         return lambda: study_hash(study)
@@ -784,7 +722,7 @@ def _hash_later(study):
     def work():
         try:
             box["value"] = study_hash(study)
-        except BaseException as exc:  # pragma: no cover - re-raised by the caller
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
 
     thread = threading.Thread(target=work, name="multistat-study-hash", daemon=True)

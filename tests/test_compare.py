@@ -465,7 +465,7 @@ def test_adjust_equals_statsmodels_per_groupby_family(family, method):
     keys = family_keys(table, cols) if cols else pd.Series("all", index=table.index)
     ref_adj = np.full(n, np.nan)
     ref_rej = np.zeros(n, bool)
-    for _, idx in table.groupby(keys.to_numpy(), sort=False).indices.items():
+    for idx in table.groupby(keys.to_numpy(), sort=False).indices.values():
         p = table.p_value.to_numpy()[idx]
         ok = ~np.isnan(p)
         if not ok.any():

@@ -154,7 +154,7 @@ def test_gram_scaled_is_the_gram_matrix_bit_for_bit():
     xc = X[:, 0] - X[:, 0].mean(-1, keepdims=True)
     assert np.array_equal(slab.gram()[0], xc @ xc.T)
     assert np.array_equal(slab.means(), X.mean(-1))
-    Gs, c = slab.gram_scaled()
+    _, c = slab.gram_scaled()
     assert np.all(np.log2(c) == np.round(np.log2(c)))  # powers of two
     assert np.all((slab.absmax() / c >= 0.5) & (slab.absmax() / c < 1))
 

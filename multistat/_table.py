@@ -1,0 +1,79 @@
+"""Assembly of compare's table from per-block arrays, without per-row Python.
+
+String columns (system and metric names, the test, notes) are built from codes into a
+few labels, or converted once per distinct value, into the pandas ``str`` dtype the
+DataFrame constructor infers for strings; notes are joined once per distinct pair. Used by
+:func:`multistat.compare`; the table it gives is the one a row-by-row construction would.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+class Coded:
+    """A string column as codes into a few labels (system and metric names, built once
+    per dataset): the table's ``str`` column is ``labels.take(codes)``, no per-row
+    Python strings."""
+
+    __slots__ = ("codes", "labels")
+
+    def __init__(self, labels, codes):
+        self.labels, self.codes = labels, codes
+
+
+def labels(values):
+    """pandas ``str`` array of a few labels (the dtype the DataFrame constructor infers
+    for Python or numpy strings)."""
+    return pd.array(np.asarray(values, dtype=object), dtype="str")
+
+
+def _str_column(a: np.ndarray):
+    """An object/unicode array of strings as a pandas ``str`` array, converting each
+    distinct value once (notes and kinds repeat over thousands of rows); anything that
+    is not all strings is left to pandas' inference."""
+    codes, uniques = pd.factorize(a)
+    if (codes < 0).any() or not all(isinstance(u, str) for u in uniques):
+        return a
+    return labels(uniques).take(codes)
+
+
+def _column(v, n_rows: int):
+    if isinstance(v, Coded):
+        return v.labels.take(v.codes)
+    if np.ndim(v) == 0:
+        if isinstance(v, str):
+            return labels([v]).take(np.zeros(n_rows, dtype=np.intp))
+        return np.repeat(v, n_rows)
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OU" and v.ndim == 1:
+        return _str_column(v)
+    return v
+
+
+def rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
+    return pd.DataFrame({k: _column(v, n_rows) for k, v in frame_cols.items()})
+
+
+def join_notes(a, b):
+    """``a; b`` row by row (empty parts left out), joined once per distinct pair."""
+    a = np.asarray(a, dtype=object)
+    b = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
+    if not a.size:
+        return a.copy()
+    ca, ua = pd.factorize(a.ravel(), use_na_sentinel=False)
+    cb, ub = pd.factorize(b.ravel(), use_na_sentinel=False)
+    nb = len(ub)
+    keys, inverse = np.unique(ca.astype(np.int64) * nb + cb, return_inverse=True)
+    joined = np.empty(len(keys), dtype=object)
+    joined[:] = ["; ".join(s for s in (ua[k // nb], ub[k % nb]) if s) for k in keys]
+    return joined[inverse].reshape(a.shape)
+
+
+def final_columns(table: pd.DataFrame, columns) -> pd.DataFrame:
+    """``columns`` first (float NaN where a column was not computed), then the others
+    in table order, ``n`` as int: one reindex instead of a column inserted at a time."""
+    columns = list(columns)
+    out = table.reindex(columns=columns + [c for c in table.columns if c not in columns])
+    out["n"] = out["n"].astype(int)
+    return out
