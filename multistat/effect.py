@@ -300,6 +300,11 @@ def wilcoxon_r(x, y, *, confidence_level=0.95, info=None):
     Ann. Math. Statist. 19(3), 293-325. doi:10.1214/aoms/1177730196
     """
     diff, level = _prepare(x, y, confidence_level)
+    return _wilcoxon_r_of(diff, level, info)
+
+
+def _wilcoxon_r_of(diff, level, info=None, stacklevel=4):
+    """:func:`wilcoxon_r` of checked differences ``diff`` (no copy of them)."""
     shape = diff.shape[:-1]
     notes = _notes(shape)
     if info is None:
@@ -311,7 +316,8 @@ def wilcoxon_r(x, y, *, confidence_level=0.95, info=None):
     bad = (m < 2) | (parts["sd"] == 0)
     _add_note(notes, bad, "fewer than 2 non-zero differences: Wilcoxon r undefined")
     _warn(bad, ConstantInputWarning if diff.shape[-1] >= 2 else SmallSampleWarning,
-          "Wilcoxon r: fewer than 2 non-zero differences, result is NaN", stacklevel=3)
+          "Wilcoxon r: fewer than 2 non-zero differences, result is NaN",
+          stacklevel=stacklevel)
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = parts["sd"] * np.sqrt(m)
         r = (parts["w_plus"] - parts["mean"]) / scale
@@ -368,6 +374,11 @@ def hodges_lehmann(x, y, *, confidence_level=0.95, info=None):
     doi:10.1214/aoms/1177704172
     """
     diff, level = _prepare(x, y, confidence_level)
+    return _hodges_lehmann_of(diff, level, info)
+
+
+def _hodges_lehmann_of(diff, level, info=None):
+    """:func:`hodges_lehmann` of checked differences ``diff`` (no copy of them)."""
     n = diff.shape[-1]
     if info is not None:
         info.check(diff, "hodges_lehmann")
@@ -408,9 +419,7 @@ def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndar
            "hedges_g_ci_high": _scalar(high)}
     if info is None:
         info = signed_rank_info(diff)
-    zeros = np.zeros_like(diff)
-    for func in (wilcoxon_r, hodges_lehmann):
-        res = func(diff, zeros, confidence_level=level, info=info)
+    for res in (_wilcoxon_r_of(diff, level, info), _hodges_lehmann_of(diff, level, info)):
         out[res.name] = res.estimate
         out[f"{res.name}_ci_low"] = res.ci_low
         out[f"{res.name}_ci_high"] = res.ci_high
@@ -458,12 +467,11 @@ def effect_sizes_batch(slab, ia, ib, *, confidence_level=0.95, moments=None
     out = {"cohens_d": d, "cohens_d_ci_low": low, "cohens_d_ci_high": high,
            "hedges_g": hedges_correction(n - 1) * d, "hedges_g_ci_low": low,
            "hedges_g_ci_high": high}
+    # the slab's differences are finite and checked for overflow (compare's slab): the
+    # rank effect sizes take them as they are, with no zeros array and no x - 0 copy
     diff = slab.diff(ia, ib)
-    zeros = np.zeros_like(diff)
     info = slab.rank_info(ia, ib)
-    for func in (wilcoxon_r, hodges_lehmann):
-        kw = {} if info is None else {"info": info}
-        res = func(diff, zeros, confidence_level=level, **kw)
+    for res in (_wilcoxon_r_of(diff, level, info), _hodges_lehmann_of(diff, level, info)):
         out[res.name] = res.estimate
         out[f"{res.name}_ci_low"] = res.ci_low
         out[f"{res.name}_ci_high"] = res.ci_high
