@@ -16,6 +16,7 @@ n2m         2 systems x 2,000,000 instances, defaults: peak RSS; then the comman
             ``multistat compare study.nc --tests t,wilcoxon,sign`` on the same study
 linear      200 systems x 10 metrics x 50,000 instances, bootstrap (1,000) + t +
             Wilcoxon at n/4, n/2, n: time and RSS, to show growth linear in n
+            (``--linear-pairs baseline``: the pairs against one system only, same cube)
 rank        (issue 10) 100 systems x 1 metric x 10,000 instances, B = 1,000:
             ``multistat.rank`` (bootstrap decisions, clusters, rank ranges and rank
             intervals) beside the bootstrap it reuses, ``compare(tests=("bootstrap",))``
@@ -89,8 +90,8 @@ def child_multistat(spec: dict) -> dict:
                         effect_sizes=spec.get("effect_sizes", False),
                         n_resamples=spec.get("B", 10_000), seed=0,
                         memory_limit=spec.get("memory_limit"),
-                        ci_method=spec.get("ci_method"))
-    for key in ("tests", "ci_method"):  # None: the library's default
+                        ci_method=spec.get("ci_method"), pairs=spec.get("pairs_arg"))
+    for key in ("tests", "ci_method", "pairs"):  # None: the library's default
         if kw.get(key) is None:
             kw.pop(key, None)
     if spec.get("warmup"):  # compare's lazy imports and first-call paths, on a tiny study
@@ -314,18 +315,30 @@ def row_n2m(args, tmp):
 
 
 def row_linear(args, tmp):
+    """``--linear-pairs baseline``: the same cube (so the same copies of it and the same
+    budget), but only the S - 1 pairs against the first system; the time of all pairs
+    is then bounded by the measured time x (all pairs / baseline pairs) (the per-system
+    parts, bootstrap means and the Gram matrix, do not grow with the pairs)."""
     S, M, n = args.size(200, 10, 50_000, metrics=5, instances=25)
+    baseline = args.linear_pairs == "baseline"
+    ratio = (S * (S - 1) // 2) / (S - 1) if baseline else 1.0
+    extra = {"pairs_arg": "baseline:s000"} if baseline else {}
+    what = "bootstrap(B=1,000) + t + wilcoxon" + (
+        f", baseline pairs only ({S - 1:,} of {S * (S - 1) // 2:,})" if baseline else "")
     rows = []
     for frac in (4, 2, 1):
         rows.append(_multistat_only(
-            "linear", "bootstrap(B=1,000) + t + wilcoxon", S, M, n // frac, args, tmp,
+            "linear", what, S, M, n // frac, args, tmp,
             "completes, RSS <= 4 GiB, time linear in n", tests=["bootstrap", "t", "wilcoxon"],
-            B=1000))
+            B=1000, **extra))
     base = rows[-1].get("multistat_s")
     for r, frac in zip(rows, (4, 2, 1)):
         if base and r.get("multistat_s"):
             r["note"] = (f"time / time(n) = {r['multistat_s'] / base:.2f} "
                          f"(linear: {1 / frac:.2f})")
+            if baseline:
+                r["note"] += (f"; all pairs: at most {r['multistat_s'] * ratio:,.0f} s "
+                              f"(x {ratio:.0f})")
     return rows
 
 
@@ -420,6 +433,10 @@ def main(argv=None):
                    help="seconds a scipy reference may take before it is extrapolated")
     p.add_argument("--memory-limit", default=None,
                    help="passed to compare(memory_limit=...) when compare takes it")
+    p.add_argument("--linear-pairs", choices=("all", "baseline"), default="all",
+                   help="row linear: every pair (the target), or only the pairs against "
+                        "the first system, same cube, the all-pairs time bounded by "
+                        "scaling (when the full row would take hours)")
     p.add_argument("--decimals", default="4",
                    help="round the synthetic scores to this many decimals ('none': "
                         "continuous); ties make the rank tests' work heavier")
