@@ -4,6 +4,8 @@
   (:func:`multistat.significance.rank.wilcoxon`), Wilcoxon r and the Hodges-Lehmann
   interval (:mod:`multistat.effect`) all accept the result as ``info=``, so a driver that
   needs several of them for the same differences sorts once and says so explicitly.
+* :func:`signed_rank_sums` - ``W+``, its null mean and sd and the tie term from one sort
+  of sign-tagged keys (no argsort, no ranks): what the normal approximation needs.
 * :func:`signed_rank_pmf` - the exact sign-flip distribution of ``2 W+`` (ties included).
 * :func:`walsh_projection_variance` - the Hajek-projection variance of ``W+`` (Wilcoxon r).
 

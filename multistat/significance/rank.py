@@ -255,9 +255,12 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     :math:`2\min`. The interval (see :func:`hodges_lehmann`) uses all :math:`n`
     differences; its critical value is exact when ``x - y`` has no ties or zeros and
     ``method`` is "exact" with :math:`n \le 400` (or "auto" with :math:`n \le 50`), the
-    normal approximation otherwise. All work is vectorized over rows: ranks from one
-    argsort, the exact distribution by a dynamic program over rows, and the Walsh order
-    statistics by a selection across rows (:func:`walsh_order_statistics`).
+    normal approximation otherwise. All work is vectorized over rows: for the normal
+    approximation, :math:`W^+` and the tie term from one sort of sign-tagged keys of
+    :math:`|d|` (:func:`~multistat.significance._signrank.signed_rank_sums`, no ranks
+    formed); for exact rows, ranks from one argsort and the exact distribution by a
+    dynamic program over rows; the Walsh order statistics by a selection across rows
+    (:func:`walsh_order_statistics`).
 
     Examples
     --------
