@@ -31,6 +31,41 @@ MQM_OPTIONS = {"format": "long", "sep": r"\s+", "score_col": "mqm_avg_score",
 REALSUMM_OPTIONS = {"system_col": ["summary_type", "system"], "instance_col": "doc_id"}
 
 
+def run_cli(argv, capsys, *, warnings_always=False):
+    """``multistat.cli.main(argv)`` in-process: ``(exit status, stdout, stderr)``.
+
+    Output captured before the call is discarded, so ``stdout``/``stderr`` are this run's
+    only. ``warnings_always``: every warning is issued (none deduplicated by the
+    ``__warningregistry__`` of an earlier example), as the property tests need.
+    """
+    import warnings
+
+    from multistat.cli import main
+
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        if warnings_always:
+            warnings.simplefilter("always")
+        try:
+            status = main([str(a) for a in argv])
+        except SystemExit as exc:
+            status = exc.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_line_error(status, err, *fragments):
+    """Exit status 2 and exactly one stderr line ``multistat: error: ...`` holding every
+    fragment, no traceback."""
+    assert status == 2, (status, err)
+    assert "Traceback" not in err, err
+    lines = err.strip("\n").split("\n")
+    assert len(lines) == 1, err
+    assert lines[0].startswith("multistat: error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
 class ComputeCounter(dask.callbacks.Callback):
     """Counts dask graph executions (``compute``/``load``/``.values``) while active."""
 

@@ -21,37 +21,18 @@ from conftest import (
     MQM_ZHEN,
     REALSUMM,
     REALSUMM_OPTIONS,
+    assert_one_line_error,
 )
+from conftest import run_cli as run
 
 from multistat import cube, demo
 from multistat.analysis import analyze
-from multistat.cli import main
 from multistat.io import read_parquet, read_scores
 from multistat.units import evaluation_units
 
 MULTISTAT = Path(sys.executable).parent / "multistat"  # the console script of this venv
 MQM_ARGS = ["--format", "long", "--sep", r"\s+", "--score-col", "mqm_avg_score",
             "--instance-col", "seg_id", "--metric", "mqm"]
-
-
-def run(argv, capsys):
-    """``main(argv)`` in-process: ``(exit status, stdout, stderr)``."""
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def assert_one_line_error(status, err, *fragments):
-    assert status == 2
-    lines = err.strip("\n").split("\n")
-    assert len(lines) == 1, err
-    assert lines[0].startswith("multistat: error: ")
-    assert "Traceback" not in err
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 # ======================================================================== load

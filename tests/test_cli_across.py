@@ -5,27 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_one_line_error as one_line_error
+from conftest import run_cli as run
 
 import multistat
 from multistat import cube
-from multistat.cli import main
 from multistat.io import read_parquet
-
-
-def run(argv, capsys):
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exc:
-        status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def one_line_error(status, err, fragment):
-    assert status == 2 and "Traceback" not in err
-    lines = err.strip("\n").split("\n")
-    assert len(lines) == 1 and lines[0].startswith("multistat: error: ")
-    assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multistat import cube
-from multistat.cli import main
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -68,15 +67,7 @@ def check_outcome(status, err):
 
 
 def run(argv, capsys):
-    capsys.readouterr()
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")  # the CLI prints warnings as one line each
-        try:
-            status = main([str(a) for a in argv])
-        except SystemExit as exc:
-            status = exc.code
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_cli(argv, capsys, warnings_always=True)  # the CLI prints each as one line
 
 
 @st.composite
