@@ -89,9 +89,9 @@ def cluster(tmp_path):
 
     def start(name, args):
         logs[name] = tmp_path / f"{name}.log"
-        procs[name] = subprocess.Popen([str(DASK), *args], env=env,
-                                       stdout=subprocess.DEVNULL,
-                                       stderr=open(logs[name], "w"))
+        with open(logs[name], "w") as log:  # the child keeps its own descriptor
+            procs[name] = subprocess.Popen([str(DASK), *args], env=env,
+                                           stdout=subprocess.DEVNULL, stderr=log)
 
     start("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", str(port),
                         "--no-dashboard"])
@@ -129,7 +129,7 @@ def _worker_pid_with_tasks(address, deadline):
 
 
 def test_worker_killed_mid_run_gives_identical_results(study_path, cluster, tmp_path):
-    address, procs, logs = cluster
+    address, _, logs = cluster
     n_resamples = 20_000  # 20 blocks per resampling run; the kill lands while tasks run
     out = tmp_path / "dist.parquet"
     run = subprocess.Popen(_compare_cmd(study_path, out, address, n_resamples), env=_env(),
@@ -140,7 +140,7 @@ def test_worker_killed_mid_run_gives_identical_results(study_path, cluster, tmp_
     # SIGKILL it: its tasks are lost and the scheduler must re-run them elsewhere
     os.kill(pid, signal.SIGKILL)
     assert run.poll() is None, "the run had already finished: the kill tested nothing"
-    stdout, stderr = run.communicate(timeout=600)
+    _, stderr = run.communicate(timeout=600)
     assert run.returncode == 0, stderr
     ref = tmp_path / "threads.parquet"
     subprocess.run(_compare_cmd(study_path, ref, "threads", n_resamples), env=_env(),

@@ -42,8 +42,8 @@ def test_bootstrap_shift_matters():
     # data with a real mean difference of ~0.5; hypothesised delta = 0:
     # shifted bootstrap (Algorithm 4) gives the size alpha, the unshifted one does not
     x, y = _data(shift=0.5)
-    kw = dict(delta=0.0, method="bootstrap", test="t", sample_sizes=[30, 60],
-              n_simulations=3000)
+    kw = {"delta": 0.0, "method": "bootstrap", "test": "t", "sample_sizes": [30, 60],
+          "n_simulations": 3000}
     shifted = P.power_curve(x, y, **kw)
     unshifted = P.power_curve(x, y, shift=False, **kw)
     se = math.sqrt(0.05 * 0.95 / 3000)
@@ -53,7 +53,7 @@ def test_bootstrap_shift_matters():
 
 def test_bootstrap_at_delta_close_to_normal_curve_for_normal_data():
     x, y = _data(n=400, shift=0.0, seed=1)
-    kw = dict(delta=0.25, test="t", sample_sizes=[25, 100], n_simulations=3000)
+    kw = {"delta": 0.25, "test": "t", "sample_sizes": [25, 100], "n_simulations": 3000}
     boot = P.power_curve(x, y, method="bootstrap", **kw)
     norm = P.power_curve(x, y, method="normal", **kw)
     for b, m in zip(boot.itertuples(), norm.itertuples()):

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REALSUMM
-from scipy import stats
 
 import multistat as ms
 from multistat import cube

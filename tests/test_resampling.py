@@ -115,7 +115,8 @@ def test_kernels_are_bit_identical_whatever_the_callers_blas_threads():
     from threadpoolctl import threadpool_limits
 
     x = np.random.default_rng(6).normal(size=(4, 2, 300)) / 300
-    run = dict(n=300, n_resamples=3000, seed=0, dataset="d", scheduler="synchronous")
+    run = {"n": 300, "n_resamples": 3000, "seed": 0, "dataset": "d",
+           "scheduler": "synchronous"}
     a = eng.resample("bootstrap", eng.linear_kernel, x, **run)
     with threadpool_limits(limits=1, user_api="blas"):
         b = eng.resample("bootstrap", eng.linear_kernel, x, **run)
@@ -156,7 +157,8 @@ def test_resample_with_a_small_budget_equals_the_whole_blocks():
 
     rng = np.random.default_rng(0)
     data = rng.normal(size=(3, 4000)) / 4000
-    kw = dict(n=4000, n_resamples=1500, seed=5, dataset="x", scheduler="synchronous")
+    kw = {"n": 4000, "n_resamples": 1500, "seed": 5, "dataset": "x",
+          "scheduler": "synchronous"}
     whole = resample("bootstrap", linear_kernel, data, budget=Budget(2**34), **kw)
     ticks = []
     small = resample("bootstrap", linear_kernel, data, budget=Budget(2**21),
