@@ -167,8 +167,8 @@ def _zero_rank_sum(d, zero_method):
 def test_wilcoxon_grid_exact(tied_batch, zero_method, method, alternative):
     # With ties/zeros and n = 12, multistat "exact" (and "auto", scipy's rule) is the exact
     # sign-flip distribution. References: scipy.stats.wilcoxon with method=
-    # PermutationMethod() (complete enumeration of 2^12 flips) resp. method="auto", row by
-    # row for 3 rows (scipy's permutation test is slow); complete enumeration written out
+    # PermutationMethod() (complete enumeration of 2^12 flips) resp. method="auto" for row 0
+    # (4 zeros and 4 tied |d|; scipy takes ~2 s a row); complete enumeration written out
     # here for all 25 rows. (The continuity correction does not apply to exact p-values.)
     x, y = tied_batch
     for correction in (False, True):
@@ -178,7 +178,7 @@ def test_wilcoxon_grid_exact(tied_batch, zero_method, method, alternative):
             ref = _flip_reference(x[i] - y[i], zero_method, alternative)
             assert abs(res.p_value[i] - ref) <= 1e-10, i
     scipy_method = stats.PermutationMethod() if method == "exact" else "auto"
-    for i in range(3):
+    for i in (0,):
         ref = _quiet(stats.wilcoxon, x[i], y[i], zero_method=zero_method,
                      method=scipy_method, alternative=alternative)
         assert abs(res.p_value[i] - ref.pvalue) <= 1e-10, i
