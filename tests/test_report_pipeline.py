@@ -1,8 +1,10 @@
 """The default DVC pipeline, run with real DVC in a copy of the repository's files.
 
 The copy gets the repository's ``dvc.yaml``, ``params.yaml``, ``.dvc/config``,
-``.dvcignore``, ``data/`` and ``multistat/`` (a code dependency of the stages); only the Monte Carlo sizes (``compare.n_resamples``, ``power.n_simulations``)
-and the figure resolution are lowered to keep the test short. Checked: ``dvc repro``
+``.dvcignore``, ``data/`` and ``multistat/`` (a code dependency of the stages); only the
+Monte Carlo sizes (``compare.n_resamples``, ``rank.n_resamples``, ``power.n_simulations``)
+and the figure resolution are lowered, and the report draws no score histograms (checked in
+tests/test_report.py), to keep the test short: the report stage runs four times. Checked: ``dvc repro``
 writes the reports; a second run is a no-op; changing one parameter reruns exactly the
 stages that depend on it.
 """
@@ -73,8 +75,10 @@ def project(tmp_path_factory):
     shutil.copy(ROOT / ".dvc" / "config", project / ".dvc" / "config")  # parsing.list
     shutil.copy(ROOT / ".dvcignore", project / ".dvcignore")
     _set(project, "compare.n_resamples", 200)
+    _set(project, "rank.n_resamples", 200)
     _set(project, "power.n_simulations", 100)
     _set(project, "report.dpi", 50)
+    _set(project, "report.histograms", "none")
     first = _run([str(BIN / "dvc"), "repro"], project)
     stages = yaml.safe_load((project / "dvc.yaml").read_text())["stages"]
     return project, first, stages
