@@ -32,8 +32,12 @@ browser:
 	  exit 1; \
 	fi
 
+# Two worker processes (pytest-xdist), one test file per worker at a time (--dist loadfile):
+# a file's module fixtures (one DVC project, one calibration run) are built once and its
+# tests run in their order, as in a serial run. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 report: $(STAMP)
 	$(VENV)/bin/dvc config core.analytics false
