@@ -108,8 +108,8 @@ def _study(seed=0, n=(120, 45)):
     return cube.make_study(out)
 
 
-KW = dict(tests=("t", "wilcoxon", "sign", "bootstrap", "permutation"), n_resamples=2500,
-          seed=0, effect_sizes=False)
+KW = {"tests": ("t", "wilcoxon", "sign", "bootstrap", "permutation"), "n_resamples": 2500,
+      "seed": 0, "effect_sizes": False}
 
 
 def _key(table):
@@ -134,12 +134,11 @@ def test_same_seed_bit_identical_with_processes(reference):
 
 def test_same_seed_bit_identical_on_a_two_worker_local_cluster(reference):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=40) as cluster:
-        with distributed.Client(cluster) as client:
-            got = compare(_study(), scheduler=client, **KW)
-            got_addr = compare(_study(), scheduler=cluster.scheduler_address, n_chunks=3,
-                               **KW)
+    with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=40) as cluster,
+          distributed.Client(cluster) as client):
+        got = compare(_study(), scheduler=client, **KW)
+        got_addr = compare(_study(), scheduler=cluster.scheduler_address, n_chunks=3, **KW)
     pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
     pd.testing.assert_frame_equal(_key(got_addr), _key(reference), check_exact=True)
 
@@ -166,7 +165,7 @@ def test_instance_order_does_not_change_the_study_results(reference):
 
 
 # ------------------------------------------------------------- every registered test via compare
-from multistat.significance import TestResult, TestSpec, register, unregister  # noqa: E402
+from multistat.significance import TestResult, TestSpec, register, unregister
 
 CALLS: list = []
 
@@ -217,8 +216,8 @@ def _registry_study(seed=0, n=40, degenerate=False):
 
 def _run(test, study, **kw):
     metrics = ["acc"] if REGISTRY[test].binary_only else ["m"]
-    kw = dict(dict(tests=(test,), seed=7, n_resamples=500, effect_sizes=False,
-                   metrics=metrics, scheduler="synchronous"), **kw)
+    kw = {"tests": (test,), "seed": 7, "n_resamples": 500, "effect_sizes": False,
+          "metrics": metrics, "scheduler": "synchronous", **kw}
     return compare(study, **kw)
 
 

@@ -24,7 +24,7 @@ def _study(n=80, seed=0):
     return cube.make_study({"d": ds}), score
 
 
-FAST = dict(n_resamples=2000, effect_sizes=False)
+FAST = {"n_resamples": 2000, "effect_sizes": False}
 
 
 def test_schema_and_one_row_per_dataset_metric_pair_test():
@@ -93,7 +93,7 @@ def test_mcnemar_on_binary_metric_and_error_on_others():
 
 
 def test_dropped_instances_per_metric_form_their_own_group():
-    st, score = _study()
+    _st, score = _study()
     score = score.copy()
     score[:, 1, :5] = np.nan  # 5 instances dropped for "acc" only
     ds = cube.make_dataset("d", score, systems=["a", "b", "c"], metrics=["m", "acc"],
@@ -148,7 +148,7 @@ def test_median_statistic_rows():
 
 def test_system_scores_table():
     st, score = _study()
-    table, systems = compare(st, tests=("bootstrap",), return_systems=True, **FAST)
+    _table, systems = compare(st, tests=("bootstrap",), return_systems=True, **FAST)
     again = system_scores(st, n_resamples=2000, seed=0)
     pd.testing.assert_frame_equal(systems, again)
     row = systems[(systems.system == "c") & (systems.metric == "m")]
@@ -168,26 +168,26 @@ def test_power_column():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(tests=("anova",)), "unknown test 'anova'"),
-    (dict(tests=()), "`tests` is empty"),
-    (dict(alpha=1.5), r"`alpha` must be in \(0, 1\)"),
-    (dict(n_resamples=0), "`n_resamples` must be an integer >= 1"),
-    (dict(correction="magic"), "`correction` must be one of"),
-    (dict(family=["nope"]), r"`family`: unknown column\(s\) \['nope'\]"),
-    (dict(scheduler="gpu"), "`scheduler` must be 'threads'"),
-    (dict(statistic="mode"), "`statistic` must be one of"),
-    (dict(pairs="some"), "`pairs` must be 'all', 'baseline:<system>'"),
+    ({"tests": ("anova",)}, "unknown test 'anova'"),
+    ({"tests": ()}, "`tests` is empty"),
+    ({"alpha": 1.5}, r"`alpha` must be in \(0, 1\)"),
+    ({"n_resamples": 0}, "`n_resamples` must be an integer >= 1"),
+    ({"correction": "magic"}, "`correction` must be one of"),
+    ({"family": ["nope"]}, r"`family`: unknown column\(s\) \['nope'\]"),
+    ({"scheduler": "gpu"}, "`scheduler` must be 'threads'"),
+    ({"statistic": "mode"}, "`statistic` must be one of"),
+    ({"pairs": "some"}, "`pairs` must be 'all', 'baseline:<system>'"),
 ])
 def test_bad_parameters_get_named_errors(kwargs, match):
     st, _ = _study()
-    kw = dict(tests=("t",), effect_sizes=False)
+    kw = {"tests": ("t",), "effect_sizes": False}
     kw.update(kwargs)
     with pytest.raises(ParameterError, match=match):
         compare(st, **kw)
 
 
 def test_constant_pair_gives_nan_with_note_not_a_crash():
-    st, score = _study()
+    _st, score = _study()
     score = score.copy()
     score[1] = score[0]  # b identical to a
     ds = cube.make_dataset("d", score, systems=["a", "b", "c"], metrics=["m", "acc"],
@@ -269,11 +269,11 @@ def test_wilcoxon_options_through_compare_equal_scipy():
     st = cube.make_study({"d": ds})
     for opts, ref_kw in [
         ({"zero_method": "pratt", "correction": True, "method": "approx"},
-         dict(zero_method="pratt", correction=True, method="approx")),
+         {"zero_method": "pratt", "correction": True, "method": "approx"}),
         ({"zero_method": "zsplit", "method": "approx"},
-         dict(zero_method="zsplit", method="approx")),
+         {"zero_method": "zsplit", "method": "approx"}),
         ({"zero_method": "wilcox", "correction": True, "method": "approx"},
-         dict(zero_method="wilcox", correction=True, method="approx")),
+         {"zero_method": "wilcox", "correction": True, "method": "approx"}),
     ]:
         t = compare(st, tests=("wilcoxon",), test_options={"wilcoxon": opts},
                     effect_sizes=False, correction="none")
@@ -325,9 +325,9 @@ def test_bit_identical_for_every_memory_limit(statistic):
     ds = cube.make_dataset("big", score, systems=[f"s{i}" for i in range(S)],
                            metrics=["m1", "m2"], instances=range(n))
     st = cube.make_study({"big": ds})
-    kw = dict(tests=ALL5 if statistic == "mean" else ("bootstrap", "permutation"),
-              n_resamples=1200 if statistic == "mean" else 1100, statistic=statistic, effect_sizes=statistic == "mean",
-              scheduler="threads")
+    kw = {"tests": ALL5 if statistic == "mean" else ("bootstrap", "permutation"),
+          "n_resamples": 1200 if statistic == "mean" else 1100, "statistic": statistic,
+          "effect_sizes": statistic == "mean", "scheduler": "threads"}
     big = compare(st, memory_limit="4GiB", **kw)
     small = compare(st, memory_limit="16MiB", **kw)
     pd.testing.assert_frame_equal(small, big, check_exact=True)

@@ -4,9 +4,9 @@ The copy gets the repository's ``dvc.yaml``, ``params.yaml``, ``.dvc/config``,
 ``.dvcignore``, ``data/`` and ``multistat/`` (a code dependency of the stages); only the
 Monte Carlo sizes (``compare.n_resamples``, ``rank.n_resamples``, ``power.n_simulations``)
 and the figure resolution are lowered, and the report draws no score histograms (checked in
-tests/test_report.py), to keep the test short: the report stage runs four times. Checked: ``dvc repro``
-writes the reports; a second run is a no-op; changing one parameter reruns exactly the
-stages that depend on it.
+tests/test_report.py), to keep the test short: the report stage runs four times. Checked:
+``dvc repro`` writes the reports; a second run is a no-op; changing one parameter reruns
+exactly the stages that depend on it.
 """
 
 from __future__ import annotations
