@@ -34,10 +34,12 @@ browser:
 
 # Two worker processes (pytest-xdist), one test file per worker at a time (--dist loadfile):
 # a file's module fixtures (one DVC project, one calibration run) are built once and its
-# tests run in their order, as in a serial run. TEST_WORKERS=0 runs serially.
+# tests run in their order, as in a serial run. Files go out in collection order, the
+# longest first (tests/conftest.py LONGEST_FIRST). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 test: $(STAMP) browser
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+	  --no-loadscope-reorder
 
 report: $(STAMP)
 	$(VENV)/bin/dvc config core.analytics false
