@@ -32,14 +32,14 @@ MQM_OPTIONS = {"format": "long", "sep": r"\s+", "score_col": "mqm_avg_score",
 REALSUMM_OPTIONS = {"system_col": ["summary_type", "system"], "instance_col": "doc_id"}
 
 
-#: the test files that take longest (CPU seconds on 2 cores, measured 2026-11-23), longest
-#: first. Under pytest-xdist (``make test``: two workers, ``--dist loadfile``,
-#: ``--no-loadscope-reorder``) they are handed out first, so the two workers finish at
-#: about the same time instead of one running the DVC pipeline alone at the end. A serial
-#: run keeps pytest's order.
+#: the test files that take longest, longest first (CPU seconds measured 2026-11-23: 199,
+#: 124, 92, 48, 47, 44, 35, 33, 31; the whole suite ~910). Under pytest-xdist (``make
+#: test``: two workers, ``--dist loadfile``, ``--no-loadscope-reorder``) they are handed out
+#: first, so the two workers finish at about the same time instead of one running the DVC
+#: pipeline alone at the end. A serial run keeps pytest's order.
 LONGEST_FIRST = ("test_report_pipeline.py", "test_readme.py", "test_rank.py",
-                 "test_report_browser.py", "test_cli_fuzz.py", "test_calibration.py",
-                 "test_atomic.py", "test_distributed_faults.py")
+                 "test_atomic.py", "test_cli_fuzz.py", "test_report_browser.py",
+                 "test_cli.py", "test_calibration.py", "test_distributed_faults.py")
 
 
 def pytest_collection_modifyitems(config, items):
