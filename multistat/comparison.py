@@ -8,6 +8,10 @@ and pairs of the dataset (:mod:`multistat.resampling`); closed-form tests and ef
 run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._budget`),
 from per-system quantities where the statistic allows (means and the Gram matrix for t and
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
+
+Length (about 770 lines): `compare`, its per-system companions (`system_scores`,
+`system_bootstrap`) and the run metadata share one walk over datasets and metric groups;
+the table-building helpers already live in :mod:`multistat._table`.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ case-control studies. Statistics in Medicine 6, 53-59. doi:10.1002/sim.478006010
 Rosner, B. (2010). Fundamentals of Biostatistics, 7th ed. (paired t sample size).
 R Core Team, ``stats::power.prop.test``; Ekstrom, C., R package MESS,
 ``power_mcnemar_test``.
+
+Length (about 720 lines): one solver per test (paired t and its MDE, two proportions,
+McNemar in three parametrizations with its exact error rates, the sign test, accuracy
+MDEs), each a power function plus its solve-for-the-missing-quantity wrapper; they share
+the checks and root-finding kept here.
 """
 
 from __future__ import annotations
