@@ -165,3 +165,17 @@ def test_resample_with_a_small_budget_equals_the_whole_blocks():
                      progress=ticks.append, **kw)
     np.testing.assert_array_equal(small, whole)
     assert sum(ticks) == 2  # one tick per block
+
+
+def test_null_standard_deviation_is_scale_free():
+    """The resampled distribution's sd (compare's `se`, used for the `mde` column) equals
+    numpy's bit for bit at ordinary scales and stays finite where squaring overflows."""
+    from multistat.significance.resampling import _std
+
+    rng = np.random.default_rng(5)
+    dist = rng.normal(size=(999, 4)) * np.array([1e-3, 1.0, 7.5, 1e6])
+    assert np.array_equal(_std(dist), dist.std(0, ddof=1))
+    with np.errstate(over="raise"):
+        big = _std(dist * 1e300)  # plain std: inf (the squares overflow)
+    assert np.all(np.isfinite(big))
+    np.testing.assert_allclose(big / 1e300, dist.std(0, ddof=1), rtol=1e-14)

@@ -67,6 +67,16 @@ MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functio
 
 
 # ----------------------------------------------------------------------------- helpers
+def _std(dist: np.ndarray) -> np.ndarray:
+    """``dist.std(0, ddof=1)`` without overflow: each column is first divided by a power of
+    two near its largest magnitude (exact, so the same bits wherever the plain std is
+    finite; at scores near 1e300 the squares overflowed to an infinite standard error)."""
+    big = np.max(np.abs(dist), axis=0)
+    _, exp = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+    scale = np.ldexp(1.0, exp)
+    return (dist / scale).std(0, ddof=1) * scale
+
+
 def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
     budget = Budget(MEMORY_BUDGET) if budget is None else budget
     return budget.slabs(n_pairs, per_pair_bytes)
@@ -307,8 +317,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             stud = (se_hat, np.sqrt(var_star / n))
         p = bootstrap_pvalues(est, dist, alternative=alternative, null_value=null_value,
                               method=pvalue)
-        se_all.append(dist.std(0, ddof=1) if dist.shape[0] > 1 else np.full(est.shape,
-                                                                            np.nan))
+        se_all.append(_std(dist) if dist.shape[0] > 1 else np.full(est.shape, np.nan))
         lo, hi, note = bootstrap_interval(est, dist, alternative=alternative,
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
@@ -363,8 +372,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     se_all = []
 
     def record_se(null, observed):  # standard deviation of the null (column mde)
-        se_all.append(null.std(0, ddof=1) if null.shape[0] > 1 else
-                      np.full(observed.shape, np.nan))
+        se_all.append(_std(null) if null.shape[0] > 1 else np.full(observed.shape, np.nan))
 
     shape = (len(ia), X.shape[1])
     if corpus is not None:
