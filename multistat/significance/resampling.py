@@ -68,13 +68,20 @@ MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functio
 
 # ----------------------------------------------------------------------------- helpers
 def _std(dist: np.ndarray) -> np.ndarray:
-    """``dist.std(0, ddof=1)`` without overflow: each column is first divided by a power of
-    two near its largest magnitude (exact, so the same bits wherever the plain std is
-    finite; at scores near 1e300 the squares overflowed to an infinite standard error)."""
-    big = np.max(np.abs(dist), axis=0)
-    _, exp = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
-    scale = np.ldexp(1.0, exp)
-    return (dist / scale).std(0, ddof=1) * scale
+    """``dist.std(0, ddof=1)``, recomputed without overflow where it is not finite: those
+    columns are first divided by a power of two near their largest magnitude (exact, so
+    scale-free; at scores near 1e300 the squares overflowed to an infinite standard
+    error). Other columns are numpy's own result, at numpy's cost."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd = dist.std(0, ddof=1)
+    redo = ~np.isfinite(sd)
+    if redo.any():
+        sub = dist[:, redo]
+        big = np.max(np.abs(sub), axis=0)
+        _, exp = np.frexp(np.where(np.isfinite(big) & (big > 0), big, 1.0))
+        scale = np.ldexp(1.0, exp)
+        sd[redo] = (sub / scale).std(0, ddof=1) * scale
+    return sd
 
 
 def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
