@@ -29,6 +29,7 @@ depend on the slab either.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from collections.abc import Iterator
@@ -229,19 +230,27 @@ def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact
     return out
 
 
+@contextlib.contextmanager
 def get_client(scheduler):
-    """A ``dask.distributed.Client`` for an address or Client, else None."""
+    """A ``dask.distributed.Client`` for an address or Client, else None (a context).
+
+    A Client made here from an address is closed on exit: left open, its connection and
+    background threads outlive the call (one more per call).
+    """
     if scheduler is None or scheduler in ("threads", "processes", "synchronous",
                                           "sync", "single-threaded"):
-        return None
+        yield None
+        return
     from distributed import Client
 
     if isinstance(scheduler, Client):
-        return scheduler
-    if isinstance(scheduler, str):
-        return Client(scheduler, set_as_default=False)
-    raise TypeError(f"`scheduler` must be 'threads', 'processes', 'synchronous', a "
-                    f"dask.distributed address or Client; got {scheduler!r}")
+        yield scheduler
+    elif isinstance(scheduler, str):
+        with Client(scheduler, set_as_default=False) as client:
+            yield client
+    else:
+        raise TypeError(f"`scheduler` must be 'threads', 'processes', 'synchronous', a "
+                        f"dask.distributed address or Client; got {scheduler!r}")
 
 
 def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset: str = "",
@@ -280,12 +289,11 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
         groups = [list(g) for g in np.array_split(np.arange(nb), k) if len(g)]
     from threadpoolctl import threadpool_limits
 
-    client = get_client(scheduler)
     pid = os.getpid()
     # One BLAS thread per block everywhere: a multi-threaded GEMM splits the product
     # differently with the thread count and changes the last bits; parallelism comes from
     # running blocks concurrently instead.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
             data_f = client.scatter(data, broadcast=True)
             futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,

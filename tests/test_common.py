@@ -134,6 +134,7 @@ def test_same_seed_bit_identical_with_processes(reference):
 
 def test_same_seed_bit_identical_on_a_two_worker_local_cluster(reference):
     distributed = pytest.importorskip("distributed")
+    before = open_clients()
     with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                    dashboard_address=None, silence_logs=40) as cluster,
           distributed.Client(cluster) as client):
@@ -141,6 +142,15 @@ def test_same_seed_bit_identical_on_a_two_worker_local_cluster(reference):
         got_addr = compare(_study(), scheduler=cluster.scheduler_address, n_chunks=3, **KW)
     pd.testing.assert_frame_equal(_key(got), _key(reference), check_exact=True)
     pd.testing.assert_frame_equal(_key(got_addr), _key(reference), check_exact=True)
+    # the Client compare made for the address is closed again: left open, its connection
+    # and background threads outlived the call (one more per resampled dataset and kind)
+    assert open_clients() == before
+
+
+def open_clients():
+    from distributed.client import Client
+
+    return sum(c.status not in ("closed", "closing") for c in list(Client._instances))
 
 
 def test_dask_backed_study_equals_numpy_and_stays_lazy(reference):
