@@ -84,6 +84,24 @@ def _std(dist: np.ndarray) -> np.ndarray:
     return sd
 
 
+def _pair_major(dist: np.ndarray) -> np.ndarray:
+    """A C-ordered ``(B, P, M)`` pair array (:func:`multistat.resampling.pair_differences`)
+    laid out for sums over resamples in the order numpy used on ``arr[:, ia] - arr[:, ib]``
+    (pair axis outermost in memory), so that means and standard deviations keep their
+    bits. The orders differ only when ``M == 1``: numpy then summed each pair's contiguous
+    resamples pairwise, whereas a C-ordered ``(B, P)`` array is summed row by row; that
+    case gets a pair-major copy. With ``M > 1`` both sum each column sequentially over
+    the resamples (``tests/test_resampling.py`` checks the cases)."""
+    if dist.ndim == 3 and dist.shape[2] == 1 and dist.shape[1] > 1:
+        return np.ascontiguousarray(dist[..., 0].T).T[..., None]  # strides (8, 8B, .)
+    return dist
+
+
+def _pair_std(dist: np.ndarray) -> np.ndarray:
+    """:func:`_std` of a C-ordered pair array with the bits of the pair-major order."""
+    return _std(_pair_major(dist))
+
+
 def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
     budget = Budget(MEMORY_BUDGET) if budget is None else budget
     return budget.slabs(n_pairs, per_pair_bytes)
@@ -123,17 +141,19 @@ def acceleration(jack: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="basic",
-                       jackknife=None, studentized=None):
+                       jackknife=None, studentized=None, scale=None):
     """Interval for ``theta`` from its bootstrap distribution ``dist`` ``(B, ...)``.
 
     ``jackknife`` (``(..., n)`` leave-one-out values) is needed for BCa;
     ``studentized`` = ``(se_hat, se_star)`` for the bootstrap-t interval.
+    ``scale``: :func:`multistat.resampling.null_scale` of ``dist - est`` if known.
     Returns ``(low, high, note)``; infinite ends for one-sided alternatives.
     """
     note = np.full(est.shape, "", dtype=object)
     if ci_method == "basic":
         # the exact inversion of the shifted p-value, with its tie tolerance (issue 13.4)
-        tol = eng._tolerance(np.zeros(est.shape), dist - est)
+        tol = eng._tolerance(np.zeros(est.shape), dist - est if scale is None else None,
+                             scale=scale)
         low, high = bootstrap_basic_interval(est, dist, alternative=alternative,
                                              confidence_level=confidence_level, tol=tol)
         return low, high, note
@@ -189,15 +209,19 @@ def _quantile_valid(srt, valid, level):
     return np.where(valid > 0, v_lo + frac * (v_hi - v_lo), np.nan)
 
 
-def bootstrap_pvalues(est, dist, *, alternative, null_value, method="shifted"):
-    """p-values of the bootstrap test (see module docstring)."""
+def bootstrap_pvalues(est, dist, *, alternative, null_value, method="shifted",
+                      centred=None, scale=None):
+    """p-values of the bootstrap test (see module docstring). ``centred`` (``dist -
+    est``) and ``scale`` (its :func:`multistat.resampling.null_scale`): if known."""
+    if centred is None and method != "sacrebleu":
+        centred = dist - est
     if method == "shifted":
-        return eng.pvalues_from_null(dist - est, est - null_value, alternative)
+        return eng.pvalues_from_null(centred, est - null_value, alternative, scale=scale)
     b = dist.shape[0]
     if method == "berg-kirkpatrick":
         direction = np.where(est - null_value >= 0, 1.0, -1.0)
-        count = np.sum(direction * (dist - est) >= direction * (est - null_value)
-                       - eng._tolerance(est - null_value, dist - est), axis=0)
+        count = np.sum(direction * centred >= direction * (est - null_value)
+                       - eng._tolerance(est - null_value, centred, scale=scale), axis=0)
         return (count + 1) / (b + 1)
     # sacrebleu / Moses compatibility: strict >, absolute differences centred by mean
     warnings.warn("bootstrap_pvalue='sacrebleu' reproduces sacrebleu's paired bootstrap, "
@@ -300,7 +324,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         a, b = ia[sl], ib[sl]
         if sys_dist is not None:
             est = sys_obs[a] - sys_obs[b]
-            dist = sys_dist[:, a] - sys_dist[:, b]
+            dist = eng.pair_differences(sys_dist, a, b)  # (B, p, M), C order
         else:
             d = X[a] - X[b]  # (p, M, n)
             est = np.median(d, -1)
@@ -322,13 +346,21 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             m2 = boot(eng.linear_kernel, (d**2).reshape(-1, n) / n).reshape(dist.shape)
             var_star = np.maximum(m2 - dist**2, 0.0) * n / (n - 1)
             stud = (se_hat, np.sqrt(var_star / n))
-        p = bootstrap_pvalues(est, dist, alternative=alternative, null_value=null_value,
-                              method=pvalue)
-        se_all.append(_std(dist) if dist.shape[0] > 1 else np.full(est.shape, np.nan))
+        # theta* - theta_hat and its largest magnitude, shared by the p-value and the
+        # basic interval's tie tolerance
+        centred = dist - est
+        scale = eng.null_scale(centred)
+        p = bootstrap_pvalues(est, dist if pvalue != "sacrebleu" or sys_dist is None
+                              else _pair_major(dist), alternative=alternative,
+                              null_value=null_value, method=pvalue, centred=centred,
+                              scale=scale)
+        del centred
+        se_all.append((_pair_std(dist) if sys_dist is not None else _std(dist))
+                      if dist.shape[0] > 1 else np.full(est.shape, np.nan))
         lo, hi, note = bootstrap_interval(est, dist, alternative=alternative,
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
-                                          studentized=stud)
+                                          studentized=stud, scale=scale)
         if ci_method != "basic" or pvalue != "shifted":
             why = (f"{ci_method} interval by choice" if ci_method != "basic" else
                    f"basic interval with the {pvalue} p-value")
@@ -378,8 +410,8 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 
     se_all = []
 
-    def record_se(null, observed):  # standard deviation of the null (column mde)
-        se_all.append(_std(null) if null.shape[0] > 1 else np.full(observed.shape, np.nan))
+    def record_se(null, observed, std=_std):  # standard deviation of the null (column mde)
+        se_all.append(std(null) if null.shape[0] > 1 else np.full(observed.shape, np.nan))
 
     shape = (len(ia), X.shape[1])
     if corpus is not None:
@@ -412,9 +444,11 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         est_all, p_all = [], []
         for sl in _pair_chunks(len(ia), flips.shape[0] * X.shape[1] * 8 * 4, budget):
             a, b = ia[sl], ib[sl]
-            null = flips[:, a] - flips[:, b] - null_value * ssum[:, None, :]
+            null = eng.pair_differences(flips, a, b)  # (B, p, M), C order
+            if null_value != 0:  # (x - y) - 0 * s differs from x - y only in signs of 0
+                null -= null_value * ssum[:, None, :]
             est = obs_mean[a] - obs_mean[b]
-            record_se(null, est - null_value)
+            record_se(null, est - null_value, _pair_std)
             est_all.append(est)
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
                                                exact=exact, symmetric=True))
