@@ -52,7 +52,46 @@ def _column(v, n_rows: int):
 
 
 def rows(frame_cols: dict, n_rows: int) -> pd.DataFrame:
-    return pd.DataFrame({k: _column(v, n_rows) for k, v in frame_cols.items()})
+    return pd.DataFrame(columns(frame_cols, n_rows))
+
+
+def columns(frame_cols: dict, n_rows: int) -> dict:
+    """The table columns of one block: every value as the array the DataFrame constructor
+    would hold (scalars repeated, :class:`Coded` taken, strings as ``str`` arrays)."""
+    return {k: _column(v, n_rows) for k, v in frame_cols.items()}
+
+
+def _plain(v) -> bool:
+    """A 1-d numpy array of a non-object dtype, or a pandas ``str`` array."""
+    if isinstance(v, np.ndarray):
+        return v.ndim == 1 and v.dtype != object
+    return isinstance(v, pd.api.extensions.ExtensionArray) and v.dtype == "str"
+
+
+def concat(parts: list[dict]) -> dict | None:
+    """The columns of ``pd.concat([pd.DataFrame(p) for p in parts], ignore_index=True)``
+    without a frame per block: each column concatenated once. Only when every block has
+    the same columns, in the same order, as plain arrays (:func:`_plain`) of the same
+    dtype (then pandas neither adds missing columns nor casts); else None."""
+    if not parts:
+        return None
+    keys = list(parts[0])
+    for part in parts:
+        if list(part) != keys:
+            return None
+        for k in keys:
+            if not _plain(part[k]) or part[k].dtype != parts[0][k].dtype:
+                return None
+    out = {}
+    for k in keys:
+        vals = [part[k] for part in parts]
+        if len(vals) == 1:
+            out[k] = vals[0]
+        elif isinstance(vals[0], np.ndarray):
+            out[k] = np.concatenate(vals)
+        else:
+            out[k] = type(vals[0])._concat_same_type(vals)
+    return out
 
 
 def join_notes(a, b):
@@ -68,6 +107,14 @@ def join_notes(a, b):
     joined = np.empty(len(keys), dtype=object)
     joined[:] = ["; ".join(s for s in (ua[k // nb], ub[k % nb]) if s) for k in keys]
     return joined[inverse].reshape(a.shape)
+
+
+def final_order(cols: dict, columns, n_rows: int) -> dict:
+    """:func:`final_columns` on a dict of columns, before the frame is built."""
+    out = {c: cols[c] if c in cols else np.full(n_rows, np.nan) for c in columns}
+    out.update((c, v) for c, v in cols.items() if c not in out)
+    out["n"] = np.asarray(out["n"]).astype(int)
+    return out
 
 
 def final_columns(table: pd.DataFrame, columns) -> pd.DataFrame:

@@ -27,10 +27,10 @@ from multistat import cube, stepdown
 from multistat._budget import Budget
 from multistat._progress import Progress as _Progress
 from multistat._table import Coded as _Coded
+from multistat import _table
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes
 from multistat._table import labels as _labels
-from multistat._table import rows as _rows
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -39,7 +39,7 @@ from multistat._validation import (
     check_real,
     check_seed,
 )
-from multistat.correct import METHODS, adjust
+from multistat.correct import METHODS, adjust, adjust_groups
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
@@ -48,6 +48,7 @@ from multistat.significance.parametric import pair_mean_sd
 from multistat.significance.rank import WILCOXON_BYTES_PER_VALUE
 
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
+DEFAULT_FAMILY_COLUMNS = ("dataset", "metric", "test")  # correct.DEFAULT_FAMILY
 # working memory of the effect sizes per pair x metric x instance: the Hodges-Lehmann
 # interval is the Wilcoxon test's Walsh selection (A2: ~530 bytes a value, measured)
 EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
@@ -325,7 +326,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     input_hash = _hash_later(study)  # overlaps with the tests when the study is in memory
     bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
                           effect_sizes, budget)
-    parts, systems_parts = [], []
+    parts, systems_parts, families = [], [], []
     # the resampling tests' per-system arrays of every metric group, for the Westfall-Young
     # step-down and the caller (rank): (B, S, M) per group and test, nothing per pair
     kept = {} if _resampled is None else _resampled
@@ -396,18 +397,17 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 run_note = _runs_cluster_note(spec, n_runs, slab)
                 if run_note:
                     rows["note"] = _join_notes(rows["note"], run_note)
-                parts.append(_rows(rows, len(ia) * len(ms)))
+                parts.append(_table.columns(rows, len(ia) * len(ms)))
+                # the block's default families (dataset x metric x test): one per metric
+                families.append(None if {"dataset", "metric"} & set(arrays) else
+                                ((name, slab.metrics, spec.name), len(ia)))
         bar.finish(name)
     bar.close()
     if not parts:
         raise ParameterError("nothing to compare: no dataset/metric left after the "
                              "`datasets`/`metrics` selection")
-    table = pd.concat(parts, ignore_index=True)
-    if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
-        table = stepdown.adjust_table(table, kept, method=correction, alpha=alpha,
-                                      family=family)
-    else:
-        table = adjust(table, method=correction, family=family, alpha=alpha)
+    table = _assemble(parts, families, correction, family, alpha, kept,
+                      plain=equivalence_margin is None)
     if equivalence_margin is not None:  # TOST columns (multistat.equivalence)
         from multistat.equivalence import add_equivalence
 
@@ -417,7 +417,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             datasets=datasets, confidence_level=confidence_level, n_resamples=n_resamples,
             seed=seed, scheduler=scheduler, n_chunks=n_chunks,
             bootstrap_pvalue=bootstrap_pvalue)
-    table = _final_columns(table, COLUMNS)
+        table = _final_columns(table, COLUMNS)
     table.attrs["multistat"] = _metadata(study, tests, statistic, pairs, alternative,
                                          null_value, alpha, confidence_level, n_resamples,
                                          seed, correction, family, ci_method,
@@ -436,6 +436,46 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                  memory_limit=budget))
         return table, systems
     return table
+
+
+def _assemble(parts, families, correction, family, alpha, kept, plain) -> pd.DataFrame:
+    """The table from its blocks (one per dataset x metric group x test) with the
+    corrected p-values, in the final column order when ``plain`` (no columns to add).
+
+    With the default families (dataset x metric x test) and a ``multipletests``
+    correction the families are known from the blocks - each block's metrics, one family
+    each - so the columns are concatenated once and corrected as arrays
+    (:func:`multistat.correct.adjust_groups`), and the frame is built once; otherwise the
+    blocks' frames are concatenated and corrected by :func:`multistat.correct.adjust` /
+    :func:`multistat.stepdown.adjust_table`. Both give the same table."""
+    cols = _table.concat(parts)
+    added = ("family", "correction", "p_adjusted", "reject", "alpha")
+    if (cols is None or family is not None or correction in stepdown.CORRECTIONS
+            or None in families or any(c in cols for c in added)
+            or not all(isinstance(cols.get(c), pd.api.extensions.ExtensionArray)
+                       for c in DEFAULT_FAMILY_COLUMNS)):
+        table = (pd.DataFrame(cols) if cols is not None else
+                 pd.concat([pd.DataFrame(p) for p in parts], ignore_index=True))
+        if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
+            table = stepdown.adjust_table(table, kept, method=correction, alpha=alpha,
+                                          family=family)
+        else:
+            table = adjust(table, method=correction, family=family, alpha=alpha)
+        return _final_columns(table, COLUMNS) if plain else table
+    # family number per row: block offset + metric code (rows are pair-major, metrics
+    # tiled); its readable key is adjust's "dataset | metric | test"
+    group = np.concatenate([off + np.tile(np.arange(len(ms)), P) for off, ((_, ms, _), P)
+                            in zip(np.cumsum([0] + [len(f[0][1]) for f in families]),
+                                   families)])
+    keys = _labels([f"{d} | {m} | {t}" for (d, ms, t), _ in families for m in ms])
+    p_adj, reject = adjust_groups(np.asarray(cols["p_value"], dtype=float), group,
+                                  method=correction, alpha=alpha)
+    n_rows = len(group)
+    cols.update(_table.columns({"family": _Coded(keys, group),
+                                "correction": "none" if correction is None else correction,
+                                "p_adjusted": p_adj, "reject": reject, "alpha": alpha},
+                               n_rows))
+    return pd.DataFrame(_table.final_order(cols, COLUMNS, n_rows) if plain else cols)
 
 
 def _check_resampling_signature(spec) -> None:
@@ -702,7 +742,9 @@ def study_hash(study) -> str:
                 buf = np.ascontiguousarray(np.asarray(ds[var].values))
                 h.update(memoryview(buf).cast("B") if buf.size else b"")
         for dim in ("system", "metric", "instance"):
-            h.update("\x1f".join(map(str, ds[dim].values)).encode())
+            labels = ds[dim].values  # numpy strings: tolist() is their str(), 10x faster
+            h.update("\x1f".join(labels.tolist() if labels.dtype.kind == "U"
+                                  else map(str, labels)).encode())
     return h.hexdigest()
 
 

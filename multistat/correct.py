@@ -85,6 +85,35 @@ def holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     return reject, adj
 
 
+def adjust_groups(p: np.ndarray, group: np.ndarray, *, method: str | None,
+                  alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_adjusted, reject)`` of p-values ``p`` corrected within families: ``group`` is
+    a family number per row (-1: no family, left NaN/False, as groupby drops NaN keys);
+    NaN p-values are not counted. The core of :func:`adjust`, for callers that already
+    know the families (:func:`multistat.compare`, whose blocks are its default families)."""
+    p_adj = np.full(len(p), np.nan)
+    reject = np.zeros(len(p), dtype=bool)
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
+    for idx in np.split(order, bounds) if len(order) else []:
+        if group[idx[0]] < 0:  # a missing key: no family
+            continue
+        pi = p[idx]
+        ok = ~np.isnan(pi)
+        if not ok.any():
+            continue
+        if method is None:
+            r, pa = pi[ok] <= alpha, pi[ok]
+        elif method == "holm":
+            r, pa = holm(pi[ok], alpha)
+        else:
+            r, pa, _, _ = multipletests(pi[ok], alpha=alpha, method=method)
+        sel = idx[ok]
+        p_adj[sel] = pa
+        reject[sel] = r
+    return p_adj, reject
+
+
 def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
            alpha: float = 0.05) -> pd.DataFrame:
     """Add ``family, correction, p_adjusted, reject, alpha`` to a table with ``p_value``.
@@ -123,31 +152,12 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
     cols = family_columns(table, family)
     out = table  # not modified: the result is a new frame
     p = out["p_value"].to_numpy(dtype=float)
-    p_adj = np.full(len(out), np.nan)
-    reject = np.zeros(len(out), dtype=bool)
     if cols:
         group, labels = family_groups(out, cols)
         keys = labels.take(group, allow_fill=True)  # the readable key of every row
     else:
-        group, labels = np.zeros(len(out), dtype=np.intp), None
-    order = np.argsort(group, kind="stable")
-    bounds = np.flatnonzero(np.diff(group[order])) + 1
-    for idx in np.split(order, bounds) if len(order) else []:
-        if group[idx[0]] < 0:  # a missing key: no family (as groupby drops NaN keys)
-            continue
-        pi = p[idx]
-        ok = ~np.isnan(pi)
-        if not ok.any():
-            continue
-        if method is None:
-            r, pa = pi[ok] <= alpha, pi[ok]
-        elif method == "holm":
-            r, pa = holm(pi[ok], alpha)
-        else:
-            r, pa, _, _ = multipletests(pi[ok], alpha=alpha, method=method)
-        sel = idx[ok]
-        p_adj[sel] = pa
-        reject[sel] = r
+        group = np.zeros(len(out), dtype=np.intp)
+    p_adj, reject = adjust_groups(p, group, method=method, alpha=alpha)
     added = {"family": keys if cols else "all",
              "correction": "none" if method is None else method,
              "p_adjusted": p_adj, "reject": reject, "alpha": alpha}

@@ -497,3 +497,35 @@ def test_adjust_returns_a_new_frame_and_readjusts_in_place_of_old_columns():
     assert list(twice.columns) == list(once.columns)
     np.testing.assert_allclose(twice.p_adjusted, [0.02, 0.08, 0.03])
     assert (once.correction == "holm").all() and (twice.correction == "bonferroni").all()
+
+
+@pytest.mark.parametrize("correction", ["holm", "hommel", None])
+def test_blockwise_table_equals_the_frame_path(toy_study, correction):
+    # compare builds its table from per-block column arrays and corrects the default
+    # families (dataset x metric x test) as arrays; naming the same families explicitly
+    # takes the frame path (pd.concat of block frames, then correct.adjust on the
+    # table's columns): both must give the same table, bit for bit
+    kw = dict(tests=("t", "wilcoxon", "sign", "bootstrap"), n_resamples=300, power=True,
+              correction=correction)
+    fast = compare(toy_study, **kw)
+    frame = compare(toy_study, family=["dataset", "metric", "test"], **kw)
+    assert fast.attrs["multistat"]["family"] is None
+    pd.testing.assert_frame_equal(fast, frame, check_exact=True)
+    assert len(set(fast.dataset)) == 2 and fast.p_adjusted.notna().all()
+
+
+def test_concat_of_block_columns_equals_pandas_concat():
+    from multistat import _table
+
+    rng = np.random.default_rng(1)
+    labels = _table.labels(["a", "b", "c"])
+    blocks = [{"s": _table.Coded(labels, rng.integers(0, 3, k)), "x": rng.random(k),
+               "i": np.arange(k), "b": rng.random(k) < 0.5, "c": "const",
+               "note": np.array(["", "ties"], dtype=object)[rng.integers(0, 2, k)]}
+              for k in (5, 0, 7)]
+    parts = [_table.columns(b, len(b["x"])) for b in blocks]
+    ref = pd.concat([_table.rows(b, len(b["x"])) for b in blocks], ignore_index=True)
+    pd.testing.assert_frame_equal(pd.DataFrame(_table.concat(parts)), ref, check_exact=True)
+    # blocks whose columns differ are left to pandas (None)
+    assert _table.concat([parts[0], {**parts[2], "x": parts[2]["i"]}]) is None
+    assert _table.concat([parts[0], {k: parts[2][k] for k in reversed(parts[2])}]) is None
