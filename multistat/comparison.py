@@ -153,23 +153,79 @@ def _check_test_options(test_options, tests) -> dict:
     return out
 
 
-def _groups(ds) -> list[tuple[str, list[int], np.ndarray]]:
-    """(kind, metric indices, valid-instance mask): mean/binary metrics sharing a mask
-    form one group; each corpus metric is its own group."""
-    score = np.asarray(ds[cube.SCORE].values)
-    groups: dict = {}
-    out = []
-    for m, kind in enumerate(ds.kind.values):
-        valid = ~np.isnan(score[0, m])
-        if kind == "corpus":
-            out.append(("corpus", [m], valid))
-            continue
-        key = valid.tobytes()
-        if key not in groups:
-            groups[key] = ("mean", [], valid)
-            out.append(groups[key])
-        groups[key][1].append(m)
-    return out
+class _Dataset:
+    """One dataset of a study, as every statistic walks it: instances in canonical order
+    (sorted by label, so resampling plans, which are tied to instance positions, do not
+    depend on the order of the input rows), split into metric groups.
+
+    ``ds`` holds the variables other than the scores in canonical order; ``score`` is
+    the study's own ``(S, M, n)`` array and ``order`` the canonical order of its
+    instances, so the cube is gathered only where a group needs it
+    (:meth:`canonical`, or lazily by :class:`~multistat.significance.Slab`). The
+    gathered cube is ``score[..., order]``, the array (and memory layout) an xarray
+    ``isel`` gives, on which every statistic has always run."""
+
+    __slots__ = ("name", "ds", "score", "order", "sysnames", "_canonical")
+
+    def __init__(self, name, ds):
+        ds = ds.compute()
+        self.order = np.argsort(ds.instance.values.astype(str), kind="stable")
+        self.score = np.asarray(ds[cube.SCORE].values)
+        self.name = name
+        self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
+        self.sysnames = self.ds.system.values.astype(str)
+        self._canonical = None
+
+    def canonical(self) -> np.ndarray:
+        """The scores in canonical order ``(S, M, n)`` (gathered once)."""
+        if self._canonical is None:
+            self._canonical = self.score[..., self.order]
+        return self._canonical
+
+    def groups(self, metrics=None):
+        """``(kind, metric indices, valid-instance mask)``: mean/binary metrics sharing a
+        mask (canonical order) form one group; each corpus metric is its own group.
+        ``metrics``: keep only these names (groups left empty are skipped)."""
+        first = self.score[0]
+        keyed: dict = {}
+        out = []
+        for m, kind in enumerate(self.ds.kind.values):
+            valid = ~np.isnan(first[m])[self.order]
+            if kind == "corpus":
+                out.append(("corpus", [m], valid))
+                continue
+            key = valid.tobytes()
+            if key not in keyed:
+                keyed[key] = ("mean", [], valid)
+                out.append(keyed[key])
+            keyed[key][1].append(m)
+        for kind, ms, valid in out:
+            if metrics is not None:
+                ms = [m for m in ms if str(self.ds.metric.values[m]) in metrics]
+                if not ms:
+                    continue
+            yield kind, ms, valid
+
+    def group_scores(self, ms, valid) -> np.ndarray:
+        """The group's ``(S, len(ms), n_valid)`` scores in canonical order (a copy)."""
+        return self.canonical()[:, ms][:, :, valid]
+
+
+def _walk(all_ds):
+    """The selected datasets (:func:`multistat.cube.select`) as :class:`_Dataset`, built
+    one at a time as the walk reaches them: the one walk over datasets and metric groups
+    (:meth:`_Dataset.groups`) of :func:`compare`, :func:`system_scores` and
+    :func:`multistat.ranking.system_distributions`."""
+    for name, ds in all_ds.items():
+        yield _Dataset(name, ds)
+
+
+def _group_bootstrap(d, kind, ms, valid, **run):
+    """:func:`system_bootstrap` of one group of a :class:`_Dataset`: ``(observed (S, M),
+    distribution (B, S, M), n)``."""
+    X = d.group_scores(ms, valid)
+    n = X.shape[-1]
+    return (*system_bootstrap(d.ds, kind, ms, valid, X, n=n, dataset=d.name, **run), n)
 
 
 def _pair_arrays(systems, pairs) -> tuple[np.ndarray, np.ndarray]:
@@ -331,27 +387,21 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     # step-down and the caller (rank): (B, S, M) per group and test, nothing per pair
     kept = {} if _resampled is None else _resampled
     keep = correction in stepdown.CORRECTIONS or _resampled is not None
-    for name, ds in all_ds.items():
-        ds = _canonical(ds.compute())
+    for d in _walk(all_ds):
+        name, ds, sysnames = d.name, d.ds, d.sysnames
         try:
             ia, ib = _pair_arrays(ds.system.values, pairs)
         except UnknownSystemError as exc:
             raise UnknownSystemError(f"dataset {name!r}: {exc}") from None
-        sysnames = ds.system.values.astype(str)
         sys_labels = _labels(sysnames)
-        score = np.asarray(ds[cube.SCORE].values)
         codes = None
         if cluster is not None:
             from multistat._cluster import dataset_codes
 
             codes = dataset_codes(ds, name)
         n_runs = int(ds.sizes.get("run", 1)) if cube.RUN_SCORE in ds else 1
-        for kind, ms, valid in _groups(ds):
-            if metrics is not None:
-                ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
-                if not ms:
-                    continue
-            slab = _slab(ds, name, kind, ms, valid, score, sysnames, codes)
+        for kind, ms, valid in d.groups(metrics):
+            slab = _slab(d, kind, ms, valid, codes)
             for spec in specs:
                 if spec.binary_only and not slab.is_corpus:
                     _check_binary(spec, ds, ms, name)
@@ -514,12 +564,16 @@ def _runs_cluster_note(spec, n_runs, slab) -> str:
     return "; ".join(notes)
 
 
-def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
-    if valid.all() and list(ms) == list(range(score.shape[1])):
-        X = score.view()  # the whole (canonically ordered, private) array: no copy
+def _slab(d, kind, ms, valid, codes=None) -> Slab:
+    ds, name, order = d.ds, d.name, None
+    if valid.all() and list(ms) == list(range(d.score.shape[1])):
+        X = d.score.view()  # the study's own array, read-only, gathered when needed
         X.flags.writeable = False
+        order = d.order
     else:
-        X = score[:, ms] if valid.all() else score[:, ms][:, :, valid]  # (S, M, n), a copy
+        X = d.canonical()[:, ms]  # (S, M, n), a copy
+        if not valid.all():
+            X = X[:, :, valid]
     corpus = None
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
     clusters = None
@@ -531,8 +585,8 @@ def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
     if cube.RUN_SCORE in ds:
         runs = np.asarray(ds[cube.RUN_SCORE].values)[:, ms][:, :, valid]  # (S, M, n, R)
     slab = Slab(X, dataset=name, metrics=tuple(ds.metric.values[ms].astype(str)),
-                systems=tuple(sysnames), metric_kinds=kinds, clusters=clusters,
-                run_scores=runs,
+                systems=tuple(d.sysnames), metric_kinds=kinds, clusters=clusters,
+                run_scores=runs, order=order,
                 higher_is_better=tuple(ds.higher_is_better.values[ms].astype(bool)))
     if kind != "corpus" and X.size and np.max(slab.absmax()) > 8.9e307:
         # some a - b may overflow: the largest difference over systems tells (issue 13.3)
@@ -540,10 +594,7 @@ def _slab(ds, name, kind, ms, valid, score, sysnames, codes=None) -> Slab:
 
         overflow_check(X.max(0), X.min(0), where=f" in dataset {name!r}")
     if kind == "corpus":
-        from multistat.corpus import get_corpus_metric
-
-        cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-        stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+        cm, stats = _corpus_stats(ds, ms, valid)
         corpus = (cm.fn, stats)
         slab.corpus = corpus
         slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
@@ -653,13 +704,6 @@ def _mde(spec, slab, mult, sd, se):
     return mult * sd
 
 
-def _canonical(ds):
-    """Instances sorted by label, so resampling results do not depend on the order of
-    the input rows (plans are tied to instance positions)."""
-    order = np.argsort(ds.instance.values.astype(str), kind="stable")
-    return ds.isel(instance=order)
-
-
 def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
     lo_q, hi_q = (1 - confidence_level) / 2, 1 - (1 - confidence_level) / 2
     lo, hi = np.quantile(sysdist, [lo_q, hi_q], axis=0)  # (S, M)
@@ -670,6 +714,23 @@ def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
         "ci_low": lo.ravel(), "ci_high": hi.ravel(), "confidence_level": confidence_level,
         "n": n, "higher_is_better": np.tile(ds.higher_is_better.values[ms].astype(bool), S),
         "n_resamples": sysdist.shape[0]})
+
+
+def _corpus_stats(ds, ms, valid):
+    """``(corpus metric, statistics (S, n, K))`` of a corpus metric's group."""
+    from multistat.corpus import get_corpus_metric
+
+    cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
+    return cm, np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+
+
+def system_observed(ds, kind, ms, valid, X) -> np.ndarray:
+    """Each system's observed score ``(S, M)`` for one metric group: the mean of ``X``,
+    or the corpus metric of the summed statistics (``X`` unused)."""
+    if kind == "corpus":
+        cm, stats = _corpus_stats(ds, ms, valid)
+        return cm.fn(stats.sum(1))[:, None]
+    return X.mean(-1)
 
 
 def system_bootstrap(ds, kind, ms, valid, X, **run):
@@ -684,10 +745,7 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     from multistat import resampling as eng
 
     if kind == "corpus":
-        from multistat.corpus import get_corpus_metric
-
-        cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-        stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
+        cm, stats = _corpus_stats(ds, ms, valid)
         dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
                                   **run))[..., None]
         return cm.fn(stats.sum(1))[:, None], dist
@@ -710,24 +768,13 @@ def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
     seed = check_seed(seed)
     budget = Budget.of(memory_limit)
     parts = []
-    for name, ds in cube.datasets(study).items():
-        if datasets is not None and name not in datasets:
-            continue
-        ds = _canonical(ds.compute())
-        score = np.asarray(ds[cube.SCORE].values)
-        sysnames = ds.system.values.astype(str)
-        for kind, ms, valid in _groups(ds):
-            if metrics is not None:
-                ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
-                if not ms:
-                    continue
-            X = score[:, ms][:, :, valid]
-            n = X.shape[-1]
-            obs, dist = system_bootstrap(ds, kind, ms, valid, X, n=n,
-                                         n_resamples=n_resamples, seed=seed, dataset=name,
-                                         scheduler=scheduler, budget=budget)
-            parts.append(_system_rows(name, ds, ms, sysnames, obs, dist, confidence_level,
-                                      n))
+    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
+    for d in _walk(all_ds):
+        for kind, ms, valid in d.groups(metrics):
+            obs, dist, n = _group_bootstrap(d, kind, ms, valid, n_resamples=n_resamples,
+                                            seed=seed, scheduler=scheduler, budget=budget)
+            parts.append(_system_rows(d.name, d.ds, ms, d.sysnames, obs, dist,
+                                      confidence_level, n))
     return pd.concat(parts, ignore_index=True)
 
 

@@ -154,38 +154,24 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
     plan, instance order and grouping as :func:`multistat.compare` and
     :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
     already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
-    from multistat.comparison import _canonical, _groups, system_bootstrap
+    from multistat.comparison import _group_bootstrap, _walk, system_observed
 
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
-    for name, ds in all_ds.items():
-        ds = _canonical(ds.compute())
-        score = np.asarray(ds[cube.SCORE].values)
-        sysnames = ds.system.values.astype(str)
-        for kind, ms, valid in _groups(ds):
-            if metrics is not None:
-                ms = [m for m in ms if str(ds.metric.values[m]) in metrics]
-                if not ms:
-                    continue
-            X = score[:, ms][:, :, valid]
-            n = X.shape[-1]
+    for d in _walk(all_ds):
+        name, ds = d.name, d.ds
+        for kind, ms, valid in d.groups(metrics):
             names = tuple(ds.metric.values[ms].astype(str))
             hib = ds.higher_is_better.values[ms].astype(bool)
             if known and (name, names) in known:
-                if kind == "corpus":
-                    from multistat.corpus import get_corpus_metric
-
-                    cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
-                    stats = np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid]
-                    obs = cm.fn(stats[..., :cm.n_stats].sum(1))[:, None]
-                else:
-                    obs = X.mean(-1)
-                yield name, np.array(names), hib, obs, known[(name, names)], sysnames
+                X = None if kind == "corpus" else d.group_scores(ms, valid)
+                yield (name, np.array(names), hib, system_observed(ds, kind, ms, valid, X),
+                       known[(name, names)], d.sysnames)
                 continue
-            obs, dist = system_bootstrap(ds, kind, ms, valid, X, n=n,
-                                         n_resamples=n_resamples, seed=seed, dataset=name,
-                                         scheduler=scheduler, n_chunks=n_chunks)
+            obs, dist, _ = _group_bootstrap(d, kind, ms, valid, n_resamples=n_resamples,
+                                            seed=seed, scheduler=scheduler,
+                                            n_chunks=n_chunks)
             yield (name, ds.metric.values[ms].astype(str),
-                   ds.higher_is_better.values[ms].astype(bool), obs, dist, sysnames)
+                   ds.higher_is_better.values[ms].astype(bool), obs, dist, d.sysnames)
 
 
 def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_000, seed=0,

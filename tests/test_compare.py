@@ -529,3 +529,34 @@ def test_concat_of_block_columns_equals_pandas_concat():
     # blocks whose columns differ are left to pandas (None)
     assert _table.concat([parts[0], {**parts[2], "x": parts[2]["i"]}]) is None
     assert _table.concat([parts[0], {k: parts[2][k] for k in reversed(parts[2])}]) is None
+
+
+def test_one_walk_gives_the_same_groups_and_scores_everywhere(toy_study):
+    # compare, system_scores and ranking.system_distributions walk datasets and metric
+    # groups with one iterator (comparison._walk): on a two-dataset study with a metric
+    # whose dropped instances make it a group of its own, the three agree bit for bit
+    from multistat.ranking import system_distributions
+
+    table, systems = compare(toy_study, tests=("bootstrap",), n_resamples=300, seed=3,
+                             return_systems=True)
+    ref = system_scores(toy_study, n_resamples=300, seed=3)
+    pd.testing.assert_frame_equal(systems, ref, check_exact=True)
+    rows = []
+    for name, metrics, hib, obs, dist, sysnames in system_distributions(
+            toy_study, n_resamples=300, seed=3):
+        assert dist.shape == (300, len(sysnames), len(metrics))
+        for j, m in enumerate(metrics):
+            for i, s in enumerate(sysnames):
+                rows.append((name, m, s, obs[i, j], bool(hib[j])))
+    got = pd.DataFrame(rows, columns=["dataset", "metric", "system", "score",
+                                      "higher_is_better"])
+    pd.testing.assert_frame_equal(got.sort_values(["dataset", "metric", "system"])
+                                  .reset_index(drop=True),
+                                  ref[got.columns].sort_values(["dataset", "metric", "system"])
+                                  .reset_index(drop=True), check_exact=True,
+                                  check_dtype=False)
+    # the walk's groups: m1 and m3 share their instances, m2 (3 dropped) is its own
+    a = table[(table.dataset == "toy") & (table.system_a == "sys0") & (table.system_b == "sys1")]
+    assert a.set_index("metric").n.to_dict() == {"m1": 23, "m2": 20, "m3": 23}
+    assert (a.set_index("metric").score_a.to_numpy() ==
+            ref[(ref.dataset == "toy") & (ref.system == "sys0")].score.to_numpy()).all()

@@ -205,3 +205,29 @@ def test_pair_free_moments_with_systems_at_different_scales():
     d = X[ia] / 1e300 - X[ib] / 1e300
     np.testing.assert_allclose(mean / 1e300, d.mean(-1), rtol=1e-11)
     np.testing.assert_allclose(sd / 1e300, d.std(-1, ddof=1), rtol=1e-11)
+
+
+@pytest.mark.parametrize("S,M,n,scale", [(7, 3, 400, 1.0), (5, 1, 33, 1e300),
+                                         (40, 2, 7000, 1e-3), (3, 2, 1, 1.0)])
+def test_slab_with_a_lazy_order_gives_the_gathered_slabs_bits(S, M, n, scale):
+    # reference: a Slab of the gathered cube scores[..., order] (what compare held
+    # before; instances outermost in memory, on which numpy's sums run in their own
+    # order); the lazy Slab gathers one metric at a time with that layout and must give
+    # the same means, Gram matrix and t/d_z moments bit for bit, without gathering the
+    # cube (a C-contiguous gather would change the means' last bits)
+    from multistat.significance._batch import Slab
+    from multistat.significance.parametric import pair_mean_sd
+
+    rng = np.random.default_rng(S * n)
+    raw = np.round(rng.normal(size=(S, M, n)) + rng.normal(size=n), 3) * scale
+    order = rng.permutation(n)
+    ref, lazy = Slab(raw[..., order]), Slab(raw, order=order)
+    ia, ib = np.triu_indices(S, 1)
+    assert np.array_equal(lazy.means(), ref.means())
+    assert np.array_equal(lazy.gram_scaled()[0], ref.gram_scaled()[0])
+    for got, want in zip(pair_mean_sd(lazy, ia, ib), pair_mean_sd(ref, ia, ib)):
+        assert np.array_equal(got, want, equal_nan=True)
+    assert lazy.order is not None  # nothing above needed the gathered cube
+    assert lazy.shape == ref.shape and lazy.n == n
+    assert np.array_equal(lazy.scores, ref.scores) and lazy.order is None
+    assert not lazy.scores.flags.writeable

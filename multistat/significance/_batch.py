@@ -133,6 +133,14 @@ class Slab:
     run_scores : ``(systems, metrics, instances, runs)`` per-run scores when the study has
         runs (NaN where a system lacks a run), else None; ``scores`` are their run means
     higher_is_better : per metric
+    order : None, or the canonical instance order of the array given as ``scores``
+        (instances sorted by label): the scores are then the study's own array, and
+        ``scores`` is gathered in that order (``given[..., order]``) on first use.
+        Per-system means and the Gram matrix (:meth:`means`, :meth:`gram_scaled`) gather
+        one metric at a time instead, so a t test does not copy the whole cube. The
+        values are those of the gathered array, bit for bit: each metric's rows are
+        gathered with the memory layout they have in it (instances outermost), on which
+        numpy's sums run in the same order.
     """
 
     scores: np.ndarray
@@ -145,15 +153,24 @@ class Slab:
     clusters: np.ndarray | None = None
     run_scores: np.ndarray | None = None
     higher_is_better: tuple = ()
+    order: np.ndarray | None = field(default=None, repr=False)
     _memo: dict = field(default_factory=dict, repr=False)
+
+    def _given(self) -> np.ndarray:
+        """The scores as given (instances in :attr:`order` still to be gathered)."""
+        return self.__dict__["_scores"]
 
     @property
     def n(self) -> int:
-        return self.scores.shape[-1]
+        return self._given().shape[-1]
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return self.scores.shape
+        return self._given().shape
+
+    def system_scores(self, systems) -> np.ndarray:
+        """``scores[systems]`` ``(k, M, n)``."""
+        return self.scores[systems]
 
     @property
     def is_corpus(self) -> bool:
@@ -167,7 +184,7 @@ class Slab:
         """max |score| per system and metric ``(S, M)`` (computed once; NaN if a score
         is NaN)."""
         if "absmax" not in self._memo:
-            X = self.scores
+            X = self._given()  # max and min do not depend on the instance order
             if X.shape[-1] == 0:
                 self._memo["absmax"] = np.zeros(X.shape[:2])
             else:  # two reductions, no |X| temporary
@@ -192,15 +209,71 @@ class Slab:
         could overflow are averaged after dividing by :meth:`scales` (the same bits
         wherever the plain sum does not overflow)."""
         if "means" not in self._memo:
+            if self._gathers_moments():
+                self._gathered_moments()
+                return self._memo["means"]
             X = self.scores
-            big = X.size and np.nanmax(self.absmax(), initial=0.0) * max(X.shape[-1], 1) \
-                > 2.0 ** 1000
-            if big:
+            if self._big_sums():
                 c = self.scales()
                 self._memo["means"] = (X / c[..., None]).mean(-1) * c
             else:
                 self._memo["means"] = X.mean(-1)
         return self._memo["means"]
+
+    def _big_sums(self) -> bool:
+        """Scores so large that a sum over the instances could overflow."""
+        X = self._given()
+        return bool(X.size and np.nanmax(self.absmax(), initial=0.0) * max(X.shape[-1], 1)
+                    > 2.0 ** 1000)
+
+    def _gathers_moments(self) -> bool:
+        """Means and Gram matrix from one gathered metric at a time (a lazy
+        :attr:`order`, and one Gram chunk: the means need whole rows)."""
+        return self.order is not None and 0 < self.n <= GRAM_CHUNK
+
+    def _per_metric(self, work, M: int, S: int, n: int) -> None:
+        """``work(m)`` for every metric: two metrics at a time on one BLAS thread each.
+
+        One BLAS thread per product, as in the resampling engine: the product is small
+        (100 systems x 10^4 instances: 20 ms), and a 2-thread OpenBLAS product took
+        0.3-1.3 s whenever the other core was busy (measured on a loaded 2-core
+        machine); parallelism comes from two metrics at a time instead (the bits are the
+        same either way)."""
+        workers = min(M, 2, os.cpu_count() or 1)
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            if workers > 1 and S * n >= 1 << 18:
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(workers) as pool:
+                    list(pool.map(work, range(M)))
+            else:
+                for m in range(M):
+                    work(m)
+
+    def _gathered_moments(self) -> None:
+        """:meth:`means` and :meth:`gram_scaled` from the scores as given, gathering one
+        metric's rows in :attr:`order` at a time (``(S, n)``, contiguous, as the slice of
+        the gathered cube) and centring them in place: the same operations on the same
+        values as the two methods on the gathered cube, without the cube."""
+        X, order, c = self._given(), self.order, self.scales()
+        S, M, n = X.shape
+        inv = 1.0 / c  # powers of two: exact
+        big = self._big_sums()
+        means = np.empty((S, M))
+        G = np.zeros((M, S, S))
+
+        def metric(m):  # numpy releases the GIL: metrics run side by side
+            # (S, n) with instances outermost, as scores[:, m] and scores[:, m] * inv
+            xc = X[:, m][:, order]
+            mean = (xc / c[:, m, None]).mean(-1) * c[:, m] if big else xc.mean(-1)
+            means[:, m] = mean
+            xc *= inv[:, m, None]
+            xc -= (mean / c[:, m])[:, None]
+            G[m] += xc @ xc.T
+
+        self._per_metric(metric, M, S, n)
+        self._memo["means"] = means
+        self._memo["gram"] = G
 
     def gram_scaled(self) -> tuple[np.ndarray, np.ndarray]:
         """Gram matrices of the centred scores divided by the per-system :meth:`scales`
@@ -210,6 +283,9 @@ class Slab:
         1e300 nor 1e-300 scores overflow or underflow, and ``Gs * c_a * c_b`` is the
         unscaled Gram matrix bit for bit wherever that does not overflow."""
         if "gram" not in self._memo:
+            if self._gathers_moments():
+                self._gathered_moments()
+                return self._memo["gram"], self.scales()
             X, c = self.scores, self.scales()
             mu = self.means() / c
             inv = 1.0 / c  # powers of two: exact
@@ -222,21 +298,7 @@ class Slab:
                     xc -= mu[:, m, None]
                     G[m] += xc @ xc.T
 
-            # one BLAS thread per product, as in the resampling engine: the product is
-            # small (100 systems x 10^4 instances: 20 ms), and a 2-thread OpenBLAS
-            # product took 0.3-1.3 s whenever the other core was busy (measured on a
-            # loaded 2-core machine); parallelism comes from two metrics at a time
-            # instead (the bits are the same either way)
-            workers = min(M, 2, os.cpu_count() or 1)
-            with _blas_controller().limit(limits=1, user_api="blas"):
-                if workers > 1 and S * n >= 1 << 18:
-                    from concurrent.futures import ThreadPoolExecutor
-
-                    with ThreadPoolExecutor(workers) as pool:
-                        list(pool.map(metric, range(M)))
-                else:
-                    for m in range(M):
-                        metric(m)
+            self._per_metric(metric, M, S, n)
             self._memo["gram"] = G
         return self._memo["gram"], self.scales()
 
@@ -279,6 +341,27 @@ class Slab:
         """Drop the per-pair-slab quantities (differences, sorts)."""
         self._memo.pop("diff", None)
         self._memo.pop("rank_info", None)
+
+
+def _scores_get(self) -> np.ndarray:
+    X = self.__dict__["_scores"]
+    if self.__dict__.get("order") is not None:  # gathered once, on first use
+        X = X[..., self.order]  # the layout of an xarray isel: instances outermost
+        X.flags.writeable = False
+        self.__dict__["_scores"] = X
+        self.__dict__["order"] = None
+    return X
+
+
+def _scores_set(self, value) -> None:
+    self.__dict__["_scores"] = value
+    self.__dict__.pop("order", None)
+
+
+#: ``(systems, metrics, instances)`` float64, instances in canonical order (a property
+#: over the dataclass field: a lazy :attr:`Slab.order` is gathered on first use)
+Slab.scores = property(_scores_get, _scores_set, doc="(systems, metrics, instances) "
+                       "float64 scores, instances sorted by label")
 
 
 # ----------------------------------------------------------------------------- result

@@ -289,7 +289,7 @@ def pair_mean_sd(slab, ia, ib):
     rows = np.flatnonzero(ill.any(axis=1))
     if rows.size:  # differences of the scaled scores: (a - b) / c_pair exactly
         inv = (1.0 / cp[rows])[..., None]
-        d = slab.scores[ia[rows]] * inv - slab.scores[ib[rows]] * inv  # (r, M, n)
+        d = slab.system_scores(ia[rows]) * inv - slab.system_scores(ib[rows]) * inv
         with np.errstate(over="ignore", invalid="ignore"):
             mean[rows] = np.where(ill[rows], d.mean(-1) * cp[rows], mean[rows])
             sd[rows] = np.where(ill[rows], d.std(-1, ddof=1) * cp[rows], sd[rows])
@@ -351,10 +351,10 @@ def paired_t_batch(slab, ia, ib, ctx):
            "statistic_kind": np.full(shape, "mean", dtype=object)}
     rows = np.flatnonzero(bad.any(axis=1))
     if rows.size:  # the per-pair function's notes (and NaNs) for degenerate pairs
-        X = slab.scores
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            res = paired_t(X[ia[rows]], X[ib[rows]], **call_kwargs(paired_t, ctx))
+            res = paired_t(slab.system_scores(ia[rows]), slab.system_scores(ib[rows]),
+                           **call_kwargs(paired_t, ctx))
         sub = from_test_result(res, (rows.size, shape[1]), "mean", caught)
         for k, v in sub.items():
             out[k] = np.array(out[k], dtype=v.dtype if k != "n" else np.int64)
