@@ -226,16 +226,15 @@ def redrawn_null(study, dataset, test, rows, n_resamples, seed):
     group, then form the pairs."""
     from multistat import cube
     from multistat import resampling as eng
-    from multistat.comparison import _canonical, _groups, _slab
+    from multistat.comparison import _Dataset, _slab
     from multistat.significance.resampling import _swap_kernel
 
-    ds = _canonical(cube.datasets(study)[dataset].compute())
-    names = list(ds.metric.values.astype(str))
-    kind, ms, valid = next(g for g in _groups(ds) if names.index(rows["metric"].iloc[0])
+    walked = _Dataset(dataset, cube.datasets(study)[dataset])
+    names = list(walked.ds.metric.values.astype(str))
+    kind, ms, valid = next(g for g in walked.groups() if names.index(rows["metric"].iloc[0])
                            in g[1])
-    sysnames = ds.system.values.astype(str)
-    slab = _slab(ds, dataset, kind, ms, valid, np.asarray(ds[cube.SCORE].values),
-                 sysnames)
+    sysnames = walked.sysnames
+    slab = _slab(walked, kind, ms, valid)
     X, n = slab.scores, slab.n
     run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset}
     a = rows["system_a"].map({s: i for i, s in enumerate(sysnames)}).to_numpy(int)
