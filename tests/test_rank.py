@@ -383,10 +383,8 @@ def test_walsh_selection_across_rows_matches_brute_force(kind):
 
 @pytest.mark.parametrize("kind", ["normal", "rounded", "likert"])
 def test_walsh_selection_fallback_rounds(kind):
-    # pivots forced to miss (no margin, tiny sample) and tiny candidate budgets: the
-    # exact rounds (interpolated and sampled pivots, tie detection) must still be exact
-    from multistat.significance._walsh import _walsh_select_sparse
-
+    # tiny enumeration budgets (dense_row_max) force many narrowing rounds (interpolated
+    # and sampled pivots, tie detection, the safety enumeration): still exact
     rng = np.random.default_rng(51)
     d = {"normal": rng.normal(size=(8, 150)),
          "rounded": np.round(rng.normal(size=(8, 150)), 1),
@@ -395,34 +393,33 @@ def test_walsh_selection_fallback_rounds(kind):
     n_walsh = 150 * 151 // 2
     ks = sorted({0, 700, 701, (n_walsh - 1) // 2, n_walsh // 2, n_walsh - 1})  # distinct
     ref = _walsh_brute(d, ks)
-    for kw in ({"c_max": 8}, {"c_max": 8, "m0": 8, "margin": 0.0, "iters": 0},
-               {"c_max": 40, "margin": -500.0}):
-        np.testing.assert_array_equal(_walsh_select_sparse(d, ks, **kw), ref)
+    for cap in (1, 8, 40):
+        np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=cap), ref)
 
 
 def test_walsh_selection_does_not_depend_on_the_seed():
-    from multistat.significance._walsh import _walsh_select_sparse
-
     d = np.sort(np.random.default_rng(52).standard_t(3, size=(20, 400)), axis=-1)
     ks = [30000, 40099, 40100, 50000]
-    a = _walsh_select_sparse(d, ks, seed=0)
+    a = walsh_order_statistics(d, ks, dense_row_max=1)
+    np.testing.assert_array_equal(a, _walsh_brute(d, ks))
     for seed in (1, 2):
-        np.testing.assert_array_equal(_walsh_select_sparse(d, ks, seed=seed), a)
+        np.testing.assert_array_equal(
+            walsh_order_statistics(d, ks, dense_row_max=1, _seed=seed), a)
 
 
 def test_walsh_selection_threads_and_batches(monkeypatch):
     # rows split into blocks run by threads give the same (exact) order statistics
-    from multistat.significance import _walsh as rank
+    from multistat.significance import _walsh
 
     rng = np.random.default_rng(53)
     d = np.sort(np.round(rng.normal(0.1, 1, size=(9, 200)), 2), axis=-1)
     n_walsh = 200 * 201 // 2
     ks = [0, 5000, (n_walsh - 1) // 2, n_walsh // 2, n_walsh - 1]
     ref = _walsh_brute(d, ks)
-    monkeypatch.setattr(rank, "_WALSH_THREAD_MIN", 0)
-    monkeypatch.setattr(rank, "_WALSH_THREADS", 2)
+    monkeypatch.setattr(_walsh, "_WALSH_THREAD_MIN", 0)
+    monkeypatch.setattr(_walsh, "_WALSH_THREADS", 2)
     np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
-    monkeypatch.setattr(rank, "_WALSH_SPARSE_CHUNK", 400)  # 1 row per block
+    monkeypatch.setattr(_walsh, "_WALSH_BLOCK", 1)  # 1 row per block
     np.testing.assert_array_equal(walsh_order_statistics(d, ks, dense_row_max=1), ref)
 
 

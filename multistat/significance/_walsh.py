@@ -1,15 +1,14 @@
-"""Order statistics of Walsh averages, exact, vectorized across rows.
+"""Order statistics of Walsh averages, exact, one compiled selection per row.
 
 The engine behind the Hodges-Lehmann estimate and its distribution-free interval
 (:func:`multistat.significance.rank.hodges_lehmann`, :func:`~.rank.wilcoxon`):
-:func:`walsh_order_statistics` returns chosen order statistics of the
-``n(n+1)/2`` averages ``(d_i + d_j)/2, i <= j`` of every row, materialising them for
-small ``n`` and otherwise selecting them over the implicit sorted Walsh matrix in
-O(rows x n) memory. Everything here is a pure function of its arguments (no caches).
-
-Length (a little over 600 lines): this is one algorithm - pivots, exact counts, bracket
-rounds and enumeration over the same implicit-matrix state (:class:`_WalshRows`) - and
-splitting it across modules would only scatter it.
+:func:`walsh_order_statistics` returns chosen order statistics of the ``n(n+1)/2``
+averages ``(d_i + d_j)/2, i <= j`` of every sorted row without materialising them, in
+O(n) working memory per row, by a numba-compiled kernel (:func:`_select_rows`). Every
+average is evaluated with the one floating-point expression ``(d_i + d_j) / 2.0``, so the
+results are the order statistics of exactly the numbers ``np.sort((d[i] + d[j]) / 2.0)``
+would give (bit for bit; NaN sorts last, as in numpy). Everything here is a pure function
+of its arguments (no caches); the random numbers only place pivots.
 """
 
 from __future__ import annotations
@@ -18,605 +17,545 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numba import njit
 
 __all__ = ["walsh_order_statistics"]
 
-_WALSH_DENSE_ROW_MAX = 8_000  # n(n+1)/2 up to which rows are materialised (n <= 125)
-_WALSH_CHUNK = 4_000_000  # Walsh averages materialised at once (32 MB)
-#: working memory of the implicit selection per row element (measured peak: ~360 bytes);
-#: rows x n per batch = memory budget / this
-WALSH_BYTES_PER_VALUE = 400
-#: at most this many row elements per batch (larger batches gain nothing: cache-bound)
-_WALSH_BATCH_MAX = 800_000
-_WALSH_SPARSE_CHUNK = None  # rows x n per batch if set (tests); None: from the budget
-_WALSH_THREADS = min(os.cpu_count() or 1, 4)  # threads of the implicit selection
-_WALSH_THREAD_MIN = 200_000  # rows x n from which it uses them
+#: working memory of the kernel per row element of a batch, beyond the sorted rows the
+#: caller holds: a contiguous float64 copy of the rows when they are not one already (8
+#: bytes) plus room; per thread the kernel needs O(n) scratch (the candidate buffer,
+#: 8 * max(2n, 4096) bytes), whatever the number of rows. Measured (ru_maxrss): 400 rows
+#: of n = 10,000, contiguous, the four Wilcoxon ranks: the peak did not grow at all.
+WALSH_BYTES_PER_VALUE = 16
+_WALSH_THREADS = min(os.cpu_count() or 1, 4)  # threads over blocks of rows
+_WALSH_THREAD_MIN = 100_000  # rows x n from which it uses them
+_WALSH_BLOCK = None  # rows per block if set (tests); None: rows split evenly over threads
+
+_M_FIRST = 1024  # averages sampled to place the first pivots of a row
+_M_NEXT = 64  # averages sampled from a bracket when interpolation does not shrink it
+_Z = 2.5  # sample quantiles this many standard errors outside the wanted ranks
+_MAX_ROUNDS = 200  # safety: after this many rounds a bracket is enumerated whatever its size
 
 
-class _WalshRows:
-    """Sorted rows ``S`` (R, n) and what exact counting of their Walsh averages needs."""
-
-    def __init__(self, S):
-        self.S = S
-        self.R, self.n = S.shape
-        self.flat = S.ravel()
-        idx = np.arange(self.n)
-        new = np.ones(S.shape, dtype=bool)
-        new[:, 1:] = S[:, 1:] != S[:, :-1]
-        last = np.ones(S.shape, dtype=bool)
-        last[:, :-1] = new[:, 1:]
-        # tie groups of each row: first index, and one past the last index
-        self.gstart = np.maximum.accumulate(np.where(new, idx, 0), axis=1).ravel()
-        self.gend = (np.minimum.accumulate(np.where(last, idx, self.n - 1)[:, ::-1],
-                                           axis=1)[:, ::-1] + 1).ravel()
-
-    def row_search(self, rows, values, side):
-        """``searchsorted(S[rows[k]], values[k])`` for all k; ``rows`` must be sorted."""
-        out = np.empty(values.size, dtype=np.int64)
-        bounds = np.searchsorted(rows, np.arange(self.R + 1))
-        S = self.S
-        for r in np.flatnonzero(np.diff(bounds)):
-            a, b = bounds[r], bounds[r + 1]
-            out[a:b] = np.searchsorted(S[r], values[a:b], side=side)
-        return out
-
-    def count(self, rows, t, want_lt=True):
-        """For pivots ``t`` (one per entry of ``rows``): ragged ``(owner, i, e_le, e_lt)``
-        over ``i`` with ``s_i <= t`` and the counts ``#{W <= t}``, ``#{W < t}``.
-
-        ``e_le[i]`` / ``e_lt[i]``: the ``j`` with ``(s_i + s_j)/2 <= t`` (``< t``) are
-        exactly ``j < e``, evaluated with the same floating-point expression as the
-        averages (``searchsorted`` on ``2t - s_i`` finds the boundary up to rounding; the
-        fix-up moves it by whole tie groups).
-        """
-        n, flat = self.n, self.flat
-        # pivots grouped by row: one searchsorted per row over all of its pivots' queries
-        perm = np.argsort(rows, kind="stable")
-        rows_s, t_s = rows[perm], t[perm]
-        h = self.row_search(rows_s, t_s, "right")  # #{i: W_ii = s_i <= t}
-        total = int(h.sum())
-        owner_s = np.repeat(np.arange(rows.size), h)
-        ii = np.arange(total) - np.repeat(np.cumsum(h) - h, h)
-        base = rows_s[owner_s] * n
-        si = flat[base + ii]
-        tv = t_s[owner_s]
-        e = self.row_search(rows_s[owner_s], 2.0 * tv - si, "right")
-        owner = perm[owner_s]
-        np.clip(e, 0, n, out=e)
-        # fix-up: W(i, e-1) <= t < W(i, e)
-        sel = None
-        while sel is None or sel.size:
-            if sel is None:
-                es, b, s_, t_ = e, base, si, tv
-            else:
-                es, b, s_, t_ = e[sel], base[sel], si[sel], tv[sel]
-            jm = np.maximum(es - 1, 0)
-            down = (es > 0) & ~((s_ + flat[b + jm]) / 2.0 <= t_)
-            jp = np.minimum(es, n - 1)
-            up = (es < n) & ((s_ + flat[b + jp]) / 2.0 <= t_) & ~down
-            es = np.where(down, self.gstart[b + jm], es)
-            es = np.where(up, self.gend[b + jp], es)
-            if sel is None:
-                sel = np.flatnonzero(down | up)
-                e = es
-            else:
-                e[sel] = es
-                sel = sel[down | up]
-        e_le = e
-        c_le = np.bincount(owner, weights=e_le - ii, minlength=rows.size).astype(np.int64)
-        if not want_lt:
-            return owner, ii, e_le, None, c_le, None
-        e_lt = e_le.copy()
-        sel = np.flatnonzero(e_lt > 0)
-        while sel.size:
-            es = e_lt[sel]
-            b = base[sel]
-            jm = es - 1
-            down = (si[sel] + flat[b + jm]) / 2.0 >= tv[sel]  # == t: not < t
-            e_lt[sel] = np.where(down, self.gstart[b + jm], es)
-            sel = sel[down & (e_lt[sel] > 0)]
-        c_lt = np.bincount(owner, weights=np.maximum(e_lt - ii, 0), minlength=rows.size)
-        return owner, ii, e_le, e_lt, c_le, c_lt.astype(np.int64)
-
-    def candidates(self, rows, lo, hi):
-        """Walsh averages with ``max(lo_i, i) <= j < hi_i`` for each row of ``lo``/``hi``
-        (V, n): ragged ``(owner, values)`` and the counts per row."""
-        n = self.n
-        idx = np.arange(n)
-        start = np.maximum(lo, idx)
-        cnt = np.maximum(hi - start, 0).ravel()
-        total = int(cnt.sum())
-        cell = np.repeat(np.arange(cnt.size), cnt)
-        first = np.cumsum(cnt) - cnt
-        jj = start.ravel()[cell] + (np.arange(total) - first[cell])
-        owner = cell // n
-        ii = cell - owner * n
-        base = rows[owner] * n
-        vals = (self.flat[base + ii] + self.flat[base + jj]) / 2.0
-        return owner, vals, cnt.reshape(lo.shape).sum(axis=1)
+# ----------------------------------------------------------------------------- kernel
+@njit(cache=True, nogil=True)
+def _rand(state):
+    """splitmix64 step: (next state, a 64-bit pseudo-random integer)."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return state, z ^ (z >> np.uint64(31))
 
 
-def _fix_boundary(W, e, base, si, t, strict):
-    """Move each ``e`` to the exact boundary ``W(i, j) < t`` (``<= t`` unless strict) for
-    ``j < e`` and not for ``j >= e``, with ``W(i, j) = (s_i + s_j)/2`` evaluated as the
-    averages are; ``e`` is off by rounding only, so one or two moves by whole tie groups
-    of ``s_j`` (which share the predicate) suffice."""
-    n, flat = W.n, W.flat
-
-    def pred(j, sel):
-        w = (si[sel] + flat[base[sel] + j]) / 2.0
-        return w < t[sel] if strict else w <= t[sel]
-
-    e = np.clip(e, 0, n)
-    sel = np.arange(e.size)
-    while sel.size:
-        es = e[sel]
-        jm = np.maximum(es - 1, 0)
-        down = (es > 0) & ~pred(jm, sel)
-        jp = np.minimum(es, n - 1)
-        up = (es < n) & pred(jp, sel) & ~down
-        b = base[sel]
-        es = np.where(down, W.gstart[b + jm], es)
-        es = np.where(up, W.gend[b + jp], es)
-        e[sel] = es
-        sel = sel[down | up]
-    return e
+@njit(cache=True, nogil=True)
+def _count(s, n, t):
+    """``(#{W < t}, #{W <= t})`` over the averages ``W = (s_i + s_j)/2, i <= j`` of the
+    sorted ``s[:n]``: two pointers that only move down, O(n). Row ``i`` of the Walsh
+    matrix increases in ``j`` and column ``j`` in ``i`` (rounding is monotone), so the
+    ``j`` with ``W(i, j) <= t`` form a prefix whose end does not grow with ``i``."""
+    e = n  # W(i, j) <= t exactly for j < e (j >= i)
+    f = n  # W(i, j) < t exactly for j < f
+    c_le = 0
+    c_lt = 0
+    for i in range(n):
+        si = s[i]
+        while e > i and not ((si + s[e - 1]) / 2.0 <= t):
+            e -= 1
+        if e <= i:
+            break
+        c_le += e - i
+        if f > e:
+            f = e
+        while f > i and not ((si + s[f - 1]) / 2.0 < t):
+            f -= 1
+        c_lt += f - i if f > i else 0
+    return c_lt, c_le
 
 
-def _sample_pivots(W, rows, lo, hi, c_lo, c_hi, ka, kb, rng, m, z):
-    """Two pivots per row: quantiles, around the wanted ranks, of ``m`` candidates drawn
-    uniformly (with replacement) without materialising the candidates."""
-    n = W.n
-    start = np.maximum(lo, np.arange(n))
-    cnt = np.maximum(hi - start, 0).ravel()
-    cum = np.cumsum(cnt)
-    cs = c_hi - c_lo
-    first = cum[n - 1::n] - cs  # candidates before each row
-    draw = np.floor(rng.random((rows.size, m)) * cs[:, None]).astype(np.int64)
-    draw = np.minimum(draw, cs[:, None] - 1)
-    draw.sort(axis=1)
-    g = (draw + first[:, None]).ravel()
-    cell = np.searchsorted(cum, g, side="right")
-    i = cell % n
-    j = start.ravel()[cell] + (g - (cum[cell] - cnt[cell]))
-    base = np.repeat(rows, m) * n
-    samp = np.sort(((W.flat[base + i] + W.flat[base + j]) / 2.0).reshape(rows.size, m),
-                   axis=1)
-    pa = (ka - c_lo) / cs
-    pb = (kb + 1 - c_lo) / cs
-    gap = z * np.sqrt(m * np.maximum(pa * (1 - pa), 1.0 / m)) + 1
-    ia = np.clip(np.floor(pa * m - gap).astype(np.int64), 0, m - 1)
-    ib = np.clip(np.ceil(pb * m + gap).astype(np.int64), 0, m - 1)
-    r = np.arange(rows.size)
-    pa_v, pb_v = samp[r, ia], samp[r, ib]
-    # tied sample at the wanted position (heavy ties): count that value itself, it is
-    # probably the answer
-    pc = samp[r, np.clip(np.round((pa + pb) / 2 * (m - 1)).astype(np.int64), 0, m - 1)]
-    tied = np.count_nonzero(samp == pc[:, None], axis=1) >= 2
-    pb_v = np.where(tied & (pb_v == pc), pa_v, pb_v)
-    pa_v = np.where(tied, pc, pa_v)
-    return np.stack([pa_v, pb_v], axis=1)
-
-
-
-def _open_bracket(V, n):
-    """The bracket that knows nothing, for ``V`` rows of ``n`` values: lower bound
-    ``(t_lo, c_lo, lo)`` = (-inf, 0 averages below, row boundaries 0) and upper bound
-    ``(t_hi, c_hi, hi)`` = (+inf, all ``n(n+1)/2`` averages, boundaries ``n``)."""
-    N = n * (n + 1) // 2
-    return (np.full(V, -np.inf), np.zeros(V, dtype=np.int64),
-            np.zeros((V, n), dtype=np.int64), np.full(V, np.inf),
-            np.full(V, N, dtype=np.int64), np.full((V, n), n, dtype=np.int64))
-
-
-def _group_ranks(ranks):
-    groups = []  # adjacent ranks share one search
-    i = 0
-    while i < len(ranks):
-        if i + 1 < len(ranks) and ranks[i + 1] == ranks[i] + 1:
-            groups.append((ranks[i], ranks[i + 1]))
-            i += 2
+@njit(cache=True, nogil=True)
+def _scan(s, n, has_lo, lo, has_hi, hi, pos, npos, out):
+    """The averages ``lo < W < hi`` (a missing bound is no bound), taken in row-major
+    order ``(i, j)``: when ``npos < 0`` all of them, the first ``out.size`` written to
+    ``out``; else only those at the sorted positions ``pos[:npos]`` of that order (a
+    sample), written to ``out``. Returns ``(#{lo < W < hi}, #{W <= lo})`` (the first
+    one complete only when ``npos < 0``): one sweep counts both bounds."""
+    e = n  # W(i, j) <= lo for j < e
+    f = n  # W(i, j) < hi for j < f
+    c = 0  # averages between the bounds before row i
+    c_lo = 0
+    w = 0
+    cap = out.size
+    for i in range(n):
+        si = s[i]
+        if has_hi:
+            while f > i and not ((si + s[f - 1]) / 2.0 < hi):
+                f -= 1
+        if f <= i:
+            break
+        start = i
+        if has_lo:
+            if e > f:
+                e = f
+            while e > i and not ((si + s[e - 1]) / 2.0 <= lo):
+                e -= 1
+            if e > start:
+                start = e
+                c_lo += e - i
+        c_next = c + (f - start)
+        if npos < 0:
+            stop = f if c_next <= cap else start + max(cap - c, 0)
+            for j in range(start, stop):
+                out[w] = (si + s[j]) / 2.0
+                w += 1
         else:
-            groups.append((ranks[i], ranks[i]))
-            i += 1
-    return groups
+            while w < npos and pos[w] < c_next:
+                out[w] = (si + s[start + (pos[w] - c)]) / 2.0
+                w += 1
+            if w >= npos:
+                break
+        c = c_next
+    return c, c_lo
 
 
-def _exact_loop(W, vrow, ka, kb, piv, rng, *, z=2.5, c_max=2048, frac=0.05, m_fb=64,
-                state=None):
-    """Exact order statistics ``ka`` and ``kb`` (``kb`` = ``ka`` or ``ka + 1``) of the
-    Walsh averages of rows ``vrow``: each round counts two pivots per row exactly and
-    keeps the candidates between the tightest bounds; next pivots by interpolation of
-    the exact counts, or (no finite bracket / slow progress / ties) as quantiles of a
-    sample of the candidates; at most ``c_max`` candidates are enumerated and sorted.
-    ``state``: known bounds ``(t_lo, c_lo, lo, t_hi, c_hi, hi)``; the first pivots are
-    then sampled from the candidates between them (``piv`` is ignored)."""
-    n = W.n
+@njit(cache=True, nogil=True)
+def _bracket(k, pt, plt, ple, npt, N):
+    """Tightest known bounds of rank ``k`` from the counted pivots: ``(hit, value, has_lo,
+    lo, c_lo, has_hi, hi, c_hi)``: ``lo`` is the largest pivot with ``#{W <= lo} = c_lo
+    <= k``, ``hi`` the smallest with ``#{W < hi} = c_hi > k``; ``hit`` when a pivot is the
+    ``k``-th average itself (``#{W < t} <= k < #{W <= t}``). A count of -1 is unknown."""
+    has_lo = False
+    lo = 0.0
+    c_lo = 0
+    has_hi = False
+    hi = 0.0
+    c_hi = N
+    for p in range(npt):
+        t = pt[p]
+        if 0 <= plt[p] <= k < ple[p]:
+            return True, t, has_lo, lo, c_lo, has_hi, hi, c_hi
+        if 0 <= ple[p] <= k and (not has_lo or t > lo):
+            has_lo, lo, c_lo = True, t, ple[p]
+        if plt[p] > k and (not has_hi or t < hi):
+            has_hi, hi, c_hi = True, t, plt[p]
+    return False, 0.0, has_lo, lo, c_lo, has_hi, hi, c_hi
+
+
+@njit(cache=True, nogil=True)
+def _interpolate(r, pt, plt, ple, npt, lo, c_lo, hi, c_hi):
+    """A pivot where about ``r`` averages lie below, inside the bracket ``(lo, hi)``
+    (counts ``c_lo < r < c_hi``): inverse quadratic interpolation through the bracket's
+    ends and the counted pivot nearest ``r`` in count, else linear. Only places a pivot."""
+    best = -1
+    dist = np.inf
+    for p in range(npt):
+        c = ple[p] if ple[p] >= 0 else plt[p]
+        t = pt[p]
+        if t == lo or t == hi or not np.isfinite(t) or c == c_lo or c == c_hi:
+            continue
+        d = abs(c - r)
+        if d < dist:
+            dist = d
+            best = p
+    if best >= 0:
+        c0, c1 = float(c_lo), float(c_hi)
+        c2 = float(ple[best] if ple[best] >= 0 else plt[best])
+        t2 = pt[best]
+        if c2 != c0 and c2 != c1 and ((t2 - lo) * (c2 - c0) > 0) and ((hi - t2) * (c1 - c2) > 0):
+            t = (lo * (r - c1) * (r - c2) / ((c0 - c1) * (c0 - c2))
+                 + hi * (r - c0) * (r - c2) / ((c1 - c0) * (c1 - c2))
+                 + t2 * (r - c0) * (r - c1) / ((c2 - c0) * (c2 - c1)))
+            if lo < t < hi:
+                return t
+    return lo + (r - c_lo) * ((hi - lo) / (c_hi - c_lo))
+
+
+@njit(cache=True, nogil=True)
+def _sample_pivots(sm, m, fa, fb, cand):
+    """Up to three pivots from the sorted sample ``sm[:m]`` of the averages in a bracket,
+    for wanted ranks at fractions ``fa`` .. ``fb`` of the bracket: sample quantiles
+    :data:`_Z` standard errors below and above, and, when the sample value at the wanted
+    position is repeated (heavy ties), that value itself (probably the answer). Returns
+    how many were written to ``cand``."""
+    gap = _Z * np.sqrt(m * max(fa * (1.0 - fa), 1.0 / m)) + 1.0
+    ia = int(np.floor(fa * m - gap))
+    ib = int(np.ceil(fb * m + gap))
+    ic = int(np.floor(0.5 * (fa + fb) * (m - 1) + 0.5))
+    ic = min(max(ic, 0), m - 1)
+    tied = (ic > 0 and sm[ic - 1] == sm[ic]) or (ic + 1 < m and sm[ic + 1] == sm[ic])
+    nc = 0
+    if tied:
+        cand[nc] = sm[ic]
+        nc += 1
+    if ia >= 0 and not (tied and sm[ia] == sm[ic]):
+        cand[nc] = sm[ia]
+        nc += 1
+    if ib < m and not (tied and sm[ib] == sm[ic]):
+        cand[nc] = sm[ib]
+        nc += 1
+    if nc == 0:
+        cand[nc] = sm[ic]
+        nc += 1
+    return nc
+
+
+@njit(cache=True, nogil=True)
+def _draw(state, C, m, pos):
+    """``m`` sorted pseudo-random positions in ``[0, C)`` into ``pos``; the new state."""
+    scale = C * 2.0 ** -53
+    for q in range(m):
+        state, z = _rand(state)
+        pos[q] = min(np.int64(np.float64(z >> np.uint64(11)) * scale), C - 1)
+    pos[:m].sort()
+    return state
+
+
+@njit(cache=True, nogil=True)
+def _pick(part, got, ranks, r, r2, c_lo, out):
+    """``out[q]`` = the ``ranks[q] - c_lo``-th smallest of ``part[:got]``, q = r..r2."""
+    prev = 0
+    for q in range(r, r2 + 1):
+        off = ranks[q] - c_lo
+        _nth(part, prev, got, off)
+        out[q] = part[off]
+        prev = off
+
+
+@njit(cache=True, nogil=True)
+def _select_row(s, n, ranks, out, buf, pos, samp, pt, plt, ple, state):
+    """``out[r]`` = order statistic ``ranks[r]`` (sorted, distinct, ``< n(n+1)/2``) of
+    the Walsh averages of the sorted, NaN-free ``s[:n]``. Returns the number of sweeps."""
     N = n * (n + 1) // 2
-    V = vrow.size
-    ka = ka.copy()
-    kb = kb.copy()
-    k_orig = np.stack([ka, kb], axis=1)
-    ans = np.full((V, 2), np.nan)
-    got = np.zeros((V, 2), dtype=bool)
-    t_lo, c_lo, lo, t_hi, c_hi, hi = _open_bracket(V, n)
-    active = np.ones(V, dtype=bool)
-    last_c = np.full(V, N, dtype=np.int64)
-    if state is not None:
-        t_lo, c_lo, lo, t_hi, c_hi, hi = state
-        last_c = c_hi - c_lo
-        piv = _sample_pivots(W, vrow, lo, hi, c_lo, c_hi, ka, kb, rng, m_fb, z)
-
-    for _round in range(200):
-        vs = np.flatnonzero(active)
-        if not vs.size:
-            break
-        piv = piv[vs]
-        rows2 = np.concatenate([vrow[vs], vrow[vs]])
-        t2 = np.concatenate([piv[:, 0], piv[:, 1]])
-        owner, ii, e_le, e_lt, c_le, c_lt = W.count(rows2, t2)
-        nv = vs.size
-        for half in (0, 1):
-            sl = slice(half * nv, (half + 1) * nv)
-            t, cle, clt = t2[sl], c_le[sl], c_lt[sl]
-            a, b = ka[vs], kb[vs]
-            # answers: ranks k with c_lt <= k < c_le equal t
-            hit = []
-            for col, k in ((0, a), (1, b)):
-                h_ = (clt <= k) & (k < cle) & ~got[vs, col]
-                ans[vs[h_], col] = t[h_]
-                got[vs[h_], col] = True
-                hit.append(h_)
-            ga, gb = got[vs, 0], got[vs, 1]
-            both = ga & gb
-            # a pivot equal to one rank of the pair: the other lies above / below it
-            st_up = hit[0] & ~gb
-            st_dn = hit[1] & ~ga
-            ka[vs[st_up]] = kb[vs[st_up]]
-            kb[vs[st_dn]] = ka[vs[st_dn]]
-            lower = ((cle <= a) | st_up) & ~both & (cle > c_lo[vs])
-            upper = ((clt > b) | st_dn) & ~both & (clt < c_hi[vs])
-            m_ent = (owner >= half * nv) & (owner < (half + 1) * nv)
-            own = owner[m_ent] - half * nv
-            i_ent = ii[m_ent]
-            for mask, arr, e_arr, tt, cc, cnew in ((lower, lo, e_le[m_ent], t_lo, c_lo, cle),
-                                                   (upper, hi, e_lt[m_ent], t_hi, c_hi, clt)):
-                if not mask.any():
-                    continue
-                vsel = vs[mask]
-                arr[vsel] = 0
-                ent = mask[own]
-                arr[vs[own[ent]], i_ent[ent]] = e_arr[ent]
-                tt[vsel] = t[mask]
-                cc[vsel] = cnew[mask]
-        done = got[vs, 0] & got[vs, 1]
-        active[vs[done]] = False
-        vs = vs[~done]
-        csize = c_hi[vs] - c_lo[vs]
-        small = csize <= c_max
-        active[vs[small]] = False
-        vs = vs[~small]
-        if not vs.size:
-            break
-        csize = c_hi[vs] - c_lo[vs]
-        # next pivots: interpolation inside a finite bracket that shrank well, else sample
-        piv = np.full((vs.size, 2), np.nan)
-        fin = np.isfinite(t_lo[vs]) & np.isfinite(t_hi[vs]) & (csize * 4 <= last_c[vs])
-        if fin.any():
-            f = vs[fin]
-            slope = (c_hi[f] - c_lo[f]) / (t_hi[f] - t_lo[f])
-            mu = np.maximum(frac * (c_hi[f] - c_lo[f]), 16.0)
-            pa = t_lo[f] + (ka[f] - mu - c_lo[f]) / slope
-            pb = t_lo[f] + (kb[f] + 1 + mu - c_lo[f]) / slope
-            # a pivot is used only strictly inside the bracket
-            pa = np.where((ka[f] - mu > c_lo[f]) & (pa > t_lo[f]) & (pa < t_hi[f]), pa, np.nan)
-            pb = np.where((kb[f] + 1 + mu < c_hi[f]) & (pb > t_lo[f]) & (pb < t_hi[f]), pb,
-                          np.nan)
-            piv[fin, 0] = pa
-            piv[fin, 1] = pb
-        last_c[vs] = csize
-        need = ~fin | (np.isnan(piv[:, 0]) & np.isnan(piv[:, 1]))
-        if need.any():
-            f = vs[need]
-            piv[need] = _sample_pivots(W, vrow[f], lo[f], hi[f], c_lo[f], c_hi[f],
-                                       ka[f], kb[f], rng, m_fb, z)
-        # a missing interpolation pivot: reuse the other one
-        piv[:, 0] = np.where(np.isnan(piv[:, 0]), piv[:, 1], piv[:, 0])
-        piv[:, 1] = np.where(np.isnan(piv[:, 1]), piv[:, 0], piv[:, 1])
-        full = np.full((V, 2), np.nan)
-        full[vs] = piv
-        piv = full
-    rest = np.flatnonzero(~(got[:, 0] & got[:, 1]))
-    if rest.size:
-        owner_c, vals, cnt = W.candidates(vrow[rest], lo[rest], hi[rest])
-        rect = _rect_sort(owner_c, vals, cnt)
-        for col in (0, 1):
-            rloc = np.flatnonzero(~got[rest, col])
-            v = rest[rloc]
-            ans[v, col] = rect[rloc, k_orig[v, col] - c_lo[v]]
-    return ans
-
-
-def _rect_sort(owner, vals, cnt):
-    """Ragged values (grouped by ``owner``, ``cnt`` per group) as sorted rows of a
-    rectangle padded with +inf."""
-    width = int(cnt.max()) if cnt.size else 0
-    rect = np.full((cnt.size, max(width, 1)), np.inf)
-    first = np.cumsum(cnt) - cnt
-    rect[owner, np.arange(vals.size) - first[owner]] = vals
-    rect.sort(axis=1)
-    return rect
-
-
-def _approx_counts(W, rows, t, mid, weight):
-    """``#{W <= t}`` estimated from the rows ``i`` in ``mid`` (block centres, weights =
-    block lengths) of the implicit Walsh matrix: one ``searchsorted`` per block."""
-    perm = np.argsort(rows, kind="stable")
-    q = 2.0 * t[perm, None] - W.S[rows[perm][:, None], mid[None, :]]
-    e = np.empty(q.shape, dtype=np.int64)
-    e[perm] = W.row_search(np.repeat(rows[perm], mid.size), q.ravel(),
-                           "right").reshape(q.shape)
-    return np.maximum(e - mid, 0) @ weight
-
-
-def _approx_pivots(W, vrow, ka, kb, rng, *, m0=2048, block=7, iters=3, margin=None):
-    """Pivots just below rank ``ka`` and just above ``kb`` for each row, found on
-    approximate counts (block-centre rows of the Walsh matrix): from the quantile of a
-    random sample of Walsh averages, a Newton step with the sample's local density, then
-    secant steps; the margin on each side is converted to a distance with the same
-    density. Only the pivots come from here: ranks are then counted exactly."""
-    n, R = W.n, W.R
-    N = n * (n + 1) // 2
-    if margin is None:
-        margin = 8.0 * np.sqrt(n) + 32.0
-    m0 = int(min(m0, N))
-    # pairs i <= j nearly uniformly (the diagonal has half weight: only pivots depend on it)
-    u = rng.integers(0, n, size=(2, R, m0))
-    rr = np.arange(R)[:, None] * n
-    sample = np.sort((W.flat[rr + u[0]] + W.flat[rr + u[1]]) / 2.0, axis=1)
-    rows = vrow
-    target = (ka + kb + 1) / 2.0
-    p = np.clip(target / N, 0.0, 1.0)
-    pos = np.clip(np.round(p * (m0 - 1)).astype(np.int64), 0, m0 - 1)
-    # local density of the Walsh averages (ranks per unit) from the sample
-    w = max(16, m0 // 32)
-    ja, jb = np.maximum(pos - w, 0), np.minimum(pos + w, m0 - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        density = (jb - ja) / m0 * N / (sample[rows, jb] - sample[rows, ja])
-    ok = np.isfinite(density) & (density > 0)
-    dens = np.where(ok, density, 1.0)
-    lo_t, hi_t = W.S[rows, 0], W.S[rows, -1]  # every Walsh average lies in between
-    starts = np.arange(0, n, block)
-    mid = np.minimum(starts + block // 2, n - 1)
-    weight = (np.minimum(starts + block, n) - starts).astype(np.float64)
-    t_prev = sample[rows, pos]
-    c_prev = _approx_counts(W, rows, t_prev, mid, weight)
-    t_cur = np.clip(t_prev + np.where(ok, (target - c_prev) / dens, 0.0), lo_t, hi_t)
-    t_best, c_best = t_prev, c_prev
-    for _ in range(iters):
-        c_cur = _approx_counts(W, rows, t_cur, mid, weight)
-        better = np.abs(c_cur - target) < np.abs(c_best - target)
-        t_best = np.where(better, t_cur, t_best)
-        c_best = np.where(better, c_cur, c_best)
-        dc = c_cur - c_prev
-        dt = t_cur - t_prev
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where((dc != 0) & (dt != 0), (target - c_cur) * dt / dc,
-                            (target - c_cur) / dens)
-        t_prev, c_prev = t_cur, c_cur
-        t_cur = np.clip(t_cur + np.where(np.isfinite(step), step, 0.0), lo_t, hi_t)
-    pa = t_best - (c_best - ka + margin) / dens
-    pb = t_best + (kb + 1 + margin - c_best) / dens
-    return np.stack([pa, pb], axis=1)
+    R = ranks.size
+    cap = buf.size
+    npt = 0
+    sweeps = 0
+    cand = np.empty(3)
+    floor = 8.0 + 2.0 * np.sqrt(n)  # smallest interpolation margin (ranks)
+    # groups of nearby ranks, searched together: [g0[g], g1[g]] (indices into ranks)
+    g0 = np.empty(R, dtype=np.int64)
+    g1 = np.empty(R, dtype=np.int64)
+    G = 0
+    r = 0
+    while r < R:
+        r2 = r
+        while r2 + 1 < R and ranks[r2 + 1] - ranks[r2] <= 64:
+            r2 += 1
+        g0[G] = r
+        g1[G] = r2
+        G += 1
+        r = r2 + 1
+    if N > cap:
+        # first pivots, below and above all the wanted ranks and in their middle, from
+        # one sample of all the averages
+        m = samp.size
+        state = _draw(state, N, m, pos)
+        _scan(s, n, False, 0.0, False, 0.0, pos, m, samp)
+        sweeps += 1
+        samp.sort()
+        nc = _sample_pivots(samp, m, ranks[0] / N, (ranks[R - 1] + 1) / N, cand)
+        ic = int(0.5 * (ranks[0] + ranks[R - 1]) / N * m)
+        for q in range(nc + 1):
+            t = cand[q] if q < nc else samp[min(max(ic, 0), m - 1)]
+            seen = False
+            for p in range(npt):
+                if pt[p] == t:
+                    seen = True
+            if seen:
+                continue
+            c_lt, c_le = _count(s, n, t)
+            sweeps += 1
+            pt[npt] = t
+            plt[npt] = c_lt
+            ple[npt] = c_le
+            npt += 1
+    for g in range(G):
+        r = g0[g]
+        r2 = g1[g]
+        while r <= r2:
+            k = ranks[r]
+            k2 = ranks[r2]
+            last_c = N + 1
+            fails = 0
+            err = -1.0  # miss of the last interpolation (ranks); < 0: none yet
+            c_err = 1  # the bracket size it was made in
+            done = False
+            for rnd in range(_MAX_ROUNDS + 1):
+                hit, val, has_lo, lo, c_lo, has_hi, hi, c_hi = _bracket(k, pt, plt, ple,
+                                                                        npt, N)
+                if hit:
+                    out[r] = val
+                    r += 1
+                    done = True
+                    break
+                if r2 > r:  # the upper bound of the whole group
+                    h2, v2, a_, b_, c_, has_hi, hi, c_hi = _bracket(k2, pt, plt, ple, npt, N)
+                    if h2:  # the group's last rank sits on a pivot
+                        out[r2] = v2
+                        r2 -= 1
+                        done = True
+                        break
+                C = c_hi - c_lo
+                if C <= cap or rnd == _MAX_ROUNDS:
+                    dst = buf if C <= cap else np.empty(C)
+                    got, _ = _scan(s, n, has_lo, lo, has_hi, hi, pos, -1, dst)
+                    sweeps += 1
+                    _pick(dst, got, ranks, r, r2, c_lo, out)
+                    r = r2 + 1
+                    done = True
+                    break
+                # next bounds: interpolated a margin below and above the wanted ranks,
+                # inside a finite bracket, and counted by one sweep that also collects
+                # the averages between them ...
+                if C * 4 > last_c:
+                    fails += 1
+                last_c = C
+                if (fails < 2 and has_lo and has_hi and np.isfinite(lo) and np.isfinite(hi)
+                        and hi > lo):
+                    # margin: the interpolation's expected miss (discreteness ~ sqrt(C),
+                    # curvature ~ C^2 / N), or the last measured miss scaled to C
+                    mu = 3.0 * np.sqrt(C) + 0.25 * C * (C / N)
+                    if err >= 0:
+                        mu = max(mu, 1.5 * err * (C / c_err) ** 2)
+                    mu = max(mu, floor)
+                    ra = k - mu
+                    rb = k2 + 1 + mu
+                    pa = lo
+                    pb = hi
+                    if ra > c_lo:
+                        pa = _interpolate(ra, pt, plt, ple, npt, lo, c_lo, hi, c_hi)
+                    if rb < c_hi:
+                        pb = _interpolate(rb, pt, plt, ple, npt, lo, c_lo, hi, c_hi)
+                    use_a = lo < pa < hi
+                    use_b = lo < pb < hi and (pb > pa)
+                    if use_a or use_b:
+                        pa = pa if use_a else lo
+                        pb = pb if use_b else hi
+                        got, cle = _scan(s, n, True, pa, True, pb, pos, -1, buf)
+                        sweeps += 1
+                        if use_a:
+                            pt[npt] = pa
+                            plt[npt] = -1
+                            ple[npt] = cle
+                            npt += 1
+                        if use_b:
+                            pt[npt] = pb
+                            plt[npt] = cle + got
+                            ple[npt] = -1
+                            npt += 1
+                        if cle <= k and cle + got > k2 and got <= cap:
+                            _pick(buf, got, ranks, r, r2, cle, out)
+                            r = r2 + 1
+                            done = True
+                            break
+                        err = 0.0
+                        c_err = C
+                        if use_a:
+                            err = max(err, abs(cle - ra))
+                        if use_b:
+                            err = max(err, abs(cle + got - rb))
+                        continue
+                # ... else quantiles of a sample of the averages inside the bracket
+                err = -1.0
+                fails = 0
+                last_c = N + 1
+                m = _M_NEXT if (has_lo and has_hi) else samp.size
+                state = _draw(state, C, m, pos)
+                _scan(s, n, has_lo, lo, has_hi, hi, pos, m, samp[:m])
+                sweeps += 1
+                sm = samp[:m]
+                sm.sort()
+                nc = _sample_pivots(sm, m, (k - c_lo) / C, (k2 + 1 - c_lo) / C, cand)
+                for q in range(nc):
+                    c_lt, c_le = _count(s, n, cand[q])
+                    sweeps += 1
+                    pt[npt] = cand[q]
+                    plt[npt] = c_lt
+                    ple[npt] = c_le
+                    npt += 1
+            if not done:  # pragma: no cover - the last round always enumerates
+                raise RuntimeError("Walsh selection did not finish")
+    return sweeps
 
 
-def _fast_exact(W, vrow, ka, kb, piv, c_max):
-    """One exact pass: ``e(t_a)`` by search, ``e(t_b)`` by scanning forward from it;
-    rows whose pivots bracket their ranks with at most ``c_max`` candidates get their
-    answers by enumeration. Returns ``(ans, ok)``."""
-    n, flat = W.n, W.flat
-    V = vrow.size
-    t_a, t_b = piv[:, 0], piv[:, 1]
-    owner, ii, e_le, _, c_le, _ = W.count(vrow, t_a, want_lt=False)
-    # ragged over i < h(t_b): candidates start at max(e_le(t_a), i)
-    h_b = W.row_search(vrow, t_b, "right")  # vrow is sorted
-    h_b = np.maximum(h_b, 0)
-    total = int(h_b.sum())
-    own_b = np.repeat(np.arange(V), h_b)
-    first_b = np.cumsum(h_b) - h_b
-    ii_b = np.arange(total) - first_b[own_b]
-    start = ii_b.copy()
-    h_a_ok = ii < h_b[owner]
-    start[first_b[owner[h_a_ok]] + ii[h_a_ok]] = np.maximum(e_le[h_a_ok], ii[h_a_ok])
-    base = vrow[own_b] * n
-    si = flat[base + ii_b]
-    tb = t_b[own_b]
-    # e_lt(t_b) >= start; where W(i, start) < t_b already, search 2 t_b - s_i and fix up
-    end = start.copy()
-    adv = np.flatnonzero(start < n)
-    adv = adv[(si[adv] + flat[base[adv] + start[adv]]) / 2.0 < tb[adv]]
-    if adv.size:
-        e = W.row_search(vrow[own_b[adv]], 2.0 * tb[adv] - si[adv], "left")
-        end[adv] = _fix_boundary(W, np.maximum(e, start[adv] + 1), base[adv], si[adv],
-                                 tb[adv], strict=True)
-    cnt = end - start
-    c_lt_b = c_le + np.bincount(own_b, weights=cnt, minlength=V).astype(np.int64)
-    C = c_lt_b - c_le
-    ok = (c_le <= ka) & (kb < c_lt_b) & (C <= c_max) & (t_b > t_a)
-    ans = np.full((V, 2), np.nan)
-    if ok.any():
-        keep = ok[own_b] & (cnt > 0)
-        o, st, cn = own_b[keep], start[keep], cnt[keep]
-        tot = int(cn.sum())
-        cell = np.repeat(np.arange(o.size), cn)
-        jj = st[cell] + (np.arange(tot) - (np.cumsum(cn) - cn)[cell])
-        b2 = base[keep][cell]
-        vals = (flat[b2 + ii_b[keep][cell]] + flat[b2 + jj]) / 2.0
-        vo = o[cell]
-        okv = np.flatnonzero(ok)
-        loc = np.full(V, -1)
-        loc[okv] = np.arange(okv.size)
-        rect = _rect_sort(loc[vo], vals, C[okv])
-        ans[okv, 0] = rect[np.arange(okv.size), ka[okv] - c_le[okv]]
-        ans[okv, 1] = rect[np.arange(okv.size), kb[okv] - c_le[okv]]
-
-    def state(sub):
-        """Bounds known from the two exact counts, for the rows ``sub`` (sorted)."""
-        B = sub.size
-        loc = np.full(V, -1)
-        loc[sub] = np.arange(B)
-        t_lo, c_lo, lo, t_hi, c_hi, hi = _open_bracket(B, n)
-        low_ok = (c_le[sub] <= ka[sub])
-        up_b = (kb[sub] < c_lt_b[sub]) & (t_b[sub] > t_a[sub])  # else e(t_b) unknown
-        li = loc[owner]
-        ent_lo = (li >= 0) & low_ok[np.maximum(li, 0)]
-        lo[li[ent_lo], ii[ent_lo]] = e_le[ent_lo]
-        t_lo[low_ok], c_lo[low_ok] = t_a[sub[low_ok]], c_le[sub[low_ok]]
-        hi[up_b] = 0
-        # t_a above the ranks: an upper bound (needs #{W < t_a}: counted again, rare)
-        cand = np.flatnonzero(~low_ok & ~up_b)
-        up_a = np.zeros(B, dtype=bool)
-        if cand.size:
-            own_a, ii_a, _, e_lt_a, _, c_lt_a = W.count(vrow[sub[cand]], t_a[sub[cand]])
-            use = kb[sub[cand]] < c_lt_a
-            up_a[cand[use]] = True
-            hi[cand[use]] = 0
-            ent = use[own_a]
-            hi[cand[own_a[ent]], ii_a[ent]] = e_lt_a[ent]
-            c_hi[cand[use]] = c_lt_a[use]
-            t_hi[cand[use]] = t_a[sub[cand[use]]]
-        lb = loc[own_b]
-        ent_ub = (lb >= 0) & up_b[np.maximum(lb, 0)]
-        hi[lb[ent_ub], ii_b[ent_ub]] = end[ent_ub]
-        t_hi[up_b], c_hi[up_b] = t_b[sub[up_b]], c_lt_b[sub[up_b]]
-        return t_lo, c_lo, lo, t_hi, c_hi, hi
-
-    return ans, ok, state
+@njit(cache=True, nogil=True)
+def _nth(a, lo, hi, k):
+    """Rearrange ``a[lo:hi]`` so that ``a[k]`` holds the value that sorting would put
+    there, values before it ``<=`` and after it ``>=`` (Hoare's FIND with a median-of-
+    three pivot; equal values stop both scans, so ties cannot make it quadratic)."""
+    left = lo
+    right = hi - 1
+    while left < right:
+        mid = (left + right) // 2
+        x, y, z = a[left], a[mid], a[right]
+        if x > y:
+            x, y = y, x
+        if y > z:
+            y = z
+            if x > y:
+                y = x
+        i = left
+        j = right
+        while i <= j:
+            while a[i] < y:
+                i += 1
+            while y < a[j]:
+                j -= 1
+            if i <= j:
+                v = a[i]
+                a[i] = a[j]
+                a[j] = v
+                i += 1
+                j -= 1
+        if j < k:
+            left = i
+        if k < i:
+            right = j
 
 
-def _walsh_select_sparse(S, ranks, *, seed=0, c_max=None, **kw):
-    """Walsh order statistics ``ranks`` (sorted, distinct) of the sorted rows ``S``
-    (R, n) without materialising the averages (see :func:`walsh_order_statistics`)."""
-    S = np.ascontiguousarray(S, dtype=np.float64)
-    R, n = S.shape
-    ranks = sorted({int(k) for k in ranks})
-    groups = _group_ranks(ranks)
-    G = len(groups)
-    W = _WalshRows(S)
-    rng = np.random.default_rng(seed)
-    vrow = np.repeat(np.arange(R), G)
-    ka = np.tile(np.array([g[0] for g in groups], dtype=np.int64), R)
-    kb = np.tile(np.array([g[1] for g in groups], dtype=np.int64), R)
-    if c_max is None:
-        c_max = max(4 * n, 2048)
-    piv = _approx_pivots(W, vrow, ka, kb, rng, **kw)
-    ans, ok, state = _fast_exact(W, vrow, ka, kb, piv, c_max)
-    bad = np.flatnonzero(~ok)
-    if bad.size:  # missed or too wide (ties): exact rounds from the bounds found
-        ans[bad] = _exact_loop(W, vrow[bad], ka[bad], kb[bad], piv[bad], rng, c_max=c_max,
-                               state=state(bad))
-    out = np.empty((R, len(ranks)))
-    ansr = ans.reshape(R, G, 2)
-    col_of = {}
-    for g, (a, b) in enumerate(groups):
-        col_of[a] = (g, 0)
-        col_of[b] = (g, 1)
-    for c, k in enumerate(ranks):
-        g, col = col_of[k]
-        out[:, c] = ansr[:, g, col]
-    return out
+@njit(cache=True, nogil=True)
+def _select_rows(S, ranks, out, row0, row1, cap, seed):
+    """Rows ``row0:row1`` of the sorted ``S`` (R, n): ``out[r]`` = the Walsh order
+    statistics ``ranks`` (sorted, distinct, in range). NaN sorts last (an average with a
+    NaN is NaN); a row with both -inf and +inf (whose averages include inf - inf = NaN)
+    is materialised. ``cap``: at most this many averages are enumerated at once (<= 0:
+    ``max(2n, 4096)``); ``seed`` seeds the pivot sampling. Neither changes a result.
+    Returns the number of O(n) sweeps made."""
+    n = S.shape[1]
+    R = ranks.size
+    if cap <= 0:
+        cap = max(2 * n, 4096)
+    buf = np.empty(cap)
+    pos = np.empty(_M_FIRST, dtype=np.int64)
+    samp = np.empty(_M_FIRST)  # a sorted sample of averages
+    P = 4 * (_MAX_ROUNDS + 2) * (R + 1)  # counted pivots of one row, at most
+    pt = np.empty(P)
+    plt = np.empty(P, dtype=np.int64)
+    ple = np.empty(P, dtype=np.int64)
+    sweeps = 0
+    for row in range(row0, row1):
+        s = S[row]
+        m = n
+        while m > 0 and np.isnan(s[m - 1]):
+            m -= 1
+        Nm = m * (m + 1) // 2
+        R_ok = 0
+        while R_ok < R and ranks[R_ok] < Nm:
+            R_ok += 1
+        for q in range(R_ok, R):
+            out[row, q] = np.nan
+        if R_ok == 0:
+            continue
+        if s[0] == -np.inf and s[m - 1] == np.inf:
+            allw = np.empty(Nm)
+            w = 0
+            for i in range(m):
+                for j in range(i, m):
+                    allw[w] = (s[i] + s[j]) / 2.0
+                    w += 1
+            allw.sort()
+            for q in range(R_ok):
+                out[row, q] = allw[ranks[q]]
+            continue
+        state = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(m)
+        o = np.empty(R_ok)
+        sweeps += _select_row(s, m, ranks[:R_ok], o, buf, pos, samp, pt, plt, ple, state)
+        for q in range(R_ok):
+            out[row, q] = o[q]
+    return sweeps
 
 
-def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=_WALSH_DENSE_ROW_MAX,
-                           memory_limit=None):
+# ----------------------------------------------------------------------------- driver
+def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=None,
+                           _seed=0):
     r"""Order statistics of the Walsh averages ``(d_i + d_j)/2, i <= j`` of each row.
 
     Parameters
     ----------
     sorted_d : ndarray, shape (..., n)
-        Differences sorted along the last axis.
+        Differences sorted along the last axis (NaN last, as ``np.sort`` leaves them).
     ranks : sequence of int
-        0-based positions wanted in the sorted Walsh averages (the same for every row).
-    dense_row_max : int
-        Up to this many Walsh averages per row they are materialised (in chunks of rows of
-        at most 4 million numbers) and partitioned; above it, a selection over the
-        implicit sorted Walsh matrix, vectorized across rows, needs O(rows x n) memory
-        (batches of rows sized by ``memory_limit``, run in up to 4 threads) and is exact
-        whatever the data (ties included).
+        0-based positions wanted in the sorted Walsh averages (the same for every row;
+        negative ones count from the end, as numpy indices).
+    dense_row_max : int or None
+        At most this many averages of a row are enumerated at once: a row with at most
+        this many is enumerated whole, a larger one is first narrowed to a bracket of at
+        most this many (None: ``max(2n, 4096)``). Small values only cost time (tests).
     memory_limit : int, str, Budget or None
-        Working memory of the implicit selection (about :data:`WALSH_BYTES_PER_VALUE`
-        bytes per row element in flight, at most 800,000 row elements at once); None: the
-        engine's default budget (:func:`multistat._budget.default_limit`). The result
-        does not depend on it.
+        Working memory: rows are processed in blocks of at most ``memory_limit /
+        (n * WALSH_BYTES_PER_VALUE)`` rows; None: the engine's default budget
+        (:func:`multistat._budget.default_limit`). The result does not depend on it.
 
     Returns
     -------
     ndarray, shape (..., len(ranks))
+        ``np.sort((d[i] + d[j]) / 2.0)[ranks]`` for ``i, j = np.triu_indices(n)``, bit
+        for bit, for every row.
 
     Notes
     -----
-    Implicit selection (the idea of Monahan 1984 / Johnson & Mizoguchi 1978, across rows
-    at once): row ``i`` of the Walsh matrix, :math:`(s_i + s_j)/2` for :math:`j \ge i`,
-    increases in ``j``, so the number of averages :math:`\le t` is
-    :math:`\sum_{i: s_i \le t} (e_i - i)` with :math:`e_i` a ``searchsorted`` of
-    :math:`2t - s_i`, fixed up to agree exactly with the floating-point average.
-    (1) Pivots: regula falsi on approximate counts (every 7th row of the matrix) from
-    quantiles of a random sample of averages, placed :math:`8\sqrt n + 32` ranks below
-    and above the wanted ones. (2) The lower pivot is counted exactly, the upper one by
-    scanning forward from it; when they bracket the wanted ranks (almost always) the
-    few averages between them are enumerated and sorted. (3) Otherwise (heavy ties, a
-    missed bracket) rounds of exact counts at interpolated or sampled pivots shrink the
-    bracket; a pivot whose counts straddle a rank is that order statistic. The random
-    numbers only place pivots: the result is exact and does not depend on them.
-    360 rows of n = 2000, the four Wilcoxon ranks: about 0.25 s (1.1 s row by row);
-    rows with heavy ties (binary, Likert, rounded scores) need 1-4 exact rounds more.
+    Implicit selection (the idea of Johnson & Mizoguchi 1978 and Monahan 1984): row
+    ``i`` of the Walsh matrix, :math:`(s_i + s_j)/2` for :math:`j \ge i`, increases in
+    ``j`` and column ``j`` increases in ``i`` (floating-point rounding is monotone), so
+    the number of averages :math:`\le t` (and :math:`< t`) is counted exactly, with the
+    same floating-point expression as the averages, by two pointers that only move down:
+    one O(n) sweep. Per row and per group of nearby wanted ranks: (1) pivots are sample
+    quantiles of 1,024 random averages placed 2.5 standard errors outside the wanted
+    ranks, and are counted; (2) inside the bracket of counted pivots, the next two
+    pivots are interpolated a margin below and above the wanted ranks (the margin from
+    the last interpolation's error), until at most ``max(n, 2048)`` averages lie
+    between the bounds; a bracket that does not shrink four-fold is cut at quantiles of
+    64 averages sampled inside it (which catches tied values: a pivot whose counts
+    straddle a rank is that order statistic); (3) the averages between the bounds are
+    enumerated and the ranks selected (quickselect). The ranks of one row share the
+    counted pivots. Typically 6-10 sweeps per group of ranks, so O(n) per row; threads
+    (numba releases the GIL) run blocks of rows, and each row's result is exact, so it
+    depends on neither the threads nor the random numbers.
 
     References
     ----------
+    Johnson, D. B. & Mizoguchi, T. (1978). Selecting the Kth element in X + Y and
+    X1 + X2 + ... + Xm. SIAM J. Comput. 7(2), 147-153.
     Monahan, J. F. (1984). Algorithm 616: fast computation of the Hodges-Lehmann
     location estimator. ACM TOMS 10(3), 265-270. doi:10.1145/1271.319414
     """
     sorted_d = np.asarray(sorted_d, dtype=np.float64)
     lead = sorted_d.shape[:-1]
     n = sorted_d.shape[-1]
-    flat = sorted_d.reshape(-1, n)
+    flat = np.ascontiguousarray(sorted_d.reshape(-1, n))
+    N = n * (n + 1) // 2
     ranks = [int(r) for r in ranks]
-    out = np.empty((flat.shape[0], len(ranks)))
-    n_walsh = n * (n + 1) // 2
-    if n_walsh <= dense_row_max:
-        iu, ju = np.triu_indices(n)
-        rows_per_chunk = max(1, _WALSH_CHUNK // n_walsh)
-        kth = sorted(set(ranks))
-        for start in range(0, flat.shape[0], rows_per_chunk):
-            block = flat[start:start + rows_per_chunk]
-            walsh = (block[:, iu] + block[:, ju]) / 2.0
-            walsh = np.partition(walsh, kth, axis=-1)
-            out[start:start + rows_per_chunk] = walsh[:, ranks]
-    elif flat.shape[0]:
-        uniq = sorted(set(ranks))
-        col = [uniq.index(r) for r in ranks]
-        rows = flat.shape[0]
-        # numpy releases the GIL in the heavy parts: threads over blocks of rows (exact
-        # results, so they do not depend on the split); the rows in flight fit the budget
-        workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
-        if _WALSH_SPARSE_CHUNK is not None:
-            fit = _WALSH_SPARSE_CHUNK // n
-        else:
-            from multistat.significance._slabs import rows_per_slab
+    norm = []
+    for r in ranks:
+        rr = r + N if r < 0 else r
+        if not 0 <= rr < N:
+            raise IndexError(f"Walsh rank {r} is out of range for n = {n} "
+                             f"({N} averages)")
+        norm.append(rr)
+    uniq = sorted(set(norm))
+    col = [uniq.index(r) for r in norm]
+    rows = flat.shape[0]
+    res = np.empty((rows, len(uniq)))
+    if rows and uniq:
+        kr = np.asarray(uniq, dtype=np.int64)
+        cap = 0 if dense_row_max is None else max(int(dense_row_max), 1)
+        from multistat.significance._slabs import rows_per_slab
 
-            fit = min(rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit),
-                      max(1, _WALSH_BATCH_MAX // n))
-        per = max(1, min(-(-rows // workers), fit // workers))
+        fit = rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit)
+        workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
+        if _WALSH_BLOCK is not None:
+            per = _WALSH_BLOCK
+        else:
+            per = max(1, min(-(-rows // workers), fit))
         starts = list(range(0, rows, per))
 
         def run(start):
-            return _walsh_select_sparse(flat[start:start + per], uniq)
+            _select_rows(flat, kr, res, start, min(start + per, rows), cap, _seed)
 
         if workers > 1 and len(starts) > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(run, starts))
+                list(pool.map(run, starts))
         else:
-            results = [run(start) for start in starts]
-        for start, res in zip(starts, results):
-            out[start:start + per] = res[:, col]
-    return out.reshape(*lead, len(ranks))
+            for start in starts:
+                run(start)
+    return res[:, col].reshape(*lead, len(ranks))
