@@ -357,6 +357,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         del centred
         se_all.append((_pair_std(dist) if sys_dist is not None else _std(dist))
                       if dist.shape[0] > 1 else np.full(est.shape, np.nan))
+        if dist.ndim == 3 and dist.shape[1] * dist.shape[2] > 1:
+            # the interval sorts every column over the resamples: ~2x faster with the
+            # resamples contiguous (same values, so the same order statistics)
+            dist = np.moveaxis(np.ascontiguousarray(np.moveaxis(dist, 0, -1)), -1, 0)
         lo, hi, note = bootstrap_interval(est, dist, alternative=alternative,
                                           confidence_level=confidence_level,
                                           ci_method=ci_method, jackknife=jack,
