@@ -218,3 +218,53 @@ def test_null_scale_is_the_finite_max_magnitude():
     assert np.array_equal(eng._tolerance(obs, null), 1e-12 * np.array([3.0, 5.0, 1.0, 0.0]))
     assert np.array_equal(eng._tolerance(obs, scale=eng.null_scale(null)),
                           eng._tolerance(obs, null))
+
+
+@pytest.mark.parametrize("bb,n", [(1000, 300), (4, 5000), (200, 2000), (17, 999), (64, 64)])
+@pytest.mark.parametrize("lead", [(3, 2), (70, 1), (101, 3), (1, 1), (33, 4)])
+def test_mean_kernel_is_linear_kernel_on_scaled_data_bit_for_bit(bb, n, lead):
+    """mean_kernel scales the data one column slab at a time (no full data / n copy); the
+    product over slabs has the single product's bits, with and without the ones row of
+    the permutation's sum of signs. Slabs are about half as wide as the plan has rows (at
+    least 8), so these shapes run 1 to 50 slabs with remainders."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(bb + n + lead[0])
+    X = rng.normal(size=lead + (n,)) * rng.choice([1e-3, 1.0, 1e4], size=lead + (1,))
+    with threadpool_limits(limits=1, user_api="blas"):  # as in resample
+        for kind in ("bootstrap", "permutation"):
+            plan = eng.plan_block(kind, n, bb, 3, "d", 0)
+            want = eng.linear_kernel(plan, X / n)
+            got = eng.mean_kernel(plan, X)
+            assert got.shape == want.shape == (bb,) + lead
+            assert np.array_equal(got, want)
+            aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n
+            assert np.array_equal(eng.mean_kernel(plan, X, ones=True),
+                                  eng.linear_kernel(plan, aug))
+
+
+def test_column_slabs_merge_the_remainder():
+    assert eng._column_slabs(10, 64) == [(0, 10)]
+    assert eng._column_slabs(128, 64) == [(0, 64), (64, 128)]
+    assert eng._column_slabs(130, 64) == [(0, 64), (64, 130)]
+    assert eng._column_slabs(17, 8) == [(0, 8), (8, 17)]
+
+
+def test_mean_kernel_scales_no_more_rows_than_the_plan_has():
+    """The scaled slab stays within the plan's size (what PLAN_BYTES_PER_VALUE counts for
+    kernel temporaries); linear_kernel(plan, X / n) needed all of X again."""
+    import tracemalloc
+
+    from threadpoolctl import threadpool_limits
+
+    n, rows = 5000, 400
+    X = np.random.default_rng(0).normal(size=(rows, n))  # 16 MB
+    plan = eng.plan_block("bootstrap", n, 100, 0, "d", 0)  # 4 MB
+    out_bytes = plan.shape[0] * rows * 8
+    with threadpool_limits(limits=1, user_api="blas"):
+        tracemalloc.start()
+        eng.mean_kernel(plan, X)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak <= plan.nbytes + 2 * out_bytes + 2**16
+    assert X.nbytes > 3 * (plan.nbytes + 2 * out_bytes)  # so the full copy would fail

@@ -41,6 +41,7 @@ they share; split apart, each half would import the other's helpers.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -314,7 +315,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         sys_obs = fn(stats.sum(1))[:, None]  # (S, 1)
         total = stats.sum(1)  # (S, K)
     elif statistic == "mean":
-        sys_dist = boot(eng.linear_kernel, X / n)  # (B, S, M)
+        sys_dist = boot(eng.mean_kernel, X)  # (B, S, M), = linear_kernel on X / n
         sys_obs = X.mean(-1)
     else:
         sys_dist = None
@@ -343,7 +344,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         elif ci_method == "studentized":
             d = X[a] - X[b]
             se_hat = d.std(-1, ddof=1) / np.sqrt(n)
-            m2 = boot(eng.linear_kernel, (d**2).reshape(-1, n) / n).reshape(dist.shape)
+            m2 = boot(eng.mean_kernel, (d**2).reshape(-1, n)).reshape(dist.shape)
             var_star = np.maximum(m2 - dist**2, 0.0) * n / (n - 1)
             stud = (se_hat, np.sqrt(var_star / n))
         # theta* - theta_hat and its largest magnitude, shared by the p-value and the
@@ -441,8 +442,8 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         p = np.concatenate(p_all)
         resampled = {"swapped": swapped, "total": total}
     elif statistic == "mean":
-        aug = np.concatenate([X, np.ones((1,) + X.shape[1:])], 0) / n  # last row: sum(s)/n
-        flips = flip(eng.linear_kernel, aug)  # (B, S+1, M)
+        # (B, S+1, M): linear_kernel on concatenate([X, ones]) / n, last row sum(s)/n
+        flips = flip(functools.partial(eng.mean_kernel, ones=True), X)
         ssum = flips[:, -1]  # (B, M)
         obs_mean = X.mean(-1)
         est_all, p_all = [], []
