@@ -268,3 +268,15 @@ def test_mean_kernel_scales_no_more_rows_than_the_plan_has():
         tracemalloc.stop()
     assert peak <= plan.nbytes + 2 * out_bytes + 2**16
     assert X.nbytes > 3 * (plan.nbytes + 2 * out_bytes)  # so the full copy would fail
+
+
+@pytest.mark.parametrize("size,n", [(1000, 2000), (7, 3), (50, 200_001), (1000, 131)])
+def test_bootstrap_counts_count_the_drawn_indices(size, n):
+    """The count matrix (counted a few rows at a time) is the per-row bincount of the very
+    indices the block's generator draws."""
+    dtype = np.int32 if size * n < 2**31 else np.int64
+    idx = eng.block_rng(3, "d", "bootstrap", 1).integers(0, n, size=(size, n), dtype=dtype)
+    want = np.stack([np.bincount(row, minlength=n) for row in idx]).astype(np.float64)
+    got = eng.bootstrap_counts(eng.block_rng(3, "d", "bootstrap", 1), size, n)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert np.all(got.sum(1) == n)
