@@ -96,8 +96,16 @@ def sign_flips(rng: np.random.Generator, size: int, n: int, *, rows=None) -> np.
     """
     rows = size if rows is None else rows
     raw = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
-    bits = np.unpackbits(raw, axis=1, count=n)
-    return 1.0 - 2.0 * bits
+    # 1 - 2 * bit, a few rows at a time (in cache) and in place: 1.0 - 2.0 * bits made
+    # two float64 copies through a mixed-type ufunc, 4x slower at W1; same values
+    out = np.empty((rows, n))
+    step = max(1, 2**17 // n)
+    for r in range(0, rows, step):
+        block = out[r:r + step]
+        block[...] = np.unpackbits(raw[r:r + step], axis=1, count=n)
+        block *= -2.0
+        block += 1.0
+    return out
 
 
 _PLAN_FUNCS = {"bootstrap": bootstrap_counts, "permutation": sign_flips}

@@ -280,3 +280,13 @@ def test_bootstrap_counts_count_the_drawn_indices(size, n):
     got = eng.bootstrap_counts(eng.block_rng(3, "d", "bootstrap", 1), size, n)
     assert got.dtype == np.float64 and np.array_equal(got, want)
     assert np.all(got.sum(1) == n)
+
+
+@pytest.mark.parametrize("size,n", [(1000, 2000), (7, 3), (12, 200_001), (1000, 131)])
+def test_sign_flips_are_the_unpacked_bits_of_the_drawn_bytes(size, n):
+    raw = eng.block_rng(3, "d", "permutation", 1).integers(0, 256, size=(size, (n + 7) // 8),
+                                                           dtype=np.uint8)
+    want = np.where(np.unpackbits(raw, axis=1, count=n) == 1, -1.0, 1.0)
+    got = eng.sign_flips(eng.block_rng(3, "d", "permutation", 1), size, n)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert not np.signbit(got[got > 0]).any()
