@@ -18,8 +18,11 @@ distribution of ``W+`` for ``n`` up to 400.
 from __future__ import annotations
 
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from numba import njit
 from scipy import stats
 
 from multistat.significance._walsh import walsh_order_statistics
@@ -93,7 +96,7 @@ class SignedRankInfo:
     def rank_sums(self, zero_method):
         """:func:`signed_rank_sums` of ``d`` (computed once per ``zero_method``)."""
         if zero_method not in self._sums:
-            self._sums[zero_method] = signed_rank_sums(self.d, zero_method)
+            self._sums[zero_method] = signed_rank_sums(self.d, zero_method, self.sorted_d)
         return self._sums[zero_method]
 
     @property
@@ -178,15 +181,119 @@ def _abs_sort(d):
     return order, start, end
 
 
-def signed_rank_sums(d, zero_method="wilcox"):
+def _key_sort_integers(flat):
+    """The integers of :func:`signed_rank_sums` for the rows of 2-D ``flat`` from one sort
+    of sign-tagged keys: ``(n_zero, tie_all, n_pos, mid2)`` (int64 each)."""
+    rows, n = flat.shape
+    keys = np.abs(flat).view(np.uint64) << np.uint64(1)
+    keys |= (flat < 0).view(np.uint8)  # NaN and -0.0: sign 0
+    keys.sort(axis=-1)
+    itype = np.int32 if n < 2**31 - 2 else np.int64
+    idx = np.arange(n, dtype=itype)
+    mag = keys >> np.uint64(1)
+    new = np.empty((rows, n), dtype=bool)
+    new[:, :1] = True
+    np.not_equal(mag[:, 1:], mag[:, :-1], out=new[:, 1:])
+    n_zero = np.count_nonzero(mag == 0, axis=-1)
+    del mag
+    start = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)
+    last = np.empty((rows, n), dtype=bool)
+    last[:, -1:] = True
+    last[:, :-1] = new[:, 1:]
+    del new
+    end = np.minimum.accumulate(np.where(last, idx, n - 1)[:, ::-1], axis=-1)[:, ::-1]
+    del last
+    size = (end - start + 1).astype(np.int64)
+    # sum over tie groups of t^3 - t == sum over elements of t_i^2 - 1 (integers: exact)
+    tie_all = np.sum(size * size - 1, axis=-1)
+    del size
+    pos = (keys & np.uint64(1)) == 0
+    pos &= keys != 0  # zero differences (key 0) carry no sign
+    del keys
+    n_pos = np.count_nonzero(pos, axis=-1)
+    # twice the sum of the mid-ranks (start + end + 2) of the positive values: integers
+    mid2 = np.sum(np.where(pos, start.astype(np.int64) + end + 2, 0), axis=-1)
+    return n_zero, tie_all, n_pos, mid2
+
+
+@njit(cache=True, nogil=True)
+def _merge_integers(S, out, row0, row1):
+    """The integers of :func:`signed_rank_sums` from the sorted, NaN-free rows
+    ``S[row0:row1]``: the order of ``|d|`` is a merge of the negative values read
+    backwards with the positive ones, zeros first, so no second sort is needed. ``out[r]``
+    = ``(n_zero, tie_all, n_pos, mid2)``; int64 arithmetic as :func:`_key_sort_integers`
+    (``sum t^3 - t`` over tie groups equals its ``sum t_i^2 - 1`` over elements, also
+    modulo 2^64)."""
+    for row in range(row0, row1):
+        s = S[row]
+        n = s.size
+        while n > 0 and np.isnan(s[n - 1]):  # (rows with a NaN are replaced by the caller)
+            n -= 1
+        z0 = 0  # first value >= 0 (-0.0 included)
+        while z0 < n and s[z0] < 0:
+            z0 += 1
+        p0 = z0  # first value > 0
+        while p0 < n and s[p0] == 0:
+            p0 += 1
+        n_zero = p0 - z0
+        tie_all = np.int64(n_zero) * n_zero * n_zero - n_zero
+        n_pos = 0
+        mid2 = np.int64(0)
+        i = z0 - 1  # next negative (largest first: smallest |d|)
+        j = p0  # next positive
+        p = n_zero  # position of the next magnitude
+        while i >= 0 or j < n:
+            if j >= n or (i >= 0 and -s[i] < s[j]):
+                m = -s[i]
+            else:
+                m = s[j]
+            a = 0
+            while i >= 0 and -s[i] == m:
+                a += 1
+                i -= 1
+            b = 0
+            while j < n and s[j] == m:
+                b += 1
+                j += 1
+            t = np.int64(a + b)
+            tie_all += t * t * t - t
+            n_pos += b
+            mid2 += np.int64(b) * (2 * p + t + 1)  # b * (start + end + 2)
+            p += a + b
+        out[row, 0] = n_zero
+        out[row, 1] = tie_all
+        out[row, 2] = n_pos
+        out[row, 3] = mid2
+
+
+def _merge_integers_rows(sorted_flat):
+    """:func:`_merge_integers` over all rows, blocks of rows on threads (each row on its
+    own: the split changes nothing)."""
+    rows, n = sorted_flat.shape
+    out = np.empty((rows, 4), dtype=np.int64)
+    workers = min(os.cpu_count() or 1, 4) if rows >= 2 and rows * n >= 200_000 else 1
+    if workers > 1:
+        per = -(-rows // workers)
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(lambda s: _merge_integers(sorted_flat, out, s, min(s + per, rows)),
+                          range(0, rows, per)))
+    else:
+        _merge_integers(sorted_flat, out, 0, rows)
+    return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
+
+
+def signed_rank_sums(d, zero_method="wilcox", sorted_d=None):
     r"""``W+``, its null mean and sd, and the tie information of each row of ``d``, from
-    one sort of ``|d|`` with the signs attached - no argsort, no array of ranks.
+    one sort - no argsort, no array of ranks.
 
     The same numbers as :func:`_signed_rank_parts` (without ``ranks``), computed from
     the same integers: each value is the key ``2 * bits(|d|) + [d < 0]`` (the bit
     pattern of a non-negative float orders as the float does), so one ``np.sort`` of the
     keys brings the tie groups of ``|d|`` together with the signs of their members;
-    mid-ranks are ``(first + last)/2 + 1`` of the group. Every sum is of integers or
+    mid-ranks are ``(first + last)/2 + 1`` of the group. Given ``sorted_d`` (``np.sort(d,
+    axis=-1)``, which the Walsh averages need anyway), the same integers come from one
+    O(n) merge per row of the negative values (backwards) with the positive ones instead
+    of a second sort (rows with a NaN still use the keys). Every sum is of integers or
     halves, exact in float64, so ``W+``, the tie term and hence ``z`` and the p-value
     are bit-identical to the rank-array computation. Rows with a NaN are NaN.
 
@@ -198,35 +305,20 @@ def signed_rank_sums(d, zero_method="wilcox"):
     lead, n = d.shape[:-1], d.shape[-1]
     flat = d.reshape(-1, n)
     rows = flat.shape[0]
-    keys = np.abs(flat).view(np.uint64) << np.uint64(1)
-    keys |= (flat < 0).view(np.uint8)  # NaN and -0.0: sign 0
-    keys.sort(axis=-1)
-    itype = np.int32 if n < 2**31 - 2 else np.int64
-    idx = np.arange(n, dtype=itype)
-    mag = keys >> np.uint64(1)
-    new = np.empty((rows, n), dtype=bool)
-    new[:, :1] = True
-    np.not_equal(mag[:, 1:], mag[:, :-1], out=new[:, 1:])
-    n_zero = np.count_nonzero(mag == 0, axis=-1).astype(float)
-    del mag
-    start = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)
-    last = np.empty((rows, n), dtype=bool)
-    last[:, -1:] = True
-    last[:, :-1] = new[:, 1:]
-    del new
-    end = np.minimum.accumulate(np.where(last, idx, n - 1)[:, ::-1], axis=-1)[:, ::-1]
-    del last
-    size = (end - start + 1).astype(np.int64)
-    # sum over tie groups of t^3 - t == sum over elements of t_i^2 - 1 (integers: exact)
-    tie_all = np.sum(size * size - 1, axis=-1).astype(float)
-    del size
-    pos = (keys & np.uint64(1)) == 0
-    pos &= keys != 0  # zero differences (key 0) carry no sign
-    del keys
-    n_pos = np.count_nonzero(pos, axis=-1).astype(float)
-    # twice the sum of the mid-ranks (start + end + 2) of the positive values: integers
-    mid2 = np.sum(np.where(pos, start.astype(np.int64) + end + 2, 0), axis=-1)
-    del start, end, pos
+    bad = np.isnan(flat).any(axis=-1)
+    if sorted_d is None or n == 0:
+        ints = _key_sort_integers(flat)
+    else:
+        srt = np.ascontiguousarray(np.asarray(sorted_d, dtype=np.float64).reshape(-1, n))
+        ints = _merge_integers_rows(srt)
+        if bad.any():  # NaN rows: the keys' order (their other fields are still reported)
+            keyed = _key_sort_integers(flat[bad])
+            for full, part in zip(ints, keyed):
+                full[bad] = part
+    n_zero, tie_all, n_pos, mid2 = ints
+    n_zero = n_zero.astype(float)
+    tie_all = tie_all.astype(float)
+    n_pos = n_pos.astype(float)
     w_pos = mid2.astype(float) / 2.0
     tie_zero = n_zero**3 - n_zero
     if zero_method == "wilcox":
@@ -246,7 +338,6 @@ def signed_rank_sums(d, zero_method="wilcox"):
         mean = count * (count + 1) / 4.0
         var24 = count * (count + 1) * (2 * count + 1) - tie_all / 2.0
     sd = np.sqrt(np.maximum(var24, 0.0) / 24.0)
-    bad = np.isnan(flat).any(axis=-1)
     if bad.any():
         w_plus = np.where(bad, np.nan, w_plus)
         sd = np.where(bad, np.nan, sd)

@@ -33,6 +33,8 @@ _WALSH_BLOCK = None  # rows per block if set (tests); None: rows split evenly ov
 
 _M_FIRST = 1024  # averages sampled to place the first pivots of a row
 _M_NEXT = 64  # averages sampled from a bracket when interpolation does not shrink it
+_MU_SQRT = 1.2  # interpolation margin: this many sqrt(bracket size) ...
+_MU_CURV = 0.004  # ... plus this times bracket size^2 / n(n+1)/2 (ranks)
 _Z = 2.5  # sample quantiles this many standard errors outside the wanted ranks
 _MAX_ROUNDS = 200  # safety: after this many rounds a bracket is enumerated whatever its size
 
@@ -139,35 +141,6 @@ def _bracket(k, pt, plt, ple, npt, N):
         if plt[p] > k and (not has_hi or t < hi):
             has_hi, hi, c_hi = True, t, plt[p]
     return False, 0.0, has_lo, lo, c_lo, has_hi, hi, c_hi
-
-
-@njit(cache=True, nogil=True)
-def _interpolate(r, pt, plt, ple, npt, lo, c_lo, hi, c_hi):
-    """A pivot where about ``r`` averages lie below, inside the bracket ``(lo, hi)``
-    (counts ``c_lo < r < c_hi``): inverse quadratic interpolation through the bracket's
-    ends and the counted pivot nearest ``r`` in count, else linear. Only places a pivot."""
-    best = -1
-    dist = np.inf
-    for p in range(npt):
-        c = ple[p] if ple[p] >= 0 else plt[p]
-        t = pt[p]
-        if t == lo or t == hi or not np.isfinite(t) or c == c_lo or c == c_hi:
-            continue
-        d = abs(c - r)
-        if d < dist:
-            dist = d
-            best = p
-    if best >= 0:
-        c0, c1 = float(c_lo), float(c_hi)
-        c2 = float(ple[best] if ple[best] >= 0 else plt[best])
-        t2 = pt[best]
-        if c2 != c0 and c2 != c1 and ((t2 - lo) * (c2 - c0) > 0) and ((hi - t2) * (c1 - c2) > 0):
-            t = (lo * (r - c1) * (r - c2) / ((c0 - c1) * (c0 - c2))
-                 + hi * (r - c0) * (r - c2) / ((c1 - c0) * (c1 - c2))
-                 + t2 * (r - c0) * (r - c1) / ((c2 - c0) * (c2 - c1)))
-            if lo < t < hi:
-                return t
-    return lo + (r - c_lo) * ((hi - lo) / (c_hi - c_lo))
 
 
 @njit(cache=True, nogil=True)
@@ -314,7 +287,7 @@ def _select_row(s, n, ranks, out, buf, pos, samp, pt, plt, ple, state):
                         and hi > lo):
                     # margin: the interpolation's expected miss (discreteness ~ sqrt(C),
                     # curvature ~ C^2 / N), or the last measured miss scaled to C
-                    mu = 3.0 * np.sqrt(C) + 0.25 * C * (C / N)
+                    mu = _MU_SQRT * np.sqrt(C) + _MU_CURV * C * (C / N)
                     if err >= 0:
                         mu = max(mu, 1.5 * err * (C / c_err) ** 2)
                     mu = max(mu, floor)
@@ -323,9 +296,9 @@ def _select_row(s, n, ranks, out, buf, pos, samp, pt, plt, ple, state):
                     pa = lo
                     pb = hi
                     if ra > c_lo:
-                        pa = _interpolate(ra, pt, plt, ple, npt, lo, c_lo, hi, c_hi)
+                        pa = lo + (ra - c_lo) * ((hi - lo) / C)
                     if rb < c_hi:
-                        pb = _interpolate(rb, pt, plt, ple, npt, lo, c_lo, hi, c_hi)
+                        pb = lo + (rb - c_lo) * ((hi - lo) / C)
                     use_a = lo < pa < hi
                     use_b = lo < pb < hi and (pb > pa)
                     if use_a or use_b:
