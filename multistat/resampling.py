@@ -314,11 +314,36 @@ def get_client(scheduler):
     if isinstance(scheduler, Client):
         yield scheduler
     elif isinstance(scheduler, str):
-        with Client(scheduler, set_as_default=False) as client:
+        client = Client(scheduler, set_as_default=False)
+        try:
             yield client
+        except BaseException:
+            # the run failed (e.g. the scheduler died): close without distributed's own
+            # reconnect tracebacks on stderr, so the caller's one-line error stands alone
+            _close_quietly(client)
+            raise
+        client.close()
     else:
         raise TypeError(f"`scheduler` must be 'threads', 'processes', 'synchronous', a "
                         f"dask.distributed address or Client; got {scheduler!r}")
+
+
+def _close_quietly(client) -> None:
+    import logging
+
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict
+                               if n.startswith("distributed.")]
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - closing a client whose scheduler is gone
+        pass
+    finally:
+        for lg, was in zip(loggers, saved, strict=True):
+            lg.disabled = was
 
 
 def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset: str = "",
