@@ -102,7 +102,10 @@ class SignedRankInfo:
     @property
     def sorted_d(self):
         if self._sorted is None:
-            self._sorted = np.sort(self.d, axis=-1)
+            # a C-ordered copy sorted in place: ``d`` may be strided (pair slabs of a cube
+            # whose instances are not innermost), and rows sort fastest contiguous
+            self._sorted = np.array(self.d, dtype=np.float64, order="C")
+            self._sorted.sort(axis=-1)
             self._sorted.flags.writeable = False
         return self._sorted
 
@@ -303,18 +306,19 @@ def signed_rank_sums(d, zero_method="wilcox", sorted_d=None):
     """
     d = np.asarray(d, dtype=np.float64)
     lead, n = d.shape[:-1], d.shape[-1]
-    flat = d.reshape(-1, n)
-    rows = flat.shape[0]
-    bad = np.isnan(flat).any(axis=-1)
     if sorted_d is None or n == 0:
+        flat = d.reshape(-1, n)
+        bad = np.isnan(flat).any(axis=-1)
         ints = _key_sort_integers(flat)
-    else:
+    else:  # (``d`` itself is not touched: it may be strided, a reshape would copy it)
         srt = np.ascontiguousarray(np.asarray(sorted_d, dtype=np.float64).reshape(-1, n))
+        bad = np.isnan(srt[:, -1])  # NaN sorts last
         ints = _merge_integers_rows(srt)
         if bad.any():  # NaN rows: the keys' order (their other fields are still reported)
-            keyed = _key_sort_integers(flat[bad])
+            keyed = _key_sort_integers(d.reshape(-1, n)[bad])
             for full, part in zip(ints, keyed):
                 full[bad] = part
+    rows = bad.size
     n_zero, tie_all, n_pos, mid2 = ints
     n_zero = n_zero.astype(float)
     tie_all = tie_all.astype(float)

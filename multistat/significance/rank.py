@@ -303,7 +303,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     if not isinstance(correction, (bool, np.bool_)):
         raise ParameterTypeError(f"`correction` must be True or False; got {correction!r}")
     diff = x - y
-    d = diff - null_value
+    d = diff if null_value == 0 else diff - null_value  # (x - 0.0 is x, bit for bit)
     shape = d.shape[:-1]
     n_all = d.shape[-1]
     notes = _notes(shape)
@@ -492,7 +492,8 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     shape = diff.shape[:-1]
     low = np.array(np.broadcast_to(low, shape), dtype=float)
     high = np.array(np.broadcast_to(high, shape), dtype=float)
-    flat = diff.reshape(-1, diff.shape[-1])
+    flat = None  # diff.reshape(-1, n), made only if a row is scanned (a strided diff
+    # would be copied whole)
     lo_f, hi_f = low.reshape(-1), high.reshape(-1)
     too_many = np.zeros(lo_f.size, bool)
     rows = np.flatnonzero(np.broadcast_to(tied, shape).reshape(-1))
@@ -500,7 +501,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     # floats); there are at least 2u - 1 of them (sumset bound), so rows with many
     # distinct values are decided from a count of the distinct values, without a sort
     if sorted_rows is None:
-        srt = np.sort(flat[rows], axis=-1)
+        srt = np.sort(diff.reshape(-1, diff.shape[-1])[rows], axis=-1)
     else:
         srt = sorted_rows.reshape(-1, diff.shape[-1])[rows]
     step = srt[:, 1:] != srt[:, :-1]
@@ -512,6 +513,8 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     for pos_r, (r, s_r) in enumerate(zip(rows, srt)):
         if too_many[r]:
             continue
+        if flat is None:
+            flat = diff.reshape(-1, diff.shape[-1])
         d = flat[r]
         keep = np.ones(s_r.size, dtype=bool)
         keep[1:] = step[pos_r]
