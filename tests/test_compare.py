@@ -560,3 +560,23 @@ def test_one_walk_gives_the_same_groups_and_scores_everywhere(toy_study):
     assert a.set_index("metric").n.to_dict() == {"m1": 23, "m2": 20, "m3": 23}
     assert (a.set_index("metric").score_a.to_numpy() ==
             ref[(ref.dataset == "toy") & (ref.system == "sys0")].score.to_numpy()).all()
+
+
+def test_mde_multiplier_emits_no_warnings():
+    # compare solves the mde multiplier on a background thread while the tests run; a
+    # warning from it could be caught by a test's catch_warnings and land in its notes,
+    # so it must emit none, over sample sizes, levels, powers and alternatives
+    import itertools
+    import warnings
+
+    from multistat.comparison import _mde_multiplier
+
+    _mde_multiplier.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n, a, p, alt in itertools.product(
+                [1, 2, 3, 7, 40, 1000, 10**5, 10**7], [1e-6, 0.05, 0.5],
+                [0.01, 0.8, 0.999], ["two-sided", "less", "greater"]):
+            m = _mde_multiplier(n, a, p, alt)
+            assert np.isnan(m) if n < 2 else m != 0
+    _mde_multiplier.cache_clear()

@@ -337,10 +337,22 @@ class Slab:
             self._memo["rank_info"] = (key, None if make is None else make(self.diff(ia, ib)))
         return self._memo["rank_info"][1]
 
+    def for_pairs(self, name: str, ia, ib, make):
+        """``make()``, a quantity of one slab of pairs, computed once for that slab (the
+        last one is kept): e.g. the pairs' mean and sd of differences, which the t test
+        and the effect-size/``mde`` columns both need."""
+        key = (name,) + self._pair_key(ia, ib)
+        hit = self._memo.get(("pairs", name))
+        if hit is None or hit[0] != key:
+            hit = self._memo[("pairs", name)] = (key, make())
+        return hit[1]
+
     def release_pairs(self) -> None:
-        """Drop the per-pair-slab quantities (differences, sorts)."""
+        """Drop the per-pair-slab quantities (differences, sorts, :meth:`for_pairs`)."""
         self._memo.pop("diff", None)
         self._memo.pop("rank_info", None)
+        for k in [k for k in self._memo if isinstance(k, tuple) and k[0] == "pairs"]:
+            del self._memo[k]
 
 
 def _scores_get(self) -> np.ndarray:

@@ -262,8 +262,13 @@ def pair_mean_sd(slab, ia, ib):
     the mean difference :data:`MEAN_KAPPA_MAX` times smaller than the means - are
     recomputed from their differences, so every value equals the per-pair formula
     (``d.mean()``, ``d.std(ddof=1)``) to about 1e-11 relative. Rows with ``n < 2`` have
-    NaN sd.
+    NaN sd. Computed once per slab of pairs (:meth:`Slab.for_pairs`; callers do not
+    modify the arrays).
     """
+    return slab.for_pairs("mean_sd", ia, ib, lambda: _pair_mean_sd(slab, ia, ib))
+
+
+def _pair_mean_sd(slab, ia, ib):
     ia = np.asarray(ia, dtype=np.intp)
     ib = np.asarray(ib, dtype=np.intp)
     n = slab.n
