@@ -753,7 +753,7 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
         dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
                                   **run))[..., None]
         return cm.fn(stats.sum(1))[:, None], dist
-    return X.mean(-1), eng.resample("bootstrap", eng.linear_kernel, X / X.shape[-1], **run)
+    return X.mean(-1), eng.resample("bootstrap", eng.mean_kernel, X, **run)
 
 
 def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
