@@ -38,7 +38,7 @@ from multistat.significance._signrank import (
     signed_rank_sums,
 )
 from multistat.significance._slabs import slabbed
-from multistat.significance._walsh import WALSH_BYTES_PER_VALUE, walsh_order_statistics
+from multistat.significance._walsh import walsh_order_statistics
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
@@ -185,10 +185,14 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
 
 
 _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
-#: working memory of the Wilcoxon test per pair x instance: about 130 bytes for the
-#: differences, their sort and ranks, and the Walsh selection's own share
-#: (:data:`~multistat.significance._walsh.WALSH_BYTES_PER_VALUE`); sizes slabs of pairs
-WILCOXON_BYTES_PER_VALUE = 130 + WALSH_BYTES_PER_VALUE
+#: working memory of the Wilcoxon test per pair x instance (the differences, their sorted
+#: copy, the rank sums' and the Walsh kernel's arrays); sizes slabs of pairs. Measured
+#: (WAL2, numba Walsh kernel): ru_maxrss of ``compare(make_study(300, 1, 2000),
+#: tests=("wilcoxon",), effect_sizes=False, memory_limit=...)`` from
+#: benchmarks/bench_leaderboard.py minus the same process after a warm-up call on a tiny
+#: study: 141 MiB at 64MiB, 495 MiB at 256MiB when declared 146 bytes, i.e. ~270 bytes a
+#: value at the margin (282 on average at 256MiB); 300 keeps peak - baseline in budget
+WILCOXON_BYTES_PER_VALUE = 300
 
 
 def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
