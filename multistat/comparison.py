@@ -50,7 +50,8 @@ from multistat.significance.rank import WILCOXON_BYTES_PER_VALUE
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
 DEFAULT_FAMILY_COLUMNS = ("dataset", "metric", "test")  # correct.DEFAULT_FAMILY
 # working memory of the effect sizes per pair x metric x instance: the Hodges-Lehmann
-# interval is the Wilcoxon test's Walsh selection (A2: ~530 bytes a value, measured)
+# interval is the Wilcoxon test's Walsh selection, so at least its measured bytes (300 x 1 x
+# 2,000, tests=("t",) with effect sizes, default 1 GiB budget: peak RSS 643 MiB, whole process)
 EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
 EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                                            "hodges_lehmann")
