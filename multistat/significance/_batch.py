@@ -242,10 +242,28 @@ class Slab:
         workers = min(M, 2, os.cpu_count() or 1)
         with _blas_controller().limit(limits=1, user_api="blas"):
             if workers > 1 and S * n >= 1 << 18:
-                from concurrent.futures import ThreadPoolExecutor
+                # the odd metrics on one helper thread, the even ones here (no pool to
+                # build and tear down: one thread start instead of two)
+                import threading
 
-                with ThreadPoolExecutor(workers) as pool:
-                    list(pool.map(work, range(M)))
+                failed: list = []
+
+                def odd():
+                    try:
+                        for m in range(1, M, 2):
+                            work(m)
+                    except BaseException as exc:  # noqa: BLE001 - re-raised below
+                        failed.append(exc)
+
+                helper = threading.Thread(target=odd, name="multistat-gram", daemon=True)
+                helper.start()
+                try:
+                    for m in range(0, M, 2):
+                        work(m)
+                finally:
+                    helper.join()
+                if failed:
+                    raise failed[0]
             else:
                 for m in range(M):
                     work(m)
