@@ -9,8 +9,9 @@ run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._
 from per-system quantities where the statistic allows (means and the Gram matrix for t and
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
 
-Length (about 770 lines): `compare`, its per-system companions (`system_scores`,
-`system_bootstrap`) and the run metadata share one walk over datasets and metric groups;
+Length (about 870 lines): `compare`, its per-system companions (`system_scores`,
+`system_bootstrap`, `ranking.system_distributions`) and the run metadata share one walk
+over datasets and metric groups (`_Dataset`, `_walk`);
 the table-building helpers already live in :mod:`multistat._table`.
 """
 

@@ -34,7 +34,7 @@ row may then reject while its interval covers ``delta``, or the reverse). One-si
 one-sided intervals (scipy's convention). The permutation test has no interval (NaN, with
 a note).
 
-Length (about 610 lines): the two resampling tests in their three faces (block kernels,
+Length (about 670 lines): the two resampling tests in their three faces (block kernels,
 per-pair functions, registry batch entries) and the p-value, interval and jackknife rules
 they share; split apart, each half would import the other's helpers.
 """
