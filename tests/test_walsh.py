@@ -125,3 +125,27 @@ def test_no_warnings_and_the_same_under_any_budget():
         small = walsh_order_statistics(d, ks, memory_limit="16MiB")
     np.testing.assert_array_equal(small, walsh_order_statistics(d, ks, memory_limit="4GiB"))
     np.testing.assert_array_equal(small, _brute(d, ks))
+
+
+def test_numba_is_imported_only_by_a_run_that_needs_a_rank_kernel():
+    """numba's import (~2 s, ~100 MiB) is paid only when a kernel of
+    multistat.significance._rank_kernels runs: not by importing multistat.compare's module,
+    not by a t-test run; a Wilcoxon run then loads it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from multistat import cube\n"
+        "import multistat.comparison as c\n"
+        "assert 'numba' not in sys.modules, 'import'\n"
+        "ds = cube.make_dataset('d', np.random.default_rng(0).normal(size=(3, 1, 60)),\n"
+        "    systems=['a', 'b', 'c'], metrics=['m'], instances=list(range(60)))\n"
+        "st = cube.make_study([ds])\n"
+        "c.compare(st, tests=('t',), effect_sizes=False)\n"
+        "assert 'numba' not in sys.modules, 't test'\n"
+        "c.compare(st, tests=('wilcoxon',), effect_sizes=False)\n"
+        "assert 'numba' in sys.modules, 'wilcoxon'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

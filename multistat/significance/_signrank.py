@@ -22,7 +22,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit
 from scipy import stats
 
 from multistat.significance._walsh import walsh_order_statistics
@@ -219,69 +218,21 @@ def _key_sort_integers(flat):
     return n_zero, tie_all, n_pos, mid2
 
 
-@njit(cache=True, nogil=True)
-def _merge_integers(S, out, row0, row1):
-    """The integers of :func:`signed_rank_sums` from the sorted, NaN-free rows
-    ``S[row0:row1]``: the order of ``|d|`` is a merge of the negative values read
-    backwards with the positive ones, zeros first, so no second sort is needed. ``out[r]``
-    = ``(n_zero, tie_all, n_pos, mid2)``; int64 arithmetic as :func:`_key_sort_integers`
-    (``sum t^3 - t`` over tie groups equals its ``sum t_i^2 - 1`` over elements, also
-    modulo 2^64)."""
-    for row in range(row0, row1):
-        s = S[row]
-        n = s.size
-        while n > 0 and np.isnan(s[n - 1]):  # (rows with a NaN are replaced by the caller)
-            n -= 1
-        z0 = 0  # first value >= 0 (-0.0 included)
-        while z0 < n and s[z0] < 0:
-            z0 += 1
-        p0 = z0  # first value > 0
-        while p0 < n and s[p0] == 0:
-            p0 += 1
-        n_zero = p0 - z0
-        tie_all = np.int64(n_zero) * n_zero * n_zero - n_zero
-        n_pos = 0
-        mid2 = np.int64(0)
-        i = z0 - 1  # next negative (largest first: smallest |d|)
-        j = p0  # next positive
-        p = n_zero  # position of the next magnitude
-        while i >= 0 or j < n:
-            if j >= n or (i >= 0 and -s[i] < s[j]):
-                m = -s[i]
-            else:
-                m = s[j]
-            a = 0
-            while i >= 0 and -s[i] == m:
-                a += 1
-                i -= 1
-            b = 0
-            while j < n and s[j] == m:
-                b += 1
-                j += 1
-            t = np.int64(a + b)
-            tie_all += t * t * t - t
-            n_pos += b
-            mid2 += np.int64(b) * (2 * p + t + 1)  # b * (start + end + 2)
-            p += a + b
-        out[row, 0] = n_zero
-        out[row, 1] = tie_all
-        out[row, 2] = n_pos
-        out[row, 3] = mid2
-
-
 def _merge_integers_rows(sorted_flat):
-    """:func:`_merge_integers` over all rows, blocks of rows on threads (each row on its
-    own: the split changes nothing)."""
+    """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
+    of rows on threads (each row on its own: the split changes nothing)."""
+    from multistat.significance._rank_kernels import merge_integers
+
     rows, n = sorted_flat.shape
     out = np.empty((rows, 4), dtype=np.int64)
     workers = min(os.cpu_count() or 1, 4) if rows >= 2 and rows * n >= 200_000 else 1
     if workers > 1:
         per = -(-rows // workers)
         with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda s: _merge_integers(sorted_flat, out, s, min(s + per, rows)),
+            list(pool.map(lambda s: merge_integers(sorted_flat, out, s, min(s + per, rows)),
                           range(0, rows, per)))
     else:
-        _merge_integers(sorted_flat, out, 0, rows)
+        merge_integers(sorted_flat, out, 0, rows)
     return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
 
