@@ -208,7 +208,10 @@ def as_pairs(x, y, *, overflow: str = "raise") -> tuple[np.ndarray, np.ndarray]:
 def overflow_check(x, y, where: str = "") -> None:
     """Raise if ``x - y`` overflows for finite ``x`` and ``y`` (issue 13.3)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        bad = np.isinf(x - y) & np.isfinite(x) & np.isfinite(y)
+        bad = np.isinf(x - y)
+        if not bad.any():  # the common case: no infinite difference at all
+            return
+        bad &= np.isfinite(x) & np.isfinite(y)
     if bad.any():
         big = float(np.max(np.abs(np.where(bad, x, 0.0))))
         raise DataValidationError(
