@@ -388,7 +388,11 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     # running blocks concurrently instead.
     with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
-            data_f = client.scatter(data, broadcast=True)
+            # hash=False: a key of its own per call. With content keys, two calls on the
+            # same array (bootstrap, then permutation, of one cube) share a key, and the
+            # first call's release can reach the scheduler after the second scatter:
+            # "lost dependencies" (seen in CI)
+            data_f = client.scatter(data, broadcast=True, hash=False)
             futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,
                                      kernel, data_f, exact, pid, max_rows, pure=False)
                        for g in groups]
