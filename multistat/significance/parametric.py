@@ -316,28 +316,10 @@ def pair_scale(slab, ia, ib):
 def _t_cdf(x, df):
     """Student t cdf at ``x`` (array): ``scipy.special.stdtr``, the function
     ``stats.t.cdf`` and ``stats.t.sf(-x)`` evaluate, bit for bit (also at NaN and
-    +-inf), without the distribution's argument handling; large arrays in two halves,
-    one on a helper thread (the ufunc releases the GIL; each value is computed alone, so
-    the bits do not depend on the split)."""
+    +-inf), without the distribution's argument handling."""
     from scipy.special import stdtr
 
-    x = np.asarray(x, dtype=float)
-    out = np.empty_like(x)
-    flat, res = x.reshape(-1), out.reshape(-1)
-    half = flat.size // 2
-    if half < 2048:
-        stdtr(df, flat, out=res)
-        return out
-    import threading
-
-    helper = threading.Thread(target=stdtr, args=(df, flat[half:]),
-                              kwargs={"out": res[half:]}, daemon=True)
-    helper.start()
-    try:
-        stdtr(df, flat[:half], out=res[:half])
-    finally:
-        helper.join()
-    return out
+    return stdtr(df, np.asarray(x, dtype=float))
 
 
 def paired_t_batch(slab, ia, ib, ctx):
