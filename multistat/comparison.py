@@ -44,7 +44,8 @@ from multistat.correct import METHODS, adjust, adjust_groups
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
-from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords
+from multistat.significance._batch import (BatchResult, Context, Slab, accepted_keywords,
+                                           background)
 from multistat.significance.parametric import pair_mean_sd
 from multistat.significance.rank import WILCOXON_BYTES_PER_VALUE
 
@@ -406,7 +407,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             slab = _slab(d, kind, ms, valid, codes)
             # the mde multiplier (a root solve, ~10 ms for a new n) runs while the tests
             # do; it emits no warnings (tested), so none can land in a test's notes
-            mde_multiplier = _background(_mde_multiplier, slab.n, alpha, mde_power,
+            mde_multiplier = background(_mde_multiplier, slab.n, alpha, mde_power,
                                          alternative, name="multistat-mde")
             for spec in specs:
                 if spec.binary_only and not slab.is_corpus:
@@ -814,32 +815,7 @@ def _hash_later(study):
         in_memory = False
     if not in_memory:
         return lambda: study_hash(study)
-    return _background(study_hash, study, name="multistat-study-hash")
-
-
-def _background(fn, *args, name="multistat-background"):
-    """``fn(*args)`` started on a daemon thread; returns a zero-argument callable that
-    waits for it and gives its value (or raises its exception in the caller's thread)."""
-    import threading
-
-    box: dict = {}
-
-    def work():
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=work, name=name, daemon=True)
-    thread.start()
-
-    def result():
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return result
+    return background(study_hash, study, name="multistat-study-hash")
 
 
 def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,

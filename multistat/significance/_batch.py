@@ -244,26 +244,13 @@ class Slab:
             if workers > 1 and S * n >= 1 << 18:
                 # the odd metrics on one helper thread, the even ones here (no pool to
                 # build and tear down: one thread start instead of two)
-                import threading
-
-                failed: list = []
-
-                def odd():
-                    try:
-                        for m in range(1, M, 2):
-                            work(m)
-                    except BaseException as exc:  # noqa: BLE001 - re-raised below
-                        failed.append(exc)
-
-                helper = threading.Thread(target=odd, name="multistat-gram", daemon=True)
-                helper.start()
+                odd = background(lambda: [work(m) for m in range(1, M, 2)],
+                                 name="multistat-gram")
                 try:
                     for m in range(0, M, 2):
                         work(m)
                 finally:
-                    helper.join()
-                if failed:
-                    raise failed[0]
+                    odd()
             else:
                 for m in range(M):
                     work(m)
@@ -539,3 +526,28 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context) -> BatchResult:
         out["n_resamples"] = np.full(shape, ctx.n_resamples)
         out["seed"] = np.full(shape, ctx.seed if isinstance(ctx.seed, int) else -1)
     return BatchResult(spec.name, out)
+
+
+def background(fn, *args, name="multistat-background"):
+    """``fn(*args)`` started on a daemon thread; returns a zero-argument callable that
+    waits for it and gives its value (or raises its exception in the caller's thread)."""
+    import threading
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name=name, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    return result
