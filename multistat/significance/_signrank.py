@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import stats
 
-from multistat.significance._walsh import walsh_order_statistics
+from multistat.significance._walsh import row_blocks, walsh_order_statistics
 
 __all__ = [
     "EXACT_CI_MAX_N",
@@ -226,13 +225,8 @@ def _merge_integers_rows(sorted_flat):
     rows, n = sorted_flat.shape
     out = np.empty((rows, 4), dtype=np.int64)
     workers = min(os.cpu_count() or 1, 4) if rows >= 2 and rows * n >= 200_000 else 1
-    if workers > 1:
-        per = -(-rows // workers)
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(lambda s: merge_integers(sorted_flat, out, s, min(s + per, rows)),
-                          range(0, rows, per)))
-    else:
-        merge_integers(sorted_flat, out, 0, rows)
+    row_blocks(lambda a, b: merge_integers(sorted_flat, out, a, b), rows,
+               -(-rows // workers), workers)
     return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
 
 

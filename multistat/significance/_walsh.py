@@ -115,15 +115,19 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
             per = _WALSH_BLOCK
         else:
             per = max(1, min(-(-rows // workers), fit))
-        starts = list(range(0, rows, per))
-
-        def run(start):
-            select_rows(flat, kr, res, start, min(start + per, rows), cap, _seed)
-
-        if workers > 1 and len(starts) > 1:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(run, starts))
-        else:
-            for start in starts:
-                run(start)
+        row_blocks(lambda a, b: select_rows(flat, kr, res, a, b, cap, _seed), rows, per,
+                   workers)
     return res[:, col].reshape(*lead, len(ranks))
+
+
+def row_blocks(fn, rows: int, per: int, workers: int) -> None:
+    """``fn(start, stop)`` over blocks of ``per`` rows, on ``workers`` threads when there
+    are several blocks (the numba kernels release the GIL; each row is computed on its
+    own, so the split changes no result)."""
+    starts = range(0, rows, max(1, per))
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda s: fn(s, min(s + per, rows)), starts))
+    else:
+        for s in starts:
+            fn(s, min(s + per, rows))
