@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from multistat.errors import InfeasibleError, PowerParameterError
 from multistat.power import _common as c
@@ -47,10 +47,16 @@ _N_MAX = 1e9
 
 # =============================================================================== paired t
 def _nct_sf(x: float, df: float, nc: float) -> float:
-    """P(T' > x), robust where scipy's noncentral t returns NaN far in a tail."""
-    v = float(stats.nct.sf(x, df, nc))
+    """P(T' > x), robust where scipy's noncentral t returns NaN far in a tail.
+
+    First as ``special.nctdtr(df, -nc, -x)`` (the cdf of the mirrored variable: the same
+    bits as ``stats.nct.sf(x, df, nc)`` wherever both are defined, checked on a grid of
+    df 1..1e7, nc -50..50, x -40..40; a ufunc call takes ~5 us against ~160 us through
+    ``rv_continuous``, and a solve evaluates the power ~20 times); where it gives NaN,
+    ``stats.nct.sf`` (defined on more of the far tails)."""
+    v = min(max(float(special.nctdtr(df, -nc, -x)), 0.0), 1.0)
     if math.isnan(v):
-        v = float(stats.nct.cdf(-x, df, -nc))
+        v = float(stats.nct.sf(x, df, nc))
     if math.isnan(v):  # far tail: the mass is essentially all on one side of x
         v = 1.0 if x < nc else 0.0
     return v
@@ -59,12 +65,12 @@ def _nct_sf(x: float, df: float, nc: float) -> float:
 def _t_power(n: float, d: float, alpha: float, alternative: str) -> float:
     df = n - 1.0
     nc = d * math.sqrt(n)
+    # -stdtrit(df, q) is what stats.t.isf(q, df) evaluates (same bits, no rv overhead)
     if alternative == "two-sided":
-        crit = stats.t.isf(alpha / 2, df)
+        crit = -float(special.stdtrit(df, alpha / 2))
         return _nct_sf(crit, df, nc) + _nct_sf(crit, df, -nc)
-    if alternative == "greater":
-        return _nct_sf(stats.t.isf(alpha, df), df, nc)
-    return _nct_sf(stats.t.isf(alpha, df), df, -nc)
+    crit = -float(special.stdtrit(df, alpha))
+    return _nct_sf(crit, df, nc if alternative == "greater" else -nc)
 
 
 def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="two-sided"):
