@@ -394,7 +394,8 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
                       f"{level}: interval is unbounded")
         if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
             low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
-                                        notes, None if info is None else info.sorted_d)
+                                        notes, None if info is None else info.sorted_d,
+                                        memory_limit)
         return est, _scalar(low), _scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
@@ -410,6 +411,16 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
 
 
 _SCAN_MAX_BREAKPOINTS = 4096
+#: ``method="exact"`` on a tied row: the scan evaluates the exact conditional distribution
+#: (``n(n+1) + 1`` probabilities, ``n`` update steps) at each of ``2k + 1`` candidate nulls;
+#: above this many ``(2k + 1) n (n(n+1) + 1)`` (about 12 ns each on a 2-core machine, so
+#: ~1 s a row) the row keeps the Walsh interval, with a note. Without a cap, n = 300 took
+#: hours and 15 GB a row.
+_EXACT_SCAN_MAX_OPS = 1e8
+#: bytes per candidate null and instance of the scan's p-value evaluation (the shifted
+#: differences and the signed-rank temporaries), plus per exact-distribution entry
+_SCAN_BYTES_PER_VALUE = 64
+_SCAN_BYTES_PER_PMF_ENTRY = 64
 
 
 def _tied_rows(diff, presorted=False):
@@ -485,12 +496,16 @@ def _spread_subset_check(srt, step, n_distinct, rows, too_many):
         too_many[rows[cand[distinct > limit]]] = True
 
 
-def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=None):
+def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=None,
+                    memory_limit=None):
     """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
     tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
     each distinct Walsh average and each gap between two
-    (:func:`multistat.significance._inversion.scan_interval`). Rows with more than
-    ``_SCAN_MAX_BREAKPOINTS`` distinct averages keep the Walsh interval, with a note."""
+    (:func:`multistat.significance._inversion.scan_interval`), in slabs of candidate
+    nulls sized by the memory budget. Rows with more than ``_SCAN_MAX_BREAKPOINTS``
+    distinct averages, and ``method="exact"`` rows whose scan would exceed
+    ``_EXACT_SCAN_MAX_OPS``, keep the Walsh interval, with a note."""
+    from multistat._budget import as_budget
     from multistat.significance._inversion import scan_interval
 
     shape = diff.shape[:-1]
@@ -514,6 +529,13 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     too_many[rows[2 * n_distinct - 1 > _SCAN_MAX_BREAKPOINTS]] = True
     _spread_subset_check(srt, step, n_distinct, rows, too_many)
     pairs = {}
+    n = diff.shape[-1]
+    exact = options.get("method") == "exact"  # "auto" is exact only up to 13 tied values
+    pmf_size = n * (n + 1) + 1
+    per_null = n * _SCAN_BYTES_PER_VALUE + (pmf_size * _SCAN_BYTES_PER_PMF_ENTRY
+                                            if exact else 0)
+    budget = as_budget(memory_limit)
+    too_slow = np.zeros(lo_f.size, bool)
     for pos_r, (r, s_r) in enumerate(zip(rows, srt)):
         if too_many[r]:
             continue
@@ -526,18 +548,28 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
         if walsh is None:
             too_many[r] = True
             continue
+        if exact and (2 * walsh.size + 1) * n * pmf_size > _EXACT_SCAN_MAX_OPS:
+            too_slow[r] = True
+            continue
 
         def pvalues(deltas, d=d):
-            shifted = d[None, :] - deltas[:, None]
-            with warnings.catch_warnings():  # candidate nulls, not the user's data
-                warnings.simplefilter("ignore")
-                res = wilcoxon(shifted, np.zeros_like(shifted), _interval=False, **options)
-            return np.asarray(res.p_value, dtype=float)
+            out = np.empty(deltas.size)
+            for sl in budget.slabs(deltas.size, per_null):  # each null on its own
+                shifted = d[None, :] - deltas[sl, None]
+                with warnings.catch_warnings():  # candidate nulls, not the user's data
+                    warnings.simplefilter("ignore")
+                    res = wilcoxon(shifted, np.zeros_like(shifted), _interval=False,
+                                   **options)
+                out[sl] = res.p_value
+            return out
 
         lo_f[r], hi_f[r] = scan_interval(pvalues, walsh, alpha=1.0 - level)
     if notes is not None:
         _add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
                   "disagree with the tie-corrected p-value at its ends")
+        _add_note(notes, too_slow.reshape(shape), f"ties with method='exact' at n = {n}: "
+                  "Walsh interval (inverting the exact test would take too long), which "
+                  "may disagree with the p-value at its ends")
         _add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
                   "interval is empty")
     return low, high
