@@ -518,6 +518,8 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context) -> BatchResult:
     X = slab.scores
     kw = call_kwargs(spec.func, ctx)
     names = accepted_keywords(spec.func)
+    if names is not None and "memory_limit" in names and "memory_limit" not in kw:
+        kw["memory_limit"] = ctx.budget  # compare's budget, inside the test too
     if names is not None and "info" in names and "info" not in kw:
         info = slab.rank_info(ia, ib)  # one sort of |a - b| shared with the effect sizes
         if info is not None:
