@@ -329,7 +329,17 @@ class Slab:
         hit = self._memo.get("diff")
         if hit is None or hit[0] != key:
             self._memo.pop("rank_info", None)
-            self._memo["diff"] = (key, self.scores[ia] - self.scores[ib])
+            self._memo.pop("diff", None)  # (its memory is free before the next one)
+            X = self.scores
+            ia, ib = np.asarray(ia, dtype=np.intp), np.asarray(ib, dtype=np.intp)
+            if X[:1].size < 4096:  # short rows: one vectorized gather is cheaper
+                d = X[ia] - X[ib]
+            else:  # one pair at a time from the rows of X, without gathered copies of
+                # X[ia] and X[ib] (the same subtraction, so the same bits)
+                d = np.empty((ia.size,) + X.shape[1:])
+                for p, (a, b) in enumerate(zip(ia.tolist(), ib.tolist())):
+                    np.subtract(X[a], X[b], out=d[p])
+            self._memo["diff"] = (key, d)
         return self._memo["diff"][1]
 
     def rank_info(self, ia, ib):
@@ -509,13 +519,15 @@ def call_kwargs(func, ctx: Context) -> dict:
     return kw
 
 
-def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context) -> BatchResult:
+def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context, call=None) -> BatchResult:
     """Default batch: the vectorized ``spec.func`` on ``(X[ia], X[ib])`` of one pair slab.
 
-    Warnings raised by the function become the rows' note when it gave none.
+    Warnings raised by the function become the rows' note when it gave none. ``call``:
+    ``call(slab, ia, ib, kw) -> TestResult`` replaces ``spec.func(X[ia], X[ib], **kw)``
+    for a spec whose ``batch`` reads the slab's shared differences (:meth:`Slab.diff`,
+    :meth:`Slab.rank_info`) instead of gathering the scores again (the Wilcoxon test).
     """
     shape = (len(ia), slab.shape[1])
-    X = slab.scores
     kw = call_kwargs(spec.func, ctx)
     names = accepted_keywords(spec.func)
     if names is not None and "memory_limit" in names and "memory_limit" not in kw:
@@ -526,7 +538,8 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context) -> BatchResult:
             kw["info"] = info
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = spec.func(X[ia], X[ib], **kw)
+        X = slab.scores if call is None else None
+        res = spec.func(X[ia], X[ib], **kw) if call is None else call(slab, ia, ib, kw)
     out = from_test_result(res, shape, spec.statistic_kinds[0], caught)
     if spec.resampling:
         out["n_resamples"] = np.full(shape, ctx.n_resamples)

@@ -17,14 +17,21 @@ rank statistics of the same differences pass :func:`signed_rank_info` as ``info=
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
 from scipy import stats
 
-from multistat._validation import check_choice, check_probability
+from multistat._validation import (
+    check_alternative,
+    check_choice,
+    check_probability,
+    check_real,
+)
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
 from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._batch import closed_form_batch
 from multistat.significance._signrank import (
     EXACT_CI_MAX_N,
     EXACT_MAX_N,
@@ -295,23 +302,45 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
                    memory_limit=memory_limit)
 
 
+def _wilcoxon_slab(slab, ia, ib, kw):
+    """:func:`wilcoxon` on the pairs ``(ia, ib)`` of one slab of :func:`multistat.compare`
+    (the spec's ``batch``, through
+    :func:`~multistat.significance._batch.closed_form_batch`): from the slab's differences
+    and their sort (``kw["info"]``, :meth:`~multistat.significance._batch.Slab.rank_info`,
+    shared with the effect sizes) instead of gathering ``X[ia]``, ``X[ib]`` and
+    subtracting again - the same numbers, so the same result bit for bit. Differences
+    that are all finite mean finite scores and no overflow, all the input checks ask;
+    otherwise the public path runs on the scores and names the problem."""
+    info = kw.get("info")
+    if info is None or not np.isfinite(info.d).all():
+        X = slab.scores
+        return wilcoxon(X[ia], X[ib], **kw)
+    return _wilcoxon(info.d, None, _diff=True, **{**_WILCOXON_DEFAULTS, **kw})
+
+
 def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, method,
-              correction, info=None, memory_limit=None, _interval=True):
-    """:func:`wilcoxon` on one slab of rows."""
-    x, y, alternative, null_value, confidence_level = _check_common(
-        x, y, alternative, null_value, confidence_level)
+              correction, info=None, memory_limit=None, _interval=True, _diff=False):
+    """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
+    finite by the caller (:func:`_wilcoxon_slab`), and ``info`` describes it."""
+    if _diff:  # the keywords as _check_common checks them; the data are checked
+        alternative = check_alternative(alternative)
+        null_value = check_real("null_value", null_value)
+        confidence_level = check_probability("confidence_level", confidence_level)
+    else:
+        x, y, alternative, null_value, confidence_level = _check_common(
+            x, y, alternative, null_value, confidence_level)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
     method = check_choice("method", method, _WILCOXON_METHODS)
     if method == "asymptotic":
         method = "approx"
     if not isinstance(correction, (bool, np.bool_)):
         raise ParameterTypeError(f"`correction` must be True or False; got {correction!r}")
-    diff = x - y
+    diff = x if _diff else x - y
     d = diff if null_value == 0 else diff - null_value  # (x - 0.0 is x, bit for bit)
     shape = d.shape[:-1]
     n_all = d.shape[-1]
     notes = _notes(shape)
-    if info is not None:
+    if info is not None and not _diff:
         info.check(diff, "wilcoxon")
     # the ranks are those of d = diff - null_value: ``info`` describes them when null is 0
     own = info if null_value == 0 else None
@@ -581,8 +610,18 @@ register(TestSpec(
     description="exact binomial sign test; order-statistic interval for the median",
     bytes_per_value=SIGN_BYTES_PER_VALUE,
 ))
-register(TestSpec(
-    name="wilcoxon", func=wilcoxon, family="rank", statistic_kinds=("median",),
+#: :func:`wilcoxon`'s keyword defaults, for :func:`_wilcoxon_slab`
+_WILCOXON_DEFAULTS = {k: p.default for k, p in inspect.signature(wilcoxon).parameters.items()
+                      if p.default is not p.empty}
+
+
+def _wilcoxon_batch(slab, ia, ib, ctx):
+    """The Wilcoxon spec's batch: :func:`closed_form_batch` with :func:`_wilcoxon_slab`."""
+    return closed_form_batch(_WILCOXON_SPEC, slab, ia, ib, ctx, call=_wilcoxon_slab)
+
+
+_WILCOXON_SPEC = register(TestSpec(
+    name="wilcoxon", func=wilcoxon, batch=_wilcoxon_batch, family="rank", statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",
