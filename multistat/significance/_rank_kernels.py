@@ -170,6 +170,21 @@ def _draw(state, C, m, pos):
 
 
 @njit(cache=True, nogil=True)
+def _draw_averages(state, s, n, m, out):
+    """``m`` averages ``(s_i + s_j)/2`` at pseudo-random ``i <= j`` into ``out`` (no sweep:
+    the two positions of a 64-bit random number, ordered; the diagonal is drawn half as
+    often as the rest, which only moves pivots); the new state."""
+    for q in range(m):
+        state, z = _rand(state)
+        i = np.int64(((z & np.uint64(0xFFFFFFFF)) * np.uint64(n)) >> np.uint64(32))
+        j = np.int64(((z >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+        if i > j:
+            i, j = j, i
+        out[q] = (s[i] + s[j]) / 2.0
+    return state
+
+
+@njit(cache=True, nogil=True)
 def _pick(part, got, ranks, r, r2, c_lo, out):
     """``out[q]`` = the ``ranks[q] - c_lo``-th smallest of ``part[:got]``, q = r..r2."""
     prev = 0
@@ -208,9 +223,7 @@ def _select_row(s, n, ranks, out, buf, pos, samp, pt, plt, ple, state):
         # first pivots, below and above all the wanted ranks and in their middle, from
         # one sample of all the averages
         m = samp.size
-        state = _draw(state, N, m, pos)
-        _scan(s, n, False, 0.0, False, 0.0, pos, m, samp)
-        sweeps += 1
+        state = _draw_averages(state, s, n, m, samp)
         samp.sort()
         nc = _sample_pivots(samp, m, ranks[0] / N, (ranks[R - 1] + 1) / N, cand)
         ic = int(0.5 * (ranks[0] + ranks[R - 1]) / N * m)
