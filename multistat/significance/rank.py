@@ -18,6 +18,7 @@ rank statistics of the same differences pass :func:`signed_rank_info` as ``info=
 from __future__ import annotations
 
 import inspect
+import types
 import warnings
 
 import numpy as np
@@ -611,8 +612,9 @@ register(TestSpec(
     bytes_per_value=SIGN_BYTES_PER_VALUE,
 ))
 #: :func:`wilcoxon`'s keyword defaults, for :func:`_wilcoxon_slab`
-_WILCOXON_DEFAULTS = {k: p.default for k, p in inspect.signature(wilcoxon).parameters.items()
-                      if p.default is not p.empty}
+_WILCOXON_DEFAULTS = types.MappingProxyType({
+    k: p.default for k, p in inspect.signature(wilcoxon).parameters.items()
+    if p.default is not p.empty})
 
 
 def _wilcoxon_batch(slab, ia, ib, ctx):
