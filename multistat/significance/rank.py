@@ -13,6 +13,10 @@ The pieces live in focused modules (as scipy keeps ``_wilcoxon.py`` apart from
 This module holds :func:`wilcoxon`, :func:`hodges_lehmann` and registers the ``"sign"``
 and ``"wilcoxon"`` tests. There are no module-level caches: callers that need several
 rank statistics of the same differences pass :func:`signed_rank_info` as ``info=``.
+
+Length (about 630 lines): the Wilcoxon test, its interval, the tie-corrected inversion of
+that interval and the test's ``compare`` batch entry (from a slab's shared differences)
+read the same checked keywords and parts; apart, each would import the others.
 """
 
 from __future__ import annotations
