@@ -103,7 +103,14 @@ class SignedRankInfo:
             # a C-ordered copy sorted in place: ``d`` may be strided (pair slabs of a cube
             # whose instances are not innermost), and rows sort fastest contiguous
             self._sorted = np.array(self.d, dtype=np.float64, order="C")
-            self._sorted.sort(axis=-1)
+            if self._sorted.size:
+                # numpy's sort releases the GIL: blocks of rows on threads (each row
+                # sorted on its own, so the same result)
+                flat = self._sorted.reshape(-1, self._sorted.shape[-1])
+                rows, n = flat.shape
+                workers = _row_workers(rows, n)
+                row_blocks(lambda a, b: flat[a:b].sort(axis=-1), rows,
+                           -(-rows // workers), workers)
             self._sorted.flags.writeable = False
         return self._sorted
 
@@ -217,6 +224,11 @@ def _key_sort_integers(flat):
     return n_zero, tie_all, n_pos, mid2
 
 
+def _row_workers(rows, n):
+    """Threads for work on ``rows`` independent rows of ``n`` values (1 when small)."""
+    return min(os.cpu_count() or 1, 4) if rows >= 2 and rows * n >= 200_000 else 1
+
+
 def _merge_integers_rows(sorted_flat):
     """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
     of rows on threads (each row on its own: the split changes nothing)."""
@@ -224,7 +236,7 @@ def _merge_integers_rows(sorted_flat):
 
     rows, n = sorted_flat.shape
     out = np.empty((rows, 4), dtype=np.int64)
-    workers = min(os.cpu_count() or 1, 4) if rows >= 2 and rows * n >= 200_000 else 1
+    workers = _row_workers(rows, n)
     row_blocks(lambda a, b: merge_integers(sorted_flat, out, a, b), rows,
                -(-rows // workers), workers)
     return out[:, 0], out[:, 1], out[:, 2], out[:, 3]
