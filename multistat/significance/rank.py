@@ -510,10 +510,10 @@ def _spread_subset_check(srt, step, n_distinct, rows, too_many):
     of ``m`` distinct values scattered over each row (``m(m+1)/2`` just above the limit,
     then about four times it), sorted together; rows with more than the limit of
     distinct ones among them are marked ``too_many`` (exact: a subset of the row's
-    averages). Rows with NaN are left to the per-row path."""
+    averages). Rows with NaN (sorted last in ``srt``) are left to the per-row path."""
     limit = _SCAN_MAX_BREAKPOINTS
     for m in (int(np.ceil(np.sqrt(2.0 * limit))), int(np.ceil(np.sqrt(8.0 * limit)))):
-        cand = np.flatnonzero(~too_many[rows] & (n_distinct > m) & ~np.isnan(srt).any(-1))
+        cand = np.flatnonzero(~too_many[rows] & (n_distinct > m) & ~np.isnan(srt[:, -1]))
         if not cand.size:
             return
         keep = np.ones((cand.size, srt.shape[-1]), dtype=bool)
@@ -556,9 +556,11 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     if sorted_rows is None:
         srt = np.sort(diff.reshape(-1, diff.shape[-1])[rows], axis=-1)
     else:
-        srt = sorted_rows.reshape(-1, diff.shape[-1])[rows]
+        srt = sorted_rows.reshape(-1, diff.shape[-1])
+        srt = srt if rows.size == srt.shape[0] else srt[rows]  # (every row: no copy)
     step = srt[:, 1:] != srt[:, :-1]
-    step &= ~np.isnan(srt[:, 1:])  # NaNs (sorted last) count once, as in np.unique
+    if np.isnan(srt[:, -1:]).any():  # NaNs (sorted last) count once, as in np.unique
+        step &= ~np.isnan(srt[:, 1:])
     n_distinct = 1 + np.count_nonzero(step, axis=-1)
     too_many[rows[2 * n_distinct - 1 > _SCAN_MAX_BREAKPOINTS]] = True
     _spread_subset_check(srt, step, n_distinct, rows, too_many)
