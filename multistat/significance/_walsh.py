@@ -121,10 +121,15 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
 
 
 def row_blocks(fn, rows: int, per: int, workers: int) -> None:
-    """``fn(start, stop)`` over blocks of ``per`` rows, on ``workers`` threads when there
-    are several blocks (the numba kernels release the GIL; each row is computed on its
-    own, so the split changes no result)."""
-    starts = range(0, rows, max(1, per))
+    """``fn(start, stop)`` over blocks of at most ``per`` rows, on ``workers`` threads when
+    there are several blocks (the numba kernels release the GIL; each row is computed on
+    its own, so the split changes no result). With threads, at least four blocks a
+    thread: a thread slowed by other work on the machine then takes fewer blocks,
+    instead of the others waiting for its half."""
+    if workers > 1:
+        per = min(per, -(-rows // (4 * workers)))
+    per = max(1, per)
+    starts = range(0, rows, per)
     if workers > 1 and len(starts) > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(lambda s: fn(s, min(s + per, rows)), starts))
