@@ -203,7 +203,10 @@ _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
 #: tests=("wilcoxon",), effect_sizes=False, memory_limit=...)`` from
 #: benchmarks/bench_leaderboard.py minus the same process after a warm-up call on a tiny
 #: study: 141 MiB at 64MiB, 495 MiB at 256MiB when declared 146 bytes, i.e. ~270 bytes a
-#: value at the margin (282 on average at 256MiB); 300 keeps peak - baseline in budget
+#: value at the margin (282 on average at 256MiB); 300 keeps peak - baseline in budget.
+#: Re-measured (WX) with the batch reading the slab's differences (no X[ia], X[ib] copies,
+#: no copy of the tied rows): 73 MiB at 64MiB, 219 MiB at 256MiB (was 77 and 248 on the
+#: same machine), ~230 bytes a value at the margin; 300 stays an upper bound
 WILCOXON_BYTES_PER_VALUE = 300
 
 
