@@ -10,7 +10,8 @@ registered :class:`~multistat.significance._base.TestSpec` it asks, through
   (:func:`closed_form_batch`) calls the vectorized test function on ``x = X[ia]``,
   ``y = X[ib]`` (shape ``(pairs, metrics, instances)``). Specs with a pair-free kernel
   (paired t from the Gram matrix, McNemar from products of 0/1 matrices) provide their
-  own ``batch``.
+  own ``batch``; the Wilcoxon test's ``batch`` is this one reading the slab's shared
+  differences and their sort instead of ``X[ia]``, ``X[ib]`` (``call=``).
 * A **resampling** spec sets ``all_pairs=True``: it receives every pair of the group at
   once, because one plan per ``(seed, dataset, kind, block)`` serves all systems and
   pairs, and it slabs the pairs itself with ``ctx.budget``. A registered resampling test
