@@ -26,15 +26,21 @@ __all__ = ["paired_t"]
 
 
 # ----------------------------------------------------------------------------- helpers
+def _check_keywords(alternative, null_value, confidence_level):
+    """The hypothesis keywords every test takes, checked: ``(alternative, null_value,
+    confidence_level)``."""
+    return (check_alternative(alternative), check_real("null_value", null_value),
+            check_probability("confidence_level", confidence_level))
+
+
 def _check_common(x, y, alternative, null_value, confidence_level, overflow="raise"):
     """Validate the shared keywords and the paired input; return cleaned values.
 
     Returns ``x, y, alternative, null_value, confidence_level`` with ``x``, ``y`` float64
     arrays of the same shape (instances on the last axis).
     """
-    alternative = check_alternative(alternative)
-    null_value = check_real("null_value", null_value)
-    confidence_level = check_probability("confidence_level", confidence_level)
+    alternative, null_value, confidence_level = _check_keywords(
+        alternative, null_value, confidence_level)
     x, y = as_pairs(x, y, overflow=overflow)
     bad = ~(np.isfinite(x) & np.isfinite(y))
     if bad.any():

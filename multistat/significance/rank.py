@@ -28,12 +28,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from multistat._validation import (
-    check_alternative,
-    check_choice,
-    check_probability,
-    check_real,
-)
+from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
 from multistat.significance._base import TestResult, TestSpec, register
 from multistat.significance._batch import closed_form_batch
@@ -54,6 +49,7 @@ from multistat.significance._walsh import walsh_order_statistics
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
+    _check_keywords,
     _interval_quantile,
     _notes,
     _one_sided_ends,
@@ -330,10 +326,9 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
               correction, info=None, memory_limit=None, _interval=True, _diff=False):
     """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (:func:`_wilcoxon_slab`), and ``info`` describes it."""
-    if _diff:  # the keywords as _check_common checks them; the data are checked
-        alternative = check_alternative(alternative)
-        null_value = check_real("null_value", null_value)
-        confidence_level = check_probability("confidence_level", confidence_level)
+    if _diff:  # the keywords only: the caller found the differences finite
+        alternative, null_value, confidence_level = _check_keywords(
+            alternative, null_value, confidence_level)
     else:
         x, y, alternative, null_value, confidence_level = _check_common(
             x, y, alternative, null_value, confidence_level)
@@ -632,7 +627,8 @@ def _wilcoxon_batch(slab, ia, ib, ctx):
 
 
 _WILCOXON_SPEC = register(TestSpec(
-    name="wilcoxon", func=wilcoxon, batch=_wilcoxon_batch, family="rank", statistic_kinds=("median",),
+    name="wilcoxon", func=wilcoxon, batch=_wilcoxon_batch, family="rank",
+    statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",

@@ -49,18 +49,12 @@ from scipy.special import ndtr, ndtri
 
 from multistat import resampling as eng
 from multistat._budget import Budget
-from multistat._validation import (
-    check_alternative,
-    check_choice,
-    check_int,
-    check_probability,
-    check_real,
-    check_seed,
-)
+from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 from multistat.significance._batch import BatchResult
 from multistat.significance._inversion import bootstrap_basic_interval
+from multistat.significance.parametric import _check_keywords
 
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
@@ -261,8 +255,7 @@ def jackknife_median(d: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- core
 def _check_common(alternative, null_value, confidence_level, n_resamples, seed,
                   statistic):
-    return (check_alternative(alternative), check_real("null_value", null_value),
-            check_probability("confidence_level", confidence_level),
+    return (*_check_keywords(alternative, null_value, confidence_level),
             check_int("n_resamples", n_resamples, minimum=1), check_seed(seed),
             check_choice("statistic", statistic, ("mean", "median")))
 
