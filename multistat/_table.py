@@ -94,10 +94,30 @@ def concat(parts: list[dict]) -> dict | None:
     return out
 
 
+def constant_string(v):
+    """The string an object array broadcasts over all its entries (zero strides: a
+    test's constant note or kind), else None."""
+    if (isinstance(v, np.ndarray) and v.dtype == object and v.size and not any(v.strides)
+            and isinstance(v.flat[0], str)):
+        return v.flat[0]
+    return None
+
+
+def flat(v):
+    """A batch's ``(P, M)`` array ravelled into a column; a broadcast string
+    (:func:`constant_string`) stays that one string, which :func:`columns` repeats
+    without a Python string per row."""
+    v = np.asarray(v)
+    c = constant_string(v)
+    return v.ravel() if c is None else c
+
+
 def join_notes(a, b):
-    """``a; b`` row by row (empty parts left out), joined once per distinct pair."""
-    a = np.asarray(a, dtype=object)
-    b = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
+    """``a; b`` row by row (empty parts left out), joined once per distinct pair; two
+    strings give a string."""
+    if isinstance(a, str) and isinstance(b, str):
+        return "; ".join(s for s in (a, b) if s)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
     if not a.size:
         return a.copy()
     ca, ua = pd.factorize(a.ravel(), use_na_sentinel=False)

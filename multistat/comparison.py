@@ -459,7 +459,7 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 rows = dict(base)
                 arrays = dict(res.arrays)
                 se = arrays.pop("se", None)
-                rows.update({k: np.asarray(v).ravel() for k, v in arrays.items()})
+                rows.update({k: _table.flat(v) for k, v in arrays.items()})
                 rows.update(test=spec.name, alternative=ctxs[spec.name].alternative,
                             null_value=ctxs[spec.name].null_value,
                             confidence_level=ctxs[spec.name].confidence_level)

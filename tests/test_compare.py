@@ -439,6 +439,35 @@ def test_join_notes_equals_the_row_by_row_join():
         bb = np.broadcast_to(np.asarray(b, dtype=object), a.shape)
         ref = ["; ".join(s for s in (x, y) if s) for x, y in zip(a, bb)]
         assert _join_notes(a, b).tolist() == ref
+    # a test's constant note is one string (multistat._table.flat): string with string
+    # gives the string, a string with an array the row-by-row join
+    joined = _join_notes("", "power: retrospective")
+    assert isinstance(joined, str) and joined == "power: retrospective"
+    assert _join_notes("n < 2", "") == "n < 2"
+    assert _join_notes("ties", "runs") == "ties; runs"
+    assert _join_notes("ties", a).tolist() == ["; ".join(s for s in ("ties", y) if s)
+                                               for y in a]
+
+
+def test_a_constant_note_stays_one_string_through_slabs():
+    # BatchResult broadcasts a 0-d note; concatenating slabs keeps one string where every
+    # slab has the same one (no 10^4 Python strings to convert), and concatenates
+    # otherwise; the table column is the same either way
+    from multistat._table import constant_string, flat
+    from multistat.significance._batch import BatchResult
+
+    def part(note, P=3):
+        return BatchResult("t", {"p_value": np.full((P, 2), 0.5),
+                                 "note": np.array(note, dtype=object)})
+
+    same = BatchResult.concat([part(""), part(""), part("", 1)])
+    assert same.shape == (7, 2) and constant_string(same["note"]) == ""
+    assert flat(same["note"]) == "" and flat(same["p_value"]).shape == (14,)
+    mixed = BatchResult.concat([part(""), part("n < 2", 1)])
+    assert constant_string(mixed["note"]) is None
+    assert mixed["note"].tolist() == [[""] * 2] * 3 + [["n < 2"] * 2]
+    # a written (not broadcast) array of equal strings is not taken for a constant
+    assert constant_string(np.full((2, 2), "", dtype=object)) is None
 
 
 @pytest.mark.parametrize("family", [None, "all", "g", ["g", "h"], ["o", "k"], "h"])

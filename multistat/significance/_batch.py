@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from multistat._budget import Budget
+from multistat._table import constant_string
 
 #: fields every BatchResult holds, each an array (pairs, metrics)
 FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
@@ -453,8 +454,14 @@ class BatchResult:
         if len(parts) == 1:
             return parts[0]
         keys = [k for k in parts[0].arrays if all(k in p.arrays for p in parts)]
-        return cls(parts[0].test, {k: np.concatenate([p.arrays[k] for p in parts])
-                                   for k in keys},
+
+        def stack(k):  # a string every part broadcasts stays one broadcast string
+            c = constant_string(parts[0].arrays[k])
+            if c is not None and all(constant_string(p.arrays[k]) == c for p in parts):
+                return np.array(c, dtype=object)
+            return np.concatenate([p.arrays[k] for p in parts])
+
+        return cls(parts[0].test, {k: stack(k) for k in keys},
                    systems=parts[0].systems, resampled=parts[0].resampled)
 
     def to_frame(self, pairs=None, metrics=None) -> pd.DataFrame:

@@ -366,8 +366,10 @@ def paired_t_batch(slab, ia, ib, ctx):
                                     alternative)
     out = {"statistic": t, "p_value": p, "estimate": mean, "ci_low": low, "ci_high": high,
            "n": np.full(shape, n, dtype=np.int64),
-           "note": np.full(shape, "", dtype=object),
-           "statistic_kind": np.full(shape, "mean", dtype=object)}
+           # one string for every row (BatchResult broadcasts it; the table repeats it
+           # without a Python string per row)
+           "note": np.array("", dtype=object),
+           "statistic_kind": np.array("mean", dtype=object)}
     rows = np.flatnonzero(bad.any(axis=1))
     if rows.size:  # the per-pair function's notes (and NaNs) for degenerate pairs
         with warnings.catch_warnings(record=True) as caught:
@@ -376,7 +378,8 @@ def paired_t_batch(slab, ia, ib, ctx):
                            **call_kwargs(paired_t, ctx))
         sub = from_test_result(res, (rows.size, shape[1]), "mean", caught)
         for k, v in sub.items():
-            out[k] = np.array(out[k], dtype=v.dtype if k != "n" else np.int64)
+            out[k] = np.array(np.broadcast_to(out[k], shape),
+                              dtype=v.dtype if k != "n" else np.int64)
             out[k][rows] = v
     return BatchResult("t", out)
 
