@@ -6,11 +6,12 @@ own. Rows (``--rows`` picks some, comma-separated; default all):
 
 ==========  =====================================================================
 t           100 systems x 2 metrics x 10,000 instances, ``tests=("t",)`` (timed after a
-            warm-up call on a tiny study; the first call of a fresh process in the note) vs chunked
-            ``scipy.stats.ttest_rel`` (1,000 pairs a chunk); max |difference| of t and p
+            warm-up call on a tiny study, the median of ``--repeat`` calls; the first call
+            of a fresh process in the note) vs chunked ``scipy.stats.ttest_rel`` (1,000
+            pairs a chunk, the median of as many passes); max |difference| of t and p
 wilcoxon    same study, ``tests=("wilcoxon",)`` (timed after a warm-up call on a 3 x 1 x 200
-            study, so the numba kernels' cache is loaded; the first call in the note) vs
-            chunked ``scipy.stats.wilcoxon``
+            study, so the numba kernels' cache is loaded; medians as for t; the first call
+            in the note) vs chunked ``scipy.stats.wilcoxon``
 sign        same study, ``tests=("sign",)`` vs ``scipy.stats.binomtest`` per pair
 all5        same study, the five default tests + effect sizes: time and peak RSS
 s300        300 systems x 1 metric x 2,000 instances, defaults: peak RSS
@@ -105,12 +106,15 @@ def child_multistat(spec: dict) -> dict:
 
         tab = rank(study, n_resamples=spec.get("B", 10_000), seed=0)
         return {"wall_s": time.perf_counter() - t0, "rows": len(tab)}
-    tab = compare(study, **kw)
-    wall = time.perf_counter() - t0
+    walls = []
+    for _ in range(max(1, spec.get("repeat", 1))):  # the same call again: its median
+        t0 = time.perf_counter()
+        tab = compare(study, **kw)
+        walls.append(time.perf_counter() - t0)
     if spec.get("dump"):
         keep = ["system_a", "system_b", "metric", "test", "statistic", "p_value", "estimate"]
         np.savez(spec["dump"], **{c: tab[c].to_numpy() for c in keep})
-    return {"wall_s": wall, "rows": len(tab)}
+    return {"wall_s": float(np.median(walls)), "walls_s": walls, "rows": len(tab)}
 
 
 def child_cli(spec: dict) -> dict:
@@ -148,8 +152,9 @@ def _pairs_from_dump(path, test):
 
 def child_reference(spec: dict) -> dict:
     """scipy on the first ``spec['pairs']`` pair-metrics of multistat's table, in chunks
-    of 1,000 pairs; compares p-values (and t) with multistat's."""
-    from scipy import stats
+    of 1,000 pairs; compares p-values (and t) with multistat's. ``spec['repeat']``: the
+    pass that many times, its median time."""
+    import scipy.stats  # noqa: F401 - imported before the clock starts
 
     S, M, n = spec["S"], spec["M"], spec["n"]
     X = np.asarray(make_study(S, M, n, decimals=spec.get("decimals"))["lb"].ds["score"]
@@ -157,16 +162,33 @@ def child_reference(spec: dict) -> dict:
     a, b, m, p_ms, stat_ms = _pairs_from_dump(spec["dump"], spec["test"])
     k = min(spec.get("pairs") or len(a), len(a))
     a, b, m, p_ms, stat_ms = a[:k], b[:k], m[:k], p_ms[:k], stat_ms[:k]
+    walls = []
+    for _ in range(max(1, spec.get("repeat", 1))):  # the same pairs again: the median
+        t0 = time.perf_counter()
+        p_ref, stat_ref = _reference_pass(spec["test"], X, a, b, m, k)
+        walls.append(time.perf_counter() - t0)
+    out = {"wall_s": float(np.median(walls)), "walls_s": walls, "pairs_timed": k,
+           "pairs_total": spec["total"],
+           "max_abs_dp": float(np.max(np.abs(p_ref - p_ms))) if k else float("nan")}
+    if spec["test"] != "wilcoxon":  # scipy's two-sided W is min(W+, W-), ours W+
+        out["max_abs_dstat"] = float(np.max(np.abs(stat_ref - stat_ms))) if k else np.nan
+    return out
+
+
+def _reference_pass(test, X, a, b, m, k):
+    """scipy's p-values (and statistics) for the first ``k`` pair-metrics, 1,000 pairs a
+    chunk."""
+    from scipy import stats
+
     p_ref = np.empty(k)
     stat_ref = np.empty(k)
-    t0 = time.perf_counter()
     for s in range(0, k, 1000):
         sl = slice(s, s + 1000)
         x, y = X[a[sl], m[sl]], X[b[sl], m[sl]]
-        if spec["test"] == "t":
+        if test == "t":
             r = stats.ttest_rel(x, y, axis=-1)
             p_ref[sl], stat_ref[sl] = r.pvalue, r.statistic
-        elif spec["test"] == "wilcoxon":
+        elif test == "wilcoxon":
             r = stats.wilcoxon(x, y, axis=-1)  # auto: normal approximation for n > 50
             p_ref[sl], stat_ref[sl] = r.pvalue, np.nan
         else:  # sign: counts by numpy, the exact test by scipy, pair by pair
@@ -175,12 +197,7 @@ def child_reference(spec: dict) -> dict:
             for i in range(len(pos)):
                 p_ref[s + i] = stats.binomtest(int(pos[i]), int(pos[i] + neg[i])).pvalue
             stat_ref[sl] = pos
-    wall = time.perf_counter() - t0
-    out = {"wall_s": wall, "pairs_timed": k, "pairs_total": spec["total"],
-           "max_abs_dp": float(np.max(np.abs(p_ref - p_ms))) if k else float("nan")}
-    if spec["test"] != "wilcoxon":  # scipy's two-sided W is min(W+, W-), ours W+
-        out["max_abs_dstat"] = float(np.max(np.abs(stat_ref - stat_ms))) if k else np.nan
-    return out
+    return p_ref, stat_ref
 
 
 def _child_main(path):
@@ -217,9 +234,10 @@ def _versus_scipy(name, test, target, S, M, n, args, tmp, warmup=False, warmup_n
     also report the first call of a fresh process (imports included) in the note;
     ``warmup_n``: the tiny study's instances (Wilcoxon: > 50, the large-n path)."""
     dump = str(tmp / f"{name}.npz")
+    repeat = args.repeat if warmup else 1
     ms = run_child({"kind": "multistat", "S": S, "M": M, "n": n, "tests": [test],
                     "dump": dump, "memory_limit": args.memory_limit, "warmup": warmup,
-                    "warmup_n": warmup_n},
+                    "warmup_n": warmup_n, "repeat": repeat},
                    tmp)
     row = {"row": name, "study": f"{S}x{M}x{n:,}", "what": f'tests=("{test}",)',
            "multistat_s": ms.get("wall_s"), "multistat_rss_mib": ms.get("peak_rss_mib"),
@@ -238,9 +256,11 @@ def _versus_scipy(name, test, target, S, M, n, args, tmp, warmup=False, warmup_n
     per_pair = pilot["wall_s"] / max(pilot["pairs_timed"], 1)
     k = total if per_pair * total <= args.ref_budget else max(
         200, int(args.ref_budget / max(per_pair, 1e-9)))
-    ref = pilot if k <= pilot["pairs_timed"] else run_child(
+    # the whole reference again, as often as multistat's call, when that fits the budget
+    again = repeat if per_pair * k * repeat <= args.ref_budget else 1
+    ref = pilot if k <= pilot["pairs_timed"] and again == 1 else run_child(
         {"kind": "reference", "S": S, "M": M, "n": n, "test": test, "dump": dump,
-         "pairs": k, "total": total}, tmp)
+         "pairs": k, "total": total, "repeat": again}, tmp)
     ref_s = ref["wall_s"] * total / ref["pairs_timed"]
     row.update(reference=f"chunked scipy ({test})" if test != "sign"
                else "scipy.stats.binomtest per pair",
@@ -250,6 +270,10 @@ def _versus_scipy(name, test, target, S, M, n, args, tmp, warmup=False, warmup_n
     if ref["pairs_timed"] < total:
         notes.append(f"scipy timed on {ref['pairs_timed']:,} of {total:,} pair-metrics, "
                      "extrapolated linearly")
+    if repeat > 1:
+        walls = ", ".join(f"{w:.3g}" for w in ms["walls_s"])
+        notes.append(f"multistat_s the median of {repeat} calls in one process ({walls} s)"
+                     + (f", reference_s the median of {again} passes" if again > 1 else ""))
     if warmup:
         notes.append(f"multistat_s after a warm-up call on a 3x1x{warmup_n} study"
                      + (f"; first call of a fresh process (lazy imports included) "
@@ -434,6 +458,9 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="studies shrunk (systems / 5, instances / 5 to / 50): a check of "
                         "the script, a few minutes")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="rows t and wilcoxon: time multistat's call (after the warm-up) and "
+                        "the scipy reference this many times each, and compare medians")
     p.add_argument("--ref-budget", type=float, default=120.0,
                    help="seconds a scipy reference may take before it is extrapolated")
     p.add_argument("--memory-limit", default=None,
