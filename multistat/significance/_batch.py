@@ -405,7 +405,9 @@ class BatchResult:
     """One test's results over (pair, metric): named arrays of shape ``(P, M)``.
 
     ``arrays`` always holds :data:`FIELDS` (``note`` and ``statistic_kind`` as object
-    arrays); further keys (e.g. ``n_resamples``, ``seed``, ``se``) become table columns.
+    arrays; a batch may give one string for every row, ``np.array("", dtype=object)``,
+    which stays one broadcast string into the table); further keys (e.g.
+    ``n_resamples``, ``seed``, ``se``) become table columns.
     ``systems``: optionally the per-system resampled statistic ``(B, S, M)`` (bootstrap),
     used for the per-system table when it is asked for.
     ``resampled``: optionally the per-system arrays on the test's shared plan from which
