@@ -491,16 +491,17 @@ def not_applicable(test: str, shape, note: str, statistic_kind: str = "mean"
 
 def from_test_result(res, shape, default_kind: str, caught=()) -> dict:
     """Arrays ``(P, M)`` from a :class:`TestResult` over a (pairs, metrics) batch."""
+    def one(text):  # one broadcast string (BatchResult, _table.flat)
+        return np.broadcast_to(np.array(str(text), dtype=object), shape)
+
     out = {"n": np.broadcast_to(np.asarray(res.n), shape),
-           "statistic_kind": np.full(shape, res.statistic_kind or default_kind, dtype=object)}
+           "statistic_kind": one(res.statistic_kind or default_kind)}
     for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
         out[k] = np.broadcast_to(np.asarray(getattr(res, k), dtype=float), shape)
     note = np.asarray(res.note, dtype=object)
-    out["note"] = (np.broadcast_to(note, shape) if note.ndim
-                   else np.full(shape, str(note), dtype=object))
+    out["note"] = np.broadcast_to(note, shape) if note.ndim else one(note.item())
     if caught and not np.any(out["note"] != ""):
-        msg = "; ".join(sorted({str(w.message) for w in caught}))[:300]
-        out["note"] = np.full(shape, msg, dtype=object)
+        out["note"] = one("; ".join(sorted({str(w.message) for w in caught}))[:300])
     return out
 
 
