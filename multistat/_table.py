@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 
 class Coded:
@@ -29,6 +30,18 @@ def labels(values):
     return pd.array(np.asarray(values, dtype=object), dtype="str")
 
 
+def repeat_string(text: str, n_rows: int):
+    """``n_rows`` copies of ``text`` as a pandas ``str`` array: the Arrow buffers written
+    directly (offsets ``0, k, 2k, ...`` and the text repeated), the array ``labels([text])
+    .take(zeros)`` gives, without a take kernel (text with a lone surrogate raises
+    ``UnicodeEncodeError`` either way)."""
+    data = text.encode("utf-8")
+    offsets = np.arange(n_rows + 1, dtype=np.int64) * len(data)
+    arr = pa.LargeStringArray.from_buffers(n_rows, pa.py_buffer(offsets),
+                                           pa.py_buffer(data * n_rows))
+    return pd.array(arr, dtype="str")
+
+
 def _str_column(a: np.ndarray):
     """An object/unicode array of strings as a pandas ``str`` array, converting each
     distinct value once (notes and kinds repeat over thousands of rows); anything that
@@ -44,7 +57,7 @@ def _column(v, n_rows: int):
         return v.labels.take(v.codes)
     if np.ndim(v) == 0:
         if isinstance(v, str):
-            return labels([v]).take(np.zeros(n_rows, dtype=np.intp))
+            return repeat_string(v, n_rows)
         return np.repeat(v, n_rows)
     if isinstance(v, np.ndarray) and v.dtype.kind in "OU" and v.ndim == 1:
         return _str_column(v)

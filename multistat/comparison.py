@@ -171,7 +171,8 @@ class _Dataset:
     __slots__ = ("name", "ds", "score", "order", "sysnames", "_canonical")
 
     def __init__(self, name, ds):
-        ds = ds.compute()
+        if not all(getattr(v, "_in_memory", False) for v in ds.variables.values()):
+            ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
         self.name = name

@@ -560,6 +560,22 @@ def test_concat_of_block_columns_equals_pandas_concat():
     assert _table.concat([parts[0], {k: parts[2][k] for k in reversed(parts[2])}]) is None
 
 
+@pytest.mark.parametrize("text", ["", "t", "two-sided", "scores averaged over 3 runs; ü 漢"])
+@pytest.mark.parametrize("n_rows", [0, 1, 9900])
+def test_repeated_string_column_is_the_taken_label_column(text, n_rows):
+    # reference: the one-label array taken n_rows times (what the table held before the
+    # Arrow buffers were written directly): same values, dtype and Arrow type
+    from multistat import _table
+
+    got = _table.repeat_string(text, n_rows)
+    want = _table.labels([text]).take(np.zeros(n_rows, dtype=np.intp))
+    pd.testing.assert_extension_array_equal(got, want)
+    assert got.dtype == want.dtype == "str"
+    assert got._pa_array.type == want._pa_array.type
+    with pytest.raises(UnicodeEncodeError):
+        _table.repeat_string("\udc80", 2)
+
+
 def test_one_walk_gives_the_same_groups_and_scores_everywhere(toy_study):
     # compare, system_scores and ranking.system_distributions walk datasets and metric
     # groups with one iterator (comparison._walk): on a two-dataset study with a metric

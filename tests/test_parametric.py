@@ -207,6 +207,32 @@ def test_pair_free_moments_with_systems_at_different_scales():
     np.testing.assert_allclose(sd / 1e300, d.std(-1, ddof=1), rtol=1e-11)
 
 
+@pytest.mark.parametrize("S,n", [(1, 5000), (3, 2), (7, 401), (100, 10_000), (300, 900),
+                                 (2500, 3)])
+def test_scale_centre_in_cache_blocks_gives_the_whole_array_bits(S, n):
+    # reference: the two whole-array operations it replaces (xc *= inv; xc -= mu) on a
+    # gathered metric's layout (instances outermost), with NaN, +-inf, -0.0 and subnormal
+    # values among the scores; blocks, long rows and the leftover instances all covered
+    from multistat.significance._batch import _scale_centre
+
+    rng = np.random.default_rng(S + n)
+    raw = rng.normal(size=(n, S)) * 10.0 ** rng.integers(-290, 290, size=(n, S))
+    raw.flat[rng.integers(0, raw.size, size=4)] = [np.nan, np.inf, -np.inf, -0.0]
+    raw.flat[rng.integers(0, raw.size)] = 5e-320
+    inv = 2.0 ** rng.integers(-20, 20, size=S).astype(float)
+    mu = rng.normal(size=S)
+    want = raw.T.copy(order="F")
+    want *= inv[:, None]
+    want -= mu[:, None]
+    got = raw.T.copy(order="F")  # (S, n), got.T C-contiguous
+    _scale_centre(got, inv, mu)
+    assert got.flags.f_contiguous and np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    other = raw.T.copy(order="C")  # another layout: the whole-array operations
+    _scale_centre(other, inv, mu)
+    assert np.array_equal(other, want, equal_nan=True)
+
+
 @pytest.mark.parametrize("S,M,n,scale", [(7, 3, 400, 1.0), (5, 1, 33, 1e300),
                                          (40, 2, 7000, 1e-3), (3, 2, 1, 1.0)])
 def test_slab_with_a_lazy_order_gives_the_gathered_slabs_bits(S, M, n, scale):

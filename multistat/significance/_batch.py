@@ -47,6 +47,8 @@ FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
 #: instances summed at once in the Gram matrix (fixed, so results do not depend on the
 #: memory budget): (systems x GRAM_CHUNK) float64 per metric, two metrics at a time
 GRAM_CHUNK = 1 << 16
+#: bytes of the blocks of a gathered metric scaled and centred while in cache
+CACHE_BLOCK = 1 << 18
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,6 +120,35 @@ class Context:
 
 
 # ----------------------------------------------------------------------------- slab
+def _scale_centre(xc: np.ndarray, inv: np.ndarray, mu: np.ndarray) -> None:
+    """``xc = xc * inv[:, None] - mu[:, None]`` in place for ``xc`` ``(S, n)`` with its
+    instances outermost (``xc.T`` C-contiguous, as a gathered metric is): block by block
+    of instances, each block multiplied and centred while it is in cache, and viewed as
+    a few long rows (``r`` instances each, against ``inv`` and ``mu`` tiled ``r`` times)
+    so that numpy's loops run over thousands of values instead of one system's ``S``.
+    The same two roundings of every value as the two whole-array operations, bit for
+    bit; another layout takes them whole."""
+    rows = xc.T  # (n, S): one instance per row
+    n, S = rows.shape
+    if not rows.flags.c_contiguous or not S:
+        xc *= inv[:, None]
+        xc -= mu[:, None]
+        return
+    r = max(1, 2048 // S)  # instances per long row
+    block = max(r, CACHE_BLOCK // 8 // S // r * r)  # instances per block, a multiple of r
+    inv_r, mu_r = np.tile(inv, r), np.tile(mu, r)
+    for s in range(0, n, block):
+        part = rows[s:s + block]
+        k = part.shape[0] // r * r
+        if k:
+            v = part[:k].reshape(k // r, r * S)
+            v *= inv_r
+            v -= mu_r
+        if k < part.shape[0]:  # the last few instances
+            part[k:] *= inv
+            part[k:] -= mu
+
+
 @dataclass(eq=False)
 class Slab:
     """One group of one dataset: metrics scored on the same instances.
@@ -278,8 +309,7 @@ class Slab:
             xc = X[:, m][:, order]
             mean = (xc / c[:, m, None]).mean(-1) * c[:, m] if big else xc.mean(-1)
             means[:, m] = mean
-            xc *= inv[:, m, None]
-            xc -= (mean / c[:, m])[:, None]
+            _scale_centre(xc, inv[:, m], mean / c[:, m])
             G[m] += xc @ xc.T
 
         self._per_metric(metric, M, S, n)
