@@ -388,20 +388,9 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     # running blocks concurrently instead.
     with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
-            # hash=False: a key of its own per call. With content keys, two calls on the
-            # same array (bootstrap, then permutation, of one cube) share a key, and the
-            # first call's release can reach the scheduler after the second scatter:
-            # "lost dependencies" (seen in CI)
-            data_f = client.scatter(data, broadcast=True, hash=False)
-            futures = [client.submit(_block_task, kind, n, n_resamples, seed, dataset, g,
-                                     kernel, data_f, exact, pid, max_rows, pure=False)
-                       for g in groups]
-            if progress is not None:
-                from distributed import as_completed
-
-                for fut in as_completed(futures):
-                    progress(len(groups[futures.index(fut)]))
-            parts = client.gather(futures)
+            parts = _cluster_run(client, data, groups, progress, lambda g, data_f: (
+                client.submit(_block_task, kind, n, n_resamples, seed, dataset, g, kernel,
+                              data_f, exact, pid, max_rows, pure=False)))
         elif len(groups) == 1 or scheduler in ("synchronous", "sync", "single-threaded"):
             parts = []
             for g in groups:
@@ -420,6 +409,51 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
                 with _TaskTicks(progress, n_resamples):
                     parts = dask.compute(*tasks, scheduler=scheduler)
     return np.concatenate([blk for part in parts for blk in part], axis=0)
+
+
+#: attempts of a run on a dask.distributed cluster (:func:`_cluster_run`)
+CLUSTER_ATTEMPTS = 3
+
+
+def _cluster_run(client, data, groups, progress, submit) -> list:
+    """Every group of blocks run on a dask.distributed cluster, in group order.
+
+    hash=False in the scatter: a key of its own per call. With content keys, two calls on
+    the same array (bootstrap, then permutation, of one cube) share a key, and the first
+    call's release can reach the scheduler after the second scatter: "lost dependencies"
+    (seen in CI).
+
+    The data go to every worker, but the scheduler's active memory manager drops the
+    replicas no waiting task needs; a worker that dies with the last copy takes the data
+    with it, and the scheduler forgets every task that needed them (``FutureCancelledError``
+    "already forgotten", reproduced by killing the one worker of a cluster mid-run). The
+    data are then scattered again and the groups not yet finished submitted again, up to
+    :data:`CLUSTER_ATTEMPTS` times in all: a block's plan depends only on its key, so
+    the result is the same bit for bit. A lost scheduler ("scheduler-connection-lost"), or
+    a task that kills its workers (``KilledWorker``), is not retried.
+    """
+    from distributed import as_completed
+    from distributed.client import FutureCancelledError
+
+    done: dict = {}
+    attempt = 0
+    while True:
+        attempt += 1
+        data_f = client.scatter(data, broadcast=True, hash=False)
+        futures = {submit(g, data_f): i for i, g in enumerate(groups) if i not in done}
+        try:
+            for fut in as_completed(futures, loop=client.loop):  # not the default client
+                i = futures[fut]
+                done[i] = fut.result()
+                if progress is not None:
+                    progress(len(groups[i]))
+        except FutureCancelledError as exc:
+            if (attempt == CLUSTER_ATTEMPTS or client.status != "running"
+                    or getattr(exc, "reason", "") == "scheduler-connection-lost"):
+                raise
+            client.cancel(list(futures))  # what is left of this attempt
+            continue
+        return [done[i] for i in range(len(groups))]
 
 
 def _task_ticks():

@@ -169,3 +169,36 @@ def test_scheduler_killed_mid_run_is_one_line_exit_2(study_path, cluster, tmp_pa
     assert "scheduler" in lines[0]
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(out.name)]
+
+
+def _bootstrap_kernel(flag=None):
+    """A resampling kernel (plan @ scores) whose first call, if ``flag`` is a path,
+    SIGKILLs its own worker process; the flag file records that it happened."""
+    def kernel(plan, data):
+        if flag is not None and not os.path.exists(flag):
+            Path(flag).write_text("killed")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return np.asarray(plan, dtype=float) @ data
+    return kernel
+
+
+def test_worker_dying_with_the_only_copy_of_the_data_is_run_again(tmp_path):
+    # one worker (its nanny restarts it): the scattered scores die with it, and the
+    # scheduler forgets every task that needed them (FutureCancelledError "already
+    # forgotten", what the two-worker CLI test above met when the active memory manager
+    # had dropped the other replica). resample scatters again and resubmits: the bits of
+    # the threads scheduler, and each block's progress ticked once. Progress with an
+    # address also needs no default client (it raised "No clients found" before).
+    from multistat.resampling import resample
+
+    data = np.random.default_rng(3).normal(size=500)
+    kw = dict(n=500, n_resamples=3000, seed=1, dataset="d")
+    want = resample("bootstrap", _bootstrap_kernel(), data, scheduler="threads", **kw)
+    flag, ticks = tmp_path / "killed", []
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as lc:
+        got = resample("bootstrap", _bootstrap_kernel(str(flag)), data,
+                       scheduler=lc.scheduler_address, progress=ticks.append, **kw)
+    assert flag.read_text() == "killed"  # the worker was killed mid-run
+    assert np.array_equal(got, want)
+    assert sum(ticks) == 3
