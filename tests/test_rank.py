@@ -765,3 +765,82 @@ def test_wilcoxon_compare_batch_names_bad_scores_as_the_public_function():
                       "NaN or infinite")):
         with pytest.raises(DataValidationError, match=match), np.errstate(over="ignore"):
             REGISTRY["wilcoxon"].run(Slab(X), [0], [1], Context())
+
+
+@pytest.mark.parametrize("n", [30, 300, 5000])
+def test_sign_compare_batch_equals_the_public_function(n):
+    # the sign spec's batch reads the slab's differences and their shared sort
+    # (Slab.rank_info) instead of X[ia], X[ib]: every array must be what
+    # sign_test(X[ia], X[ib]) gives, bit for bit; rounded scores tie, systems 0 and 1
+    # share half their scores (zero differences)
+    from multistat.significance._batch import Context, Slab
+
+    rng = np.random.default_rng(n + 1)
+    X = np.round(rng.normal(size=(4, 2, n)), 2)
+    X[1, :, : n // 2] = X[0, :, : n // 2]
+    ia, ib = np.triu_indices(4, 1)
+    for ctx in (Context(), Context(alternative="greater", null_value=0.01,
+                                   options={"zero_method": "split"}),
+                Context(confidence_level=0.99, options={"zero_method": "split"})):
+        got = REGISTRY["sign"].run(Slab(X), ia, ib, ctx).arrays
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = sign_test(X[ia], X[ib], alternative=ctx.alternative,
+                            null_value=ctx.null_value,
+                            confidence_level=ctx.confidence_level, **ctx.options)
+        for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
+            np.testing.assert_array_equal(got[k], getattr(ref, k), err_msg=k)
+        np.testing.assert_array_equal(got["n"], ref.n)
+        np.testing.assert_array_equal(got["note"], ref.note)
+
+
+def test_sign_compare_batch_names_bad_scores_as_the_public_function():
+    from multistat.errors import DataValidationError
+    from multistat.significance._batch import Context, Slab
+
+    rng = np.random.default_rng(2)
+    a = 1e308 * rng.choice([-1.0, 1.0], 20)
+    for X, match in ((np.stack([a, -a])[:, None, :], "overflow"),
+                     (np.stack([a * 0 + 1, np.r_[np.nan, np.zeros(19)]])[:, None, :],
+                      "NaN or infinite")):
+        with pytest.raises(DataValidationError, match=match), np.errstate(over="ignore"):
+            REGISTRY["sign"].run(Slab(X), [0], [1], Context())
+
+
+def test_two_sided_sign_interval_scans_only_its_window_and_equals_the_full_scan():
+    # two-sided rows scan only the columns [c, n - c) that can hold an accepted candidate
+    # (_two_sided_window); tie runs that cross the window's edges, or lie just outside
+    # it, must give what the per-row scan over every value and gap gives (sign_interval,
+    # zeros dropped) and, for split zeros, the brute-force acceptance set of sign_test
+    from multistat.significance._inversion import (
+        _two_sided_window,
+        sign_interval,
+        sign_interval_rows,
+    )
+
+    rng = np.random.default_rng(76)
+    for n in (40, 301, 2000):
+        c, _ = _two_sided_window(n, 0.05)
+        assert 0 < c < n // 2  # the window is used, and narrower than the row
+        d = np.concatenate([rng.integers(-3, 4, (6, n)).astype(float),
+                            np.round(rng.normal(0.2, 1, (6, n)), 1)])
+        for r in range(6, 12):  # a long run of one value placed near either edge
+            v = np.sort(d[r])[int(rng.choice([c - 2, c, n - c - 1, n - c + 1]))]
+            d[r, rng.choice(n, int(rng.integers(2, n // 4)), replace=False)] = v
+        s = np.sort(d, axis=-1)
+        for level in (0.9137, 0.95, 0.999):
+            low, high = sign_interval_rows(s, alternative="two-sided", confidence_level=level)
+            for r in range(s.shape[0]):
+                ref = sign_interval(s[r], alternative="two-sided", confidence_level=level)
+                np.testing.assert_array_equal([low[r], high[r]], ref)
+        low, high = sign_interval_rows(s, alternative="two-sided", confidence_level=0.95,
+                                       zero_method="split")
+        for r in range(0, s.shape[0], 3):
+            u = np.unique(s[r])
+            cands = np.concatenate([u, (u[:-1] + u[1:]) / 2, [u[0] - 1, u[-1] + 1]])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                p = sign_test(s[r][None] - cands[:, None], np.zeros((cands.size, n)),
+                              zero_method="split").p_value
+            inside = (cands >= low[r]) & (cands <= high[r])
+            np.testing.assert_array_equal(~(np.asarray(p) <= 0.05), inside)

@@ -22,6 +22,11 @@ registered :class:`~multistat.significance._base.TestSpec` it asks, through
 Shared quantities (per-system means, the Gram matrix of centred scores, the differences
 of a pair slab and the sort of their absolute values) are computed once per slab by
 :class:`Slab` and handed to kernels explicitly; nothing is cached at module level.
+
+Length (about 620 lines): the four pieces every spec's ``run`` meets -- :class:`Context`
+(the options ``compare`` was given), :class:`Slab` (the shared per-slab quantities),
+:class:`BatchResult` (the one result shape from kernel to table) and the default
+closed-form batch -- kept together because each is read by all the others.
 """
 
 from __future__ import annotations

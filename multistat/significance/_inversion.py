@@ -173,16 +173,37 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     rows = s.shape[0]
     alpha = 1.0 - confidence_level
     itype = np.int32 if n < 2**31 - 1 else np.int64  # positions in 4 bytes, not 8
-    idx = np.arange(n, dtype=itype)
-    new = np.empty(s.shape, bool)
-    new[:, :1] = True
-    np.not_equal(s[:, 1:], s[:, :-1], out=new[:, 1:])
-    first = np.maximum.accumulate(np.where(new, idx, 0), axis=-1)  # first of its tie run
-    last_rev = np.empty(s.shape, bool)
-    last_rev[:, -1:] = True
+    # the candidates that can be accepted lie in the columns [lo, hi) (two-sided, no
+    # NaN: _two_sided_window); elsewhere the scan runs over every column
+    lo, hi = 0, n
+    if alternative == "two-sided" and rows and n and not np.isnan(s[:, -1]).any():
+        lo, hi = _two_sided_window(n, alpha)
+    w = hi - lo
+    sw = s[:, lo:hi]
+    # the first / last position of the tie runs at the window's two edges, which may
+    # reach outside it (searched in the few rows where they do)
+    start = np.full(rows, lo, itype)
+    end = np.full(rows, hi - 1, itype)
+    if lo > 0:
+        for r in np.flatnonzero(s[:, lo - 1] == s[:, lo]).tolist():
+            start[r] = np.searchsorted(s[r], s[r, lo], "left")
+    if hi < n:
+        for r in np.flatnonzero(s[:, hi] == s[:, hi - 1]).tolist():
+            end[r] = np.searchsorted(s[r], s[r, hi - 1], "right") - 1
+    idx = np.arange(lo, hi, dtype=itype)
+    new = np.empty(sw.shape, bool)
+    new[:, :1] = (start == lo)[:, None]
+    np.not_equal(sw[:, 1:], sw[:, :-1], out=new[:, 1:])
+    pos = np.where(new, idx, 0)
+    pos[:, :1] = start[:, None]
+    first = np.maximum.accumulate(pos, axis=-1)  # first of its tie run
+    last_rev = np.empty(sw.shape, bool)
+    last_rev[:, -1:] = (end == hi - 1)[:, None]
     last_rev[:, :-1] = new[:, 1:]  # last element of a tie run
-    last = np.minimum.accumulate(np.where(last_rev, idx, n)[:, ::-1], axis=-1)[:, ::-1]
-    del last_rev
+    pos = np.where(last_rev, idx, n)
+    pos[:, -1:] = end[:, None]
+    last = np.minimum.accumulate(pos[:, ::-1], axis=-1)[:, ::-1]
+    del last_rev, pos
     # at the value s[i]: below = first, above = n - 1 - last, ties = last - first + 1
     k_at = (n - 1) - last  # n_pos
     m_at = k_at + first  # n_pos + n_neg
@@ -195,19 +216,21 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     acc_at = _accepted_counts(k_at, m_at, alternative, alpha)
     acc_at |= m_at == 0  # m = 0 (every difference equals delta): NaN, "not rejected"
     del k_at, m_at
-    # the gap just below s[i] (exists iff s[i] starts a new value), and the gap above all
-    j = np.arange(n + 1)
-    acc_gap = _accept(binom_half_pvalue(n - j, np.full(n + 1, n), alternative), alpha)
-    # interleave: gap0, pt0, gap1, pt1, ..., gap_n
-    seq = np.empty((rows, 2 * n + 1), bool)
+    # the gap just below s[i] (exists iff s[i] starts a new value), and the gap above the
+    # window (above all when hi = n; else it exists iff s[hi - 1] ends its run)
+    j = np.arange(lo, hi + 1)
+    acc_gap = _accept(binom_half_pvalue(n - j, np.full(w + 1, n), alternative), alpha)
+    # interleave: gap0, pt0, gap1, pt1, ..., gap_n (candidate 2 i: the gap below s[i],
+    # 2 i + 1: the point s[i]; the window holds candidates 2 lo .. 2 hi)
+    seq = np.empty((rows, 2 * w + 1), bool)
     seq[:, 0:-1:2] = new
-    seq[:, 0:-1:2] &= acc_gap[:n]
-    seq[:, -1] = acc_gap[n]
+    seq[:, 0:-1:2] &= acc_gap[:w]
+    seq[:, -1] = acc_gap[w] & (end == hi - 1)
     seq[:, 1::2] = acc_at
     del new, acc_at
     anyacc = seq.any(-1)
-    f = np.argmax(seq, axis=-1)
-    g = 2 * n - np.argmax(seq[:, ::-1], axis=-1)
+    f = np.argmax(seq, axis=-1) + 2 * lo
+    g = 2 * hi - np.argmax(seq[:, ::-1], axis=-1)
     del seq
 
     def value(pos, side):
@@ -224,6 +247,33 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     low = np.where(anyacc, value(f, "low"), np.nan)
     high = np.where(anyacc, value(g, "high"), np.nan)
     return low.reshape(lead), high.reshape(lead)
+
+
+def _two_sided_window(n: int, alpha: float) -> tuple[int, int]:
+    """Columns ``[c, n - c)`` of ``n`` sorted differences that hold every candidate the
+    two-sided sign test can accept, either zero method: ``c`` the largest count such that
+    ``min(k, m - k) <= c`` is rejected at ``m = n - 1`` and ``m = n`` (``(0, n)`` when
+    ``c < 1``).
+
+    Why: a tie run lying wholly right of column ``n - 2 - c`` has ``n_neg >= n - 1 - c``
+    below it and ``n_pos <= c`` above; dropping its ties leaves ``m <= n - 1`` signs, and
+    ``P(Bin(n_neg + n_pos, 1/2) <= n_pos)`` grows with ``n_pos`` and shrinks with ``n_neg``,
+    so the most accepting such run is one value at column ``n - 1 - c``: ``(c, n - 1)``,
+    rejected. Splitting its ties gives ``m`` of ``n - 1`` or ``n`` with the smaller count
+    ``(m - D) / 2 <= c``, ``D = n_neg - n_pos >= n - 1 - 2 c``: rejected. The left side is
+    the mirror image, and a gap below column ``i`` has ``min(i, n - i)`` at ``m = n``, so
+    gaps outside ``[c + 1, n - 1 - c]`` are rejected too. A run crossing a window edge has
+    the same value and counts inside it, so the hull is the full scan's
+    (``tests/test_sign.py`` checks both on tied rows).
+    """
+    from multistat.significance._binomial import binom_half_pvalue
+
+    cs = np.arange((n - 1) // 2 + 1)
+    accepted = np.zeros(cs.size, bool)
+    for m in (n - 1, n):
+        accepted |= _accept(binom_half_pvalue(cs, np.full(cs.size, m), "two-sided"), alpha)
+    c = int(np.argmax(accepted)) - 1 if accepted.any() else cs.size - 1
+    return (c, n - c) if c >= 1 else (0, n)
 
 
 def _accepted_counts(k, m, alternative, alpha):

@@ -56,7 +56,7 @@ from multistat.significance.parametric import (
     _scalar,
     _warn,
 )
-from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_slab, sign_test
 
 __all__ = [
     "EXACT_CI_MAX_N",
@@ -609,8 +609,15 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     return low, high
 
 
-register(TestSpec(
-    name="sign", func=sign_test, family="rank", statistic_kinds=("median",),
+def _sign_batch(slab, ia, ib, ctx):
+    """The sign spec's batch: :func:`closed_form_batch` with
+    :func:`~multistat.significance.sign._sign_slab` (the slab's shared differences)."""
+    return closed_form_batch(_SIGN_SPEC, slab, ia, ib, ctx, call=_sign_slab)
+
+
+_SIGN_SPEC = register(TestSpec(
+    name="sign", func=sign_test, batch=_sign_batch, family="rank",
+    statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
     bytes_per_value=SIGN_BYTES_PER_VALUE,
