@@ -5,6 +5,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.multistat-installed
 export DVC_NO_ANALYTICS := 1
 export MPLBACKEND := Agg
+# OpenBLAS's Haswell kernels (x86-64 with AVX2 + FMA): products whose bits do not depend
+# on their shape, so tables are bit-identical for every memory limit and across machines
+# (multistat/_blas.py says why; the command line sets it itself). A value set is kept.
+ifeq ($(origin OPENBLAS_CORETYPE),undefined)
+ifneq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && uname -m),)
+export OPENBLAS_CORETYPE := Haswell
+endif
+endif
 
 .PHONY: test report install browser bench demo-data clean validate
 

@@ -59,7 +59,8 @@ def machine() -> str:
     import numpy as np
     from threadpoolctl import threadpool_info
 
-    blas = [f"{i['internal_api']} {i.get('version')} ({i.get('num_threads')} threads)"
+    blas = [f"{i['internal_api']} {i.get('version')} {i.get('architecture') or ''} "
+            f"kernels ({i.get('num_threads')} threads)"
             for i in threadpool_info() if i.get("user_api") == "blas"]
     return (f"python {sys.version.split()[0]}, numpy {np.__version__}, cores {os.cpu_count()},"
             f" BLAS {', '.join(blas)}")

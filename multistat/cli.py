@@ -510,6 +510,9 @@ def main(argv=None) -> int:
     ``MULTISTAT_TRACEBACK=1`` to see its traceback."""
     import warnings
 
+    from multistat._blas import pin_kernels
+
+    pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every slab
     args = list(sys.argv[1:] if argv is None else argv)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):

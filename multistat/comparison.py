@@ -337,7 +337,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
         safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
         of pairs and of resampling-plan rows are sized by it; results are bit-identical
-        for every limit
+        for every limit when the BLAS's products do not depend on their shape
+        (OpenBLAS's Haswell kernels: ``OPENBLAS_CORETYPE=Haswell`` in the environment
+        before Python starts, as the command line does; :mod:`multistat._blas`)
     test_options : ``{test: {option: value}}``, options of one test, e.g.
         ``{"wilcoxon": {"zero_method": "pratt", "correction": True, "method": "approx"}}``
         or ``{"bootstrap": {"ci_method": "percentile"}}``; recorded in the metadata

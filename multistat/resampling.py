@@ -355,8 +355,11 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     the grouping and the scheduler do not change a single bit of the result, because
     every block's plan depends only on ``(seed, dataset, kind, block index)`` and every
     block's products run with one BLAS thread (a multi-threaded GEMM rounds differently
-    with the thread count); blocks run concurrently instead. Bit-identity holds across
-    machines with the same CPU and BLAS build.
+    with the thread count); blocks run concurrently instead. Row slabs (a small
+    ``budget``) keep the bits when the BLAS's products do not depend on their shape:
+    OpenBLAS's Haswell kernels, which the command line and ``make`` select
+    (:mod:`multistat._blas`; its AVX-512 kernels round small and slabbed products
+    differently). With them bit-identity also holds across x86-64 machines.
     ``exact=True`` (sign flips only) enumerates all ``2**n`` sign vectors instead.
 
     ``budget`` (:class:`multistat._budget.Budget`, default: the default memory limit)

@@ -290,3 +290,49 @@ def test_sign_flips_are_the_unpacked_bits_of_the_drawn_bytes(size, n):
     got = eng.sign_flips(eng.block_rng(3, "d", "permutation", 1), size, n)
     assert got.dtype == np.float64 and np.array_equal(got, want)
     assert not np.signbit(got[got > 0]).any()
+
+
+def _blas_probe(env_update, code):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    env.update(env_update)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)
+    return out.stdout.split()
+
+
+def test_the_command_line_pins_shape_independent_blas_kernels():
+    # the engine's bit-identity across memory limits needs products whose entries do not
+    # depend on the product's shape (multistat/_blas.py); the command line selects
+    # OpenBLAS's Haswell kernels before numpy loads, on x86-64 with AVX2 + FMA
+    from multistat import _blas
+
+    if not _blas.can_pin():
+        pytest.skip("not x86-64 Linux with AVX2 and FMA: nothing to pin")
+    got = _blas_probe({}, (
+        "import os\nfrom multistat import cli\ncli.main(['--help'])\n"
+        "from threadpoolctl import threadpool_info\nimport numpy\n"
+        "from multistat._blas import shape_consistent\n"
+        "print(os.environ['OPENBLAS_CORETYPE'], "
+        "[i['architecture'] for i in threadpool_info() if i['internal_api'] == 'openblas'][0],"
+        " shape_consistent())"))
+    assert got[-3:] == ["Haswell", "Haswell", "True"]
+    # a value the user set is kept
+    env = {"OPENBLAS_CORETYPE": "Zen"}
+    assert not _blas.pin_kernels(env) and env == {"OPENBLAS_CORETYPE": "Zen"}
+
+
+def test_this_suite_runs_shape_independent_blas_products():
+    # what every bit-identity test here assumes (make test exports the pinned kernels):
+    # row slabs and small products of this process's BLAS give the whole product's bits
+    import os
+
+    from multistat._blas import shape_consistent
+
+    if os.environ.get("OPENBLAS_CORETYPE") != "Haswell":
+        pytest.skip("OPENBLAS_CORETYPE is not pinned (not x86-64 with AVX2 + FMA, or set "
+                    "otherwise)")
+    assert shape_consistent()
