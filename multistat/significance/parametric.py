@@ -52,6 +52,17 @@ def _check_common(x, y, alternative, null_value, confidence_level, overflow="rai
     return x, y, alternative, null_value, confidence_level
 
 
+def _checked_diff(x, y, alternative, null_value, confidence_level, *, is_diff=False):
+    """``(x - y, alternative, null_value, confidence_level)``, checked as
+    :func:`_check_common` does; ``is_diff``: ``x`` is ``x - y`` itself, which the caller
+    found finite (a :func:`multistat.compare` slab), so only the keywords are checked."""
+    if is_diff:
+        return (x, *_check_keywords(alternative, null_value, confidence_level))
+    x, y, alternative, null_value, confidence_level = _check_common(
+        x, y, alternative, null_value, confidence_level)
+    return x - y, alternative, null_value, confidence_level
+
+
 def _scalar(a):
     """0-d arrays become numpy scalars (``a[()]``); other arrays pass through."""
     a = np.asarray(a)

@@ -49,7 +49,7 @@ from multistat.significance._walsh import walsh_order_statistics
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
-    _check_keywords,
+    _checked_diff,
     _interval_quantile,
     _notes,
     _one_sided_ends,
@@ -326,19 +326,14 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
               correction, info=None, memory_limit=None, _interval=True, _diff=False):
     """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (:func:`_wilcoxon_slab`), and ``info`` describes it."""
-    if _diff:  # the keywords only: the caller found the differences finite
-        alternative, null_value, confidence_level = _check_keywords(
-            alternative, null_value, confidence_level)
-    else:
-        x, y, alternative, null_value, confidence_level = _check_common(
-            x, y, alternative, null_value, confidence_level)
+    diff, alternative, null_value, confidence_level = _checked_diff(
+        x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
     method = check_choice("method", method, _WILCOXON_METHODS)
     if method == "asymptotic":
         method = "approx"
     if not isinstance(correction, (bool, np.bool_)):
         raise ParameterTypeError(f"`correction` must be True or False; got {correction!r}")
-    diff = x if _diff else x - y
     d = diff if null_value == 0 else diff - null_value  # (x - 0.0 is x, bit for bit)
     shape = d.shape[:-1]
     n_all = d.shape[-1]

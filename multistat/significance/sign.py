@@ -16,7 +16,7 @@ from multistat.significance._slabs import slabbed
 from multistat.significance.parametric import (
     _add_note,
     _check_common,
-    _check_keywords,
+    _checked_diff,
     _notes,
     _scalar,
     _warn,
@@ -131,14 +131,9 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
                _diff=False, _sorted=None):
     """:func:`sign_test` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (:func:`_sign_slab`), ``_sorted`` its rows sorted."""
-    if _diff:  # the keywords only: the caller found the differences finite
-        alternative, null_value, confidence_level = _check_keywords(
-            alternative, null_value, confidence_level)
-    else:
-        x, y, alternative, null_value, confidence_level = _check_common(
-            x, y, alternative, null_value, confidence_level)
+    diff, alternative, null_value, confidence_level = _checked_diff(
+        x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("drop", "split"))
-    diff = x if _diff else x - y
     d = diff - null_value if null_value else diff
     shape = d.shape[:-1]
     notes = _notes(shape)
