@@ -157,3 +157,21 @@ def data_file_study():
     from multistat import load
 
     return load(DATA_FILE)
+
+
+def pytest_report_header(config):
+    """Which BLAS kernels this run uses: the bit-identity tests and the README's resampled
+    numbers assume shape-independent products (``make test`` pins OpenBLAS's Haswell
+    kernels, see multistat/_blas.py); a bare ``pytest`` on an AVX-512 host does not."""
+    from threadpoolctl import threadpool_info
+
+    from multistat._blas import shape_consistent
+
+    arch = [f"{i.get('internal_api')} {i.get('architecture')}" for i in threadpool_info()
+            if i.get("user_api") == "blas"]
+    line = (f"multistat: BLAS {', '.join(arch) or 'unknown'}, "
+            f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
+            f"shape-independent products: {shape_consistent()}")
+    if not shape_consistent():
+        line += " -- run `make test` (it pins the kernels) for the bit-identity tests"
+    return line
