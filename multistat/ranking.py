@@ -47,6 +47,30 @@ def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     return rankdata(-_signed(np.asarray(score, float), higher_is_better), method="average")
 
 
+#: resampled scores within this share of a resample's largest magnitude are ties
+TIE_RTOL = 1e-12
+
+
+def _snap_ties(values: np.ndarray) -> np.ndarray:
+    """``values`` ``(B, S)`` with each run of a row's sorted values whose neighbours lie
+    within ``TIE_RTOL`` of the row's largest finite magnitude set to the run's smallest
+    value: resampled means that are equal in exact arithmetic (integer scores: the same
+    resampled sum) but not in the last bit, which the order of a BLAS product's sums
+    decides, tie as they should, whatever the kernels."""
+    order = np.argsort(values, axis=1, kind="stable")
+    srt = np.take_along_axis(values, order, axis=1)
+    finite = np.where(np.isfinite(srt), np.abs(srt), 0.0)
+    tol = TIE_RTOL * finite.max(axis=1, keepdims=True)
+    starts = np.ones(srt.shape, dtype=bool)
+    starts[:, 1:] = ~(np.diff(srt, axis=1) <= tol)  # NaN gaps start a run
+    first = np.where(starts, np.arange(srt.shape[1]), 0)
+    first = np.maximum.accumulate(first, axis=1)
+    snapped = np.take_along_axis(srt, first, axis=1)
+    out = np.empty_like(values)
+    np.put_along_axis(out, order, snapped, axis=1)
+    return out
+
+
 def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
                       confidence_level: float = 0.95) -> dict[str, np.ndarray]:
     """Rank statistics from resampled scores ``dist`` ``(B, S)`` (one row per resample).
@@ -57,16 +81,19 @@ def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
     distribution function (numpy ``method="inverted_cdf"``: the smallest rank ``r`` with
     ``P(rank <= r) >= q``, always a rank that occurred); ``expected_rank`` (mean rank);
     ``p_best`` — the share of resamples in which the system ranks first (a tie for first
-    among ``k`` systems gives each ``1/k``, so ``p_best`` sums to 1).
+    among ``k`` systems gives each ``1/k``, so ``p_best`` sums to 1). Resampled scores
+    within ``TIE_RTOL`` (1e-12) of a resample's largest magnitude are ties
+    (:func:`_snap_ties`): integer scores give resampled means that are equal in exact
+    arithmetic but may differ in the last bit, by the order a BLAS product sums them.
     """
     from scipy.stats import rankdata
 
     dist = np.asarray(dist, float)
-    ranks = rankdata(-_signed(dist, higher_is_better), method="average", axis=1)  # (B, S)
+    best = _snap_ties(_signed(dist, higher_is_better))
+    ranks = rankdata(-best, method="average", axis=1)  # (B, S)
     q = (1 - confidence_level) / 2
     lo = np.quantile(ranks, q, axis=0, method="inverted_cdf")
     hi = np.quantile(ranks, 1 - q, axis=0, method="inverted_cdf")
-    best = _signed(dist, higher_is_better)
     top = best == best.max(axis=1, keepdims=True)  # (B, S): tied for first
     p_best = (top / top.sum(1, keepdims=True)).mean(0)
     return {"rank_ci_low": lo, "rank_ci_high": hi, "expected_rank": ranks.mean(0),

@@ -22,6 +22,24 @@ def test_point_ranks_average_ties_and_direction():
     assert ranking.point_ranks(np.array([3, 1, 3, 2.]), False).tolist() == [3.5, 1, 3.5, 2]
 
 
+def test_resampled_means_equal_but_for_rounding_tie():
+    # integer scores: two systems with the same resampled sum have the same mean in exact
+    # arithmetic, but a BLAS product may sum them in another order (the last bit then
+    # depends on the kernels); 0.1 + 0.2 against 0.3 is such a pair. They must tie (each
+    # 1/2 of "best", average rank), as exact ties do, while a real gap of 1e-9 does not.
+    third = 0.1 + 0.2
+    assert third != 0.3
+    dist = np.array([[third, 0.3, 0.1], [third, 0.3, 0.1], [0.3, 0.3 - 1e-9, 0.1]])
+    rd = ranking.rank_distribution(dist, True, confidence_level=0.5)
+    np.testing.assert_allclose(rd["p_best"], [(0.5 + 0.5 + 1) / 3, (0.5 + 0.5) / 3, 0])
+    np.testing.assert_allclose(rd["expected_rank"], [(1.5 + 1.5 + 1) / 3, (1.5 + 1.5 + 2) / 3,
+                                                     3])
+    # the snapped values: runs within 1e-12 of the row's scale take their smallest value,
+    # NaN and infinities stay apart
+    snapped = ranking._snap_ties(np.array([[third, np.nan, 0.3, -np.inf, np.inf, 1.0]]))
+    np.testing.assert_array_equal(snapped, [[0.3, np.nan, 0.3, -np.inf, np.inf, 1.0]])
+
+
 def test_rank_distribution_by_hand():
     # 4 resamples x 3 systems; ranks per row (1 best, higher is better):
     # [3,2,1] -> 1,2,3 ; [1,2,3] -> 3,2,1 ; [5,5,1] -> 1.5,1.5,3 ; [4,1,2] -> 1,3,2
