@@ -727,32 +727,46 @@ def test_exact_tied_interval_scan_is_bounded_and_chunked():
             assert p > 0.05
 
 
+#: (test, the contexts its batch is checked under): default keywords, then options and
+#: a null value that move every branch the batch shares with the public function
+BATCH_CASES = [
+    ("wilcoxon", [{}, {"alternative": "greater", "null_value": 0.01,
+                       "options": {"zero_method": "pratt", "correction": True}}]),
+    ("sign", [{}, {"alternative": "greater", "null_value": 0.01,
+                   "options": {"zero_method": "split"}},
+              {"confidence_level": 0.99, "options": {"zero_method": "split"}}]),
+]
+
+
 @pytest.mark.parametrize("n", [30, 300, 5000])
-def test_wilcoxon_compare_batch_equals_the_public_function(n):
-    # the spec's batch reads the slab's differences (Slab.diff, sorted once by rank_info)
-    # instead of X[ia], X[ib]: every array must be what wilcoxon(X[ia], X[ib]) gives, bit
-    # for bit (reference: the public function on the gathered scores); scores rounded to
-    # 2 decimals tie, and systems 0 and 1 share half their scores (zero differences)
+@pytest.mark.parametrize("test,contexts", BATCH_CASES)
+def test_rank_compare_batch_equals_the_public_function(test, contexts, n):
+    # a rank test's batch (_batch.differences_batch) reads the slab's differences and
+    # their shared sort (Slab.rank_info) instead of X[ia], X[ib]: every array must be what
+    # the public function on the gathered scores gives, bit for bit; scores rounded to 2
+    # decimals tie, and systems 0 and 1 share half their scores (zero differences)
     from multistat.significance._batch import Context, Slab
 
     rng = np.random.default_rng(n)
     X = np.round(rng.normal(size=(4, 2, n)), 2)
     X[1, :, : n // 2] = X[0, :, : n // 2]
     ia, ib = np.triu_indices(4, 1)
-    for ctx in (Context(), Context(alternative="greater", null_value=0.01,
-                                   options={"zero_method": "pratt", "correction": True})):
-        got = REGISTRY["wilcoxon"].run(Slab(X), ia, ib, ctx).arrays
+    func = REGISTRY[test].func
+    for fields in contexts:
+        ctx = Context(**fields)
+        got = REGISTRY[test].run(Slab(X), ia, ib, ctx).arrays
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = wilcoxon(X[ia], X[ib], alternative=ctx.alternative,
-                           null_value=ctx.null_value, **ctx.options)
+            ref = func(X[ia], X[ib], alternative=ctx.alternative, null_value=ctx.null_value,
+                       confidence_level=ctx.confidence_level, **ctx.options)
         for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
             np.testing.assert_array_equal(got[k], getattr(ref, k), err_msg=k)
         np.testing.assert_array_equal(got["n"], ref.n)
         np.testing.assert_array_equal(got["note"], ref.note)
 
 
-def test_wilcoxon_compare_batch_names_bad_scores_as_the_public_function():
+@pytest.mark.parametrize("test", [name for name, _ in BATCH_CASES])
+def test_rank_compare_batch_names_bad_scores_as_the_public_function(test):
     # non-finite differences send the batch to the public path, whose checks name the
     # problem: overflow of a - b, or NaN/inf scores
     from multistat.errors import DataValidationError
@@ -764,47 +778,7 @@ def test_wilcoxon_compare_batch_names_bad_scores_as_the_public_function():
                      (np.stack([a * 0 + 1, np.r_[np.nan, np.zeros(19)]])[:, None, :],
                       "NaN or infinite")):
         with pytest.raises(DataValidationError, match=match), np.errstate(over="ignore"):
-            REGISTRY["wilcoxon"].run(Slab(X), [0], [1], Context())
-
-
-@pytest.mark.parametrize("n", [30, 300, 5000])
-def test_sign_compare_batch_equals_the_public_function(n):
-    # the sign spec's batch reads the slab's differences and their shared sort
-    # (Slab.rank_info) instead of X[ia], X[ib]: every array must be what
-    # sign_test(X[ia], X[ib]) gives, bit for bit; rounded scores tie, systems 0 and 1
-    # share half their scores (zero differences)
-    from multistat.significance._batch import Context, Slab
-
-    rng = np.random.default_rng(n + 1)
-    X = np.round(rng.normal(size=(4, 2, n)), 2)
-    X[1, :, : n // 2] = X[0, :, : n // 2]
-    ia, ib = np.triu_indices(4, 1)
-    for ctx in (Context(), Context(alternative="greater", null_value=0.01,
-                                   options={"zero_method": "split"}),
-                Context(confidence_level=0.99, options={"zero_method": "split"})):
-        got = REGISTRY["sign"].run(Slab(X), ia, ib, ctx).arrays
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ref = sign_test(X[ia], X[ib], alternative=ctx.alternative,
-                            null_value=ctx.null_value,
-                            confidence_level=ctx.confidence_level, **ctx.options)
-        for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high"):
-            np.testing.assert_array_equal(got[k], getattr(ref, k), err_msg=k)
-        np.testing.assert_array_equal(got["n"], ref.n)
-        np.testing.assert_array_equal(got["note"], ref.note)
-
-
-def test_sign_compare_batch_names_bad_scores_as_the_public_function():
-    from multistat.errors import DataValidationError
-    from multistat.significance._batch import Context, Slab
-
-    rng = np.random.default_rng(2)
-    a = 1e308 * rng.choice([-1.0, 1.0], 20)
-    for X, match in ((np.stack([a, -a])[:, None, :], "overflow"),
-                     (np.stack([a * 0 + 1, np.r_[np.nan, np.zeros(19)]])[:, None, :],
-                      "NaN or infinite")):
-        with pytest.raises(DataValidationError, match=match), np.errstate(over="ignore"):
-            REGISTRY["sign"].run(Slab(X), [0], [1], Context())
+            REGISTRY[test].run(Slab(X), [0], [1], Context())
 
 
 def test_two_sided_sign_interval_scans_only_its_window_and_equals_the_full_scan():

@@ -572,8 +572,8 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context, call=None) -> Batc
 
     Warnings raised by the function become the rows' note when it gave none. ``call``:
     ``call(slab, ia, ib, kw) -> TestResult`` replaces ``spec.func(X[ia], X[ib], **kw)``
-    for a spec whose ``batch`` reads the slab's shared differences (:meth:`Slab.diff`,
-    :meth:`Slab.rank_info`) instead of gathering the scores again (the Wilcoxon test).
+    for a spec whose ``batch`` reads the slab's shared differences instead of gathering
+    the scores again (:func:`differences_batch`: the Wilcoxon and sign tests).
     """
     shape = (len(ia), slab.shape[1])
     kw = call_kwargs(spec.func, ctx)
@@ -595,6 +595,40 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context, call=None) -> Batc
         out["n_resamples"] = np.full(shape, ctx.n_resamples)
         out["seed"] = np.full(shape, ctx.seed if isinstance(ctx.seed, int) else -1)
     return BatchResult(spec.name, out)
+
+
+def differences_batch(name: str, public, private):
+    """The ``batch`` of the rank test registered as ``name``: :func:`closed_form_batch`
+    computing ``private`` on the slab's differences and their sort
+    (:meth:`Slab.rank_info`, shared with the effect sizes and the other rank tests of the
+    slab) instead of ``public(X[ia], X[ib])``, which would gather and subtract again: the
+    same numbers, so the same result bit for bit.
+
+    ``private(d, None, _diff=True, info=info, **keywords)`` gets ``public``'s keyword
+    defaults overridden by the batch's keywords, those its signature names. Differences
+    that are all finite mean finite scores and no overflow, all the input checks ask;
+    otherwise ``public`` runs on the scores and names the problem. The pair slab is
+    already sized by ``compare``'s budget.
+    """
+    defaults = {k: p.default for k, p in inspect.signature(public).parameters.items()
+                if p.default is not p.empty}
+    names = accepted_keywords(private)
+
+    def call(slab, ia, ib, kw):
+        info = slab.rank_info(ia, ib)
+        if info is None or not info.all_finite:  # (checked once for the slab's tests)
+            X = slab.scores
+            return public(X[ia], X[ib], **kw)
+        args = {**defaults, **kw, "info": info}
+        return private(info.d, None, _diff=True,
+                       **{k: v for k, v in args.items() if names is None or k in names})
+
+    def batch(slab, ia, ib, ctx):
+        from multistat.significance._base import REGISTRY
+
+        return closed_form_batch(REGISTRY[name], slab, ia, ib, ctx, call=call)
+
+    return batch
 
 
 def background(fn, *args, name="multistat-background"):

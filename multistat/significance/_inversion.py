@@ -181,15 +181,15 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     w = hi - lo
     sw = s[:, lo:hi]
     # the first / last position of the tie runs at the window's two edges, which may
-    # reach outside it (searched in the few rows where they do)
+    # reach outside it (searched in the rows where they do)
     start = np.full(rows, lo, itype)
     end = np.full(rows, hi - 1, itype)
     if lo > 0:
-        for r in np.flatnonzero(s[:, lo - 1] == s[:, lo]).tolist():
-            start[r] = np.searchsorted(s[r], s[r, lo], "left")
+        cross = np.flatnonzero(s[:, lo - 1] == s[:, lo])
+        start[cross] = _run_end(s, cross, lo, "first")
     if hi < n:
-        for r in np.flatnonzero(s[:, hi] == s[:, hi - 1]).tolist():
-            end[r] = np.searchsorted(s[r], s[r, hi - 1], "right") - 1
+        cross = np.flatnonzero(s[:, hi] == s[:, hi - 1])
+        end[cross] = _run_end(s, cross, hi - 1, "last")
     idx = np.arange(lo, hi, dtype=itype)
     new = np.empty(sw.shape, bool)
     new[:, :1] = (start == lo)[:, None]
@@ -249,6 +249,27 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     return low.reshape(lead), high.reshape(lead)
 
 
+def _run_end(s, rows, col: int, which: str) -> np.ndarray:
+    """The first (``which="first"``) or last column of the tie run through column ``col``
+    of the sorted rows ``rows`` of ``s``: a bisection over those rows at once (``log2 n``
+    steps, what ``np.searchsorted`` does for one row; no copy of the rows)."""
+    rows = np.asarray(rows, dtype=np.intp)[:, None]
+    v = s[rows, col]
+    if which == "first":  # the smallest j <= col with s[j] >= v (then s[j] == v)
+        a, b = np.zeros(rows.shape, np.intp), np.full(rows.shape, col)
+        while (a < b).any():
+            mid = (a + b) // 2
+            ge = s[rows, mid] >= v
+            a, b = np.where(ge, a, mid + 1), np.where(ge, mid, b)
+    else:  # the largest j >= col with s[j] <= v
+        a, b = np.full(rows.shape, col), np.full(rows.shape, s.shape[1] - 1)
+        while (a < b).any():
+            mid = (a + b + 1) // 2
+            le = s[rows, mid] <= v
+            a, b = np.where(le, mid, a), np.where(le, b, mid - 1)
+    return a[:, 0]
+
+
 def _two_sided_window(n: int, alpha: float) -> tuple[int, int]:
     """Columns ``[c, n - c)`` of ``n`` sorted differences that hold every candidate the
     two-sided sign test can accept, either zero method: ``c`` the largest count such that
@@ -264,7 +285,7 @@ def _two_sided_window(n: int, alpha: float) -> tuple[int, int]:
     the mirror image, and a gap below column ``i`` has ``min(i, n - i)`` at ``m = n``, so
     gaps outside ``[c + 1, n - 1 - c]`` are rejected too. A run crossing a window edge has
     the same value and counts inside it, so the hull is the full scan's
-    (``tests/test_sign.py`` checks both on tied rows).
+    (``tests/test_rank.py`` checks both on tied rows, with runs across the edges).
     """
     from multistat.significance._binomial import binom_half_pvalue
 

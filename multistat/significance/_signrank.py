@@ -66,6 +66,8 @@ class SignedRankInfo:
         ranks of ``|d|`` (as ``scipy.stats.rankdata``) are ``start + 1`` and ``end + 1``.
     sorted_d : ndarray
         ``np.sort(d, axis=-1)`` (computed on first use), what the Walsh averages need.
+    all_finite : bool
+        Whether every difference is finite (computed on first use).
 
     Notes
     -----
@@ -74,11 +76,12 @@ class SignedRankInfo:
     the memory is this object's, not the module's.
     """
 
-    __slots__ = ("_abs_sort", "_sorted", "_sums", "_walsh", "d")
+    __slots__ = ("_abs_sort", "_finite", "_sorted", "_sums", "_walsh", "d")
 
     def __init__(self, d, abs_sort=None):
         self.d = d
         self._abs_sort = abs_sort
+        self._finite = None
         self._sorted = None
         self._sums = {}
         self._walsh = {}
@@ -96,6 +99,12 @@ class SignedRankInfo:
         if zero_method not in self._sums:
             self._sums[zero_method] = signed_rank_sums(self.d, zero_method, self.sorted_d)
         return self._sums[zero_method]
+
+    @property
+    def all_finite(self) -> bool:
+        if self._finite is None:
+            self._finite = bool(np.isfinite(self.d).all())
+        return self._finite
 
     @property
     def sorted_d(self):

@@ -14,15 +14,13 @@ This module holds :func:`wilcoxon`, :func:`hodges_lehmann` and registers the ``"
 and ``"wilcoxon"`` tests. There are no module-level caches: callers that need several
 rank statistics of the same differences pass :func:`signed_rank_info` as ``info=``.
 
-Length (about 630 lines): the Wilcoxon test, its interval, the tie-corrected inversion of
-that interval and the test's ``compare`` batch entry (from a slab's shared differences)
-read the same checked keywords and parts; apart, each would import the others.
+Length (about 600 lines): the Wilcoxon test, its interval, the tie-corrected inversion of
+that interval and the Hodges-Lehmann estimate read the same checked keywords and parts;
+apart, each would import the others.
 """
 
 from __future__ import annotations
 
-import inspect
-import types
 import warnings
 
 import numpy as np
@@ -31,7 +29,7 @@ from scipy import stats
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
 from multistat.significance._base import TestResult, TestSpec, register
-from multistat.significance._batch import closed_form_batch
+from multistat.significance._batch import differences_batch
 from multistat.significance._signrank import (
     EXACT_CI_MAX_N,
     EXACT_MAX_N,
@@ -56,7 +54,7 @@ from multistat.significance.parametric import (
     _scalar,
     _warn,
 )
-from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_slab, sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_test, sign_test
 
 __all__ = [
     "EXACT_CI_MAX_N",
@@ -306,26 +304,11 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
                    memory_limit=memory_limit)
 
 
-def _wilcoxon_slab(slab, ia, ib, kw):
-    """:func:`wilcoxon` on the pairs ``(ia, ib)`` of one slab of :func:`multistat.compare`
-    (the spec's ``batch``, through
-    :func:`~multistat.significance._batch.closed_form_batch`): from the slab's differences
-    and their sort (``kw["info"]``, :meth:`~multistat.significance._batch.Slab.rank_info`,
-    shared with the effect sizes) instead of gathering ``X[ia]``, ``X[ib]`` and
-    subtracting again - the same numbers, so the same result bit for bit. Differences
-    that are all finite mean finite scores and no overflow, all the input checks ask;
-    otherwise the public path runs on the scores and names the problem."""
-    info = kw.get("info")
-    if info is None or not np.isfinite(info.d).all():
-        X = slab.scores
-        return wilcoxon(X[ia], X[ib], **kw)
-    return _wilcoxon(info.d, None, _diff=True, **{**_WILCOXON_DEFAULTS, **kw})
-
-
 def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, method,
               correction, info=None, memory_limit=None, _interval=True, _diff=False):
     """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
-    finite by the caller (:func:`_wilcoxon_slab`), and ``info`` describes it."""
+    finite by the caller (the spec's batch,
+    :func:`~multistat.significance._batch.differences_batch`), and ``info`` describes it."""
     diff, alternative, null_value, confidence_level = _checked_diff(
         x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
@@ -604,33 +587,16 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     return low, high
 
 
-def _sign_batch(slab, ia, ib, ctx):
-    """The sign spec's batch: :func:`closed_form_batch` with
-    :func:`~multistat.significance.sign._sign_slab` (the slab's shared differences)."""
-    return closed_form_batch(_SIGN_SPEC, slab, ia, ib, ctx, call=_sign_slab)
-
-
-_SIGN_SPEC = register(TestSpec(
-    name="sign", func=sign_test, batch=_sign_batch, family="rank",
-    statistic_kinds=("median",),
+register(TestSpec(
+    name="sign", func=sign_test, family="rank",
+    batch=differences_batch("sign", sign_test, _sign_test), statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
     bytes_per_value=SIGN_BYTES_PER_VALUE,
 ))
-#: :func:`wilcoxon`'s keyword defaults, for :func:`_wilcoxon_slab`
-_WILCOXON_DEFAULTS = types.MappingProxyType({
-    k: p.default for k, p in inspect.signature(wilcoxon).parameters.items()
-    if p.default is not p.empty})
-
-
-def _wilcoxon_batch(slab, ia, ib, ctx):
-    """The Wilcoxon spec's batch: :func:`closed_form_batch` with :func:`_wilcoxon_slab`."""
-    return closed_form_batch(_WILCOXON_SPEC, slab, ia, ib, ctx, call=_wilcoxon_slab)
-
-
-_WILCOXON_SPEC = register(TestSpec(
-    name="wilcoxon", func=wilcoxon, batch=_wilcoxon_batch, family="rank",
-    statistic_kinds=("median",),
+register(TestSpec(
+    name="wilcoxon", func=wilcoxon, family="rank",
+    batch=differences_batch("wilcoxon", wilcoxon, _wilcoxon), statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
-import types
-
 import numpy as np
 
 from multistat._validation import check_choice, check_probability
@@ -108,29 +105,12 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
                    memory_limit=memory_limit)
 
 
-def _sign_slab(slab, ia, ib, kw):
-    """:func:`sign_test` on the pairs ``(ia, ib)`` of one slab of :func:`multistat.compare`
-    (the spec's ``batch``, through
-    :func:`~multistat.significance._batch.closed_form_batch`): from the slab's differences
-    (:meth:`~multistat.significance._batch.Slab.diff`, shared with the effect sizes)
-    instead of gathering ``X[ia]``, ``X[ib]`` and subtracting again - the same numbers, so
-    the same result bit for bit. Differences that are all finite mean finite scores and
-    no overflow, all the input checks ask; otherwise the public path runs on the scores
-    and names the problem. The pair slab is already sized by ``compare``'s budget."""
-    info = slab.rank_info(ia, ib)  # its threaded sort of the differences is shared
-    d = slab.diff(ia, ib) if info is None else info.d
-    if not np.isfinite(d).all():
-        X = slab.scores
-        return sign_test(X[ia], X[ib], **kw)
-    kw = {k: v for k, v in {**_SIGN_DEFAULTS, **kw}.items() if k != "memory_limit"}
-    return _sign_test(d, None, _diff=True,
-                      _sorted=None if info is None else info.sorted_d, **kw)
-
-
 def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
-               _diff=False, _sorted=None):
+               info=None, _diff=False):
     """:func:`sign_test` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
-    finite by the caller (:func:`_sign_slab`), ``_sorted`` its rows sorted."""
+    finite by the caller (the spec's batch,
+    :func:`~multistat.significance._batch.differences_batch`), ``info`` its
+    :class:`~multistat.significance.rank.SignedRankInfo` (whose sorted rows are shared)."""
     diff, alternative, null_value, confidence_level = _checked_diff(
         x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("drop", "split"))
@@ -152,7 +132,7 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
     p = np.where(empty, np.nan, binom_half_pvalue(k, m, alternative))
     statistic = np.where(empty, np.nan, k.astype(float))
 
-    sorted_diff = np.sort(diff, axis=-1) if _sorted is None else _sorted
+    sorted_diff = np.sort(diff, axis=-1) if info is None else info.sorted_d
     del d
     n_all = diff.shape[-1]
     # the median from the sorted copy (np.median would partition another copy); for even
@@ -185,8 +165,3 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
         _ci_fn=lambda level: interval(check_probability("confidence_level", level)),
     )
 
-
-#: :func:`sign_test`'s keyword defaults, for :func:`_sign_slab`
-_SIGN_DEFAULTS = types.MappingProxyType({
-    k: p.default for k, p in inspect.signature(sign_test).parameters.items()
-    if p.default is not p.empty})
