@@ -5,11 +5,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.multistat-installed
 export DVC_NO_ANALYTICS := 1
 export MPLBACKEND := Agg
-# OpenBLAS's Haswell kernels (x86-64 with AVX2 + FMA): products whose bits do not depend
-# on their shape, so tables are bit-identical for every memory limit and across machines
-# (multistat/_blas.py says why; the command line sets it itself). A value set is kept.
+# OpenBLAS's Haswell kernels where the CPU runs them (multistat._blas.can_pin: x86-64 with
+# AVX2 + FMA): products whose bits do not depend on their shape, so tables are
+# bit-identical for every memory limit (multistat/_blas.py says why; the command line sets
+# it itself). A value set in the environment is kept.
 ifeq ($(origin OPENBLAS_CORETYPE),undefined)
-ifneq ($(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && uname -m),)
+ifeq ($(shell $(PYTHON) -c 'import sys; sys.path.insert(0, "."); from multistat._blas import can_pin; print(can_pin())' 2>/dev/null),True)
 export OPENBLAS_CORETYPE := Haswell
 endif
 endif
