@@ -35,6 +35,8 @@ _LAZY = {
     "friedman": ("multistat.across", "friedman"),
     "replicability": ("multistat.across", "replicability"),
     "aso": ("multistat.stochastic_order", "aso"),
+    "meta_analysis": ("multistat.meta", "meta_analysis"),
+    "meta_regression": ("multistat.meta", "meta_regression"),
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),

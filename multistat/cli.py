@@ -445,6 +445,9 @@ def _mount_subapps():
                 "diagram.")(friedman_command)
     app.command("replicability", help="On how many test sets, and which, an effect holds "
                 "(Dror et al. 2017).")(replicability_command)
+    from multistat._cli_meta import HELP as META_HELP  # issue 27
+    from multistat._cli_meta import meta_command
+    app.command("meta", help=META_HELP)(meta_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

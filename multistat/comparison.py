@@ -58,11 +58,13 @@ EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
 EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                                            "hodges_lehmann")
                        for s in ("", "_ci_low", "_ci_high"))
+#: standard errors of the effect sizes (large-sample, :func:`multistat.effect.cohens_dz_se`)
+EFFECT_SE_COLUMNS = ("cohens_d_se", "hedges_g_se")
 COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "estimate",
-           "ci_low", "ci_high", "confidence_level", "test", "alternative", "null_value",
+           "se", "ci_low", "ci_high", "confidence_level", "test", "alternative", "null_value",
            "statistic", "p_value", "family", "correction", "p_adjusted", "reject", "alpha",
-           *EFFECT_COLUMNS, "power", "mde", "n_resamples", "seed", "note", "higher_is_better",
-           "score_a", "score_b")
+           *EFFECT_COLUMNS, *EFFECT_SE_COLUMNS, "power", "mde", "n_resamples", "seed", "note",
+           "higher_is_better", "score_a", "score_b")
 
 
 def _check_work(study, tests, statistic, pairs, metrics, datasets, n_resamples, n_chunks,
@@ -363,7 +365,13 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         ``estimate`` is theta(a - b) in metric units (``statistic_kind`` says which theta);
         ``ci_low/ci_high`` its interval at ``confidence_level``; ``statistic`` the test's
         own statistic; ``p_value`` raw, ``p_adjusted``/``reject`` after ``correction``
-        within ``family``; effect columns (NaN for corpus metrics, with a note);
+        within ``family``; ``se`` the standard error of ``estimate`` where the test
+        defines one (t: sd(a - b)/sqrt(n), the interval's half-width over its
+        t-quantile; bootstrap: the standard deviation of the bootstrap distribution, also
+        for corpus metrics and medians), NaN for the others (rank, sign, permutation,
+        McNemar tests) - the input of :func:`multistat.meta_analysis`; effect columns
+        (NaN for corpus metrics, with a note), with ``cohens_d_se``/``hedges_g_se``
+        their large-sample standard errors (:func:`multistat.effect.cohens_dz_se`);
         ``mde`` the minimum detectable difference: the smallest true difference in metric
         units the test would detect with probability ``mde_power`` at level ``alpha``
         (uncorrected) with this ``n`` and the observed variance — for closed-form tests
@@ -461,8 +469,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                                       res.systems, confidence_level, slab.n))
                 rows = dict(base)
                 arrays = dict(res.arrays)
-                se = arrays.pop("se", None)
+                se = arrays.pop("se", None)  # standard error of the estimate, if any
+                null_sd = arrays.pop("null_sd", None)  # a permutation null's sd
                 rows.update({k: _table.flat(v) for k, v in arrays.items()})
+                rows["se"] = np.nan if se is None else _table.flat(se).astype(float)
                 rows.update(test=spec.name, alternative=ctxs[spec.name].alternative,
                             null_value=ctxs[spec.name].null_value,
                             confidence_level=ctxs[spec.name].confidence_level)
@@ -471,7 +481,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 if "seed" not in arrays:
                     rows["seed"] = -1
                 rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
-                rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"), se)
+                rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
+                                   null_sd if null_sd is not None else
+                                   se if spec.resampling else None)
                 if extra.get("_note") is not None:
                     rows["note"] = _join_notes(rows["note"], extra["_note"])
                 rows["n_runs"] = n_runs
@@ -669,7 +681,7 @@ def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
     out: dict = {}
     if slab.is_corpus:
         if want_effects:
-            for c in EFFECT_COLUMNS:
+            for c in EFFECT_COLUMNS + EFFECT_SE_COLUMNS:
                 out[c] = np.full(P * M, np.nan)
             out["_note"] = ("effect sizes of per-instance scores do not apply to a corpus "
                             "metric (the estimate is the corpus-metric difference)")
@@ -687,6 +699,10 @@ def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
                                      moments=(mean_d, sd_d))
         for c in EFFECT_COLUMNS:
             out[c] = np.asarray(eff[c], dtype=float).reshape(P * M)
+        from multistat.effect import cohens_dz_se, hedges_correction
+
+        out["cohens_d_se"] = cohens_dz_se(out["cohens_d"], n)
+        out["hedges_g_se"] = hedges_correction(n - 1) * out["cohens_d_se"]
     if power:
         target = None if power is True else float(power)
         out["power"] = _power_column(mean_d, sd_d, n, ctx.alpha, ctx.alternative,

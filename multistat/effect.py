@@ -476,3 +476,34 @@ def effect_sizes_batch(slab, ia, ib, *, confidence_level=0.95, moments=None
         out[f"{res.name}_ci_low"] = res.ci_low
         out[f"{res.name}_ci_high"] = res.ci_high
     return {key: np.asarray(out[key], dtype=float) for key in EFFECT_COLUMNS}
+
+
+def cohens_dz_se(d, n):
+    r"""Large-sample standard error of Cohen's :math:`d_z` (paired, standardised by the
+    sd of the differences): :math:`\sqrt{1/n + d_z^2/(2n)}`.
+
+    The variance of a one-sample standardised mean (Hedges & Olkin 1985, ch. 5; the
+    change-score standardised mean of Borenstein et al. 2009, eq. 4.28 with the
+    correlation term absorbed by standardising by the differences, metafor's
+    ``escalc(measure="SMCC")``). Hedges' g's is :math:`J(n-1)` times it
+    (:func:`hedges_correction`; Borenstein et al. eq. 4.24: :math:`V_g = J^2 V_d`). Used
+    for the ``cohens_d_se``/``hedges_g_se`` columns of compare's table, which
+    :func:`multistat.meta_analysis` pools with ``effect="cohens_d"``. NaN where d is NaN
+    or n < 2.
+
+    References
+    ----------
+    L. V. Hedges, I. Olkin (1985). Statistical Methods for Meta-Analysis. Academic Press.
+    M. Borenstein, L. V. Hedges, J. P. T. Higgins, H. R. Rothstein (2009). Introduction
+    to Meta-Analysis. Wiley. doi:10.1002/9780470743386
+
+    Examples
+    --------
+    >>> from multistat.effect import cohens_dz_se
+    >>> float(round(cohens_dz_se(0.5, 50), 4))
+    0.1458
+    """
+    d = np.asarray(d, dtype=float)
+    if n < 2:
+        return np.full(d.shape, np.nan)[()]
+    return np.sqrt(1.0 / n + d * d / (2.0 * n))[()]

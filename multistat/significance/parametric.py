@@ -376,6 +376,7 @@ def paired_t_batch(slab, ia, ib, ctx):
         low, high = _one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan),
                                     alternative)
     out = {"statistic": t, "p_value": p, "estimate": mean, "ci_low": low, "ci_high": high,
+           "se": se,  # sd / sqrt(n): the interval's half-width / t-quantile (table `se`)
            "n": np.full(shape, n, dtype=np.int64),
            # one string for every row (BatchResult broadcasts it; the table repeats it
            # without a Python string per row)

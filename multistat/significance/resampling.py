@@ -645,6 +645,8 @@ def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
                             alternative=ctx.alternative, null_value=ctx.null_value,
                             corpus=slab.corpus, **_plan_kw(slab, ctx))
     out.pop("exact", None)
+    # the sd of the null distribution (for `mde`) is not a standard error of the estimate
+    out["null_sd"] = out.pop("se")
     return _finish("permutation", out, slab, ctx, resampled=out.pop("resampled", None))
 
 

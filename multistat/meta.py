@@ -1,0 +1,848 @@
+"""Meta-analysis across studies: pool one effect over test sets, domains or papers.
+
+:func:`meta_analysis` pools effects ``y_i`` with known sampling variances ``v_i`` under the
+fixed-effect model or the random-effects model ``y_i ~ N(mu, v_i + tau^2)``, as R's
+metafor ``rma(yi, vi, method=..., test=...)`` does, and reports the pooled effect with
+its interval and p-value, the heterogeneity (``tau^2`` with its Q-profile interval,
+``I^2``, ``H^2``, Cochran's Q) and the prediction interval. Given a compare table
+(``multistat compare``; a DataFrame, Parquet file(s) or a folder of them) it pools every
+group of rows (metric x pair x test by default) across the ``study`` column (the dataset)
+and returns one tidy row per group. :func:`meta_regression` adds study-level moderators
+(``rma(yi, vi, mods=...)``); :meth:`MetaResult.leave_one_out` is metafor's
+``leave1out``.
+
+Every estimator runs on a ``(groups, studies)`` array at once (studies missing from a
+group carry weight 0), so thousands of groups cost a few array passes per iteration: the
+REML, ML and Paule-Mandel iterations are written here (Fisher scoring and a safeguarded
+Newton root of the generalized Q statistic) because ``statsmodels.stats.meta_analysis``
+(``combine_effects``; DL and PM only, one group per call) has no ML/REML, no Q-profile
+interval and no batch over groups; it is the cross-check of DL and PM in the tests.
+
+References
+----------
+W. Viechtbauer (2010). Conducting meta-analyses in R with the metafor package. Journal
+of Statistical Software 36(3). https://doi.org/10.18637/jss.v036.i03
+R. DerSimonian, N. Laird (1986). Meta-analysis in clinical trials. Controlled Clinical
+Trials 7(3), 177-188. https://doi.org/10.1016/0197-2456(86)90046-2
+R. C. Paule, J. Mandel (1982). Consensus values and weighting factors. Journal of
+Research of the National Bureau of Standards 87(5), 377-385.
+https://doi.org/10.6028/jres.087.022
+W. Viechtbauer (2005). Bias and efficiency of meta-analytic variance estimators in the
+random-effects model. J. Educ. Behav. Stat. 30(3), 261-293.
+https://doi.org/10.3102/10769986030003261
+W. Viechtbauer (2007). Confidence intervals for the amount of heterogeneity in
+meta-analysis. Statistics in Medicine 26(1), 37-52. https://doi.org/10.1002/sim.2514
+J. Hartung, G. Knapp (2001). A refined method for the meta-analysis of controlled
+clinical trials with binary outcome. Statistics in Medicine 20(24), 3875-3889.
+https://doi.org/10.1002/sim.1009
+J. P. T. Higgins, S. G. Thompson (2002). Quantifying heterogeneity in a meta-analysis.
+Statistics in Medicine 21(11), 1539-1558. https://doi.org/10.1002/sim.1186
+J. P. T. Higgins, S. G. Thompson, D. J. Spiegelhalter (2009). A re-evaluation of
+random-effects meta-analysis. JRSS A 172(1), 137-159.
+https://doi.org/10.1111/j.1467-985X.2008.00552.x
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import special, stats
+
+from multistat._validation import check_choice, check_probability
+from multistat.errors import (
+    DataValidationError,
+    DroppedDataWarning,
+    InputFileError,
+    ParameterError,
+    ParameterTypeError,
+    show,
+)
+
+__all__ = [
+    "METHODS",
+    "POOLED_COLUMNS",
+    "TESTS",
+    "MetaRegressionResult",
+    "MetaResult",
+    "meta_analysis",
+    "meta_regression",
+    "study_rows",
+]
+
+METHODS = ("fixed", "dl", "pm", "ml", "reml")
+TESTS = ("z", "knha")
+DEFAULT_BY = ("metric", "system_a", "system_b", "test")
+#: the pooled table's columns after the ``by`` columns
+POOLED_COLUMNS = ("k", "estimate", "se", "ci_low", "ci_high", "statistic", "p_value",
+                  "tau2", "tau2_ci_low", "tau2_ci_high", "i2", "h2", "q", "q_p_value",
+                  "pi_low", "pi_high", "method", "meta_test", "confidence_level",
+                  "k_dropped", "studies", "note")
+#: iterations of the tau^2 solvers; relative change at which they stop
+MAX_ITER = 1000
+TOL = 1e-12
+
+
+# ---------------------------------------------------------------------------- the core
+def _moments(Y, V, M, tau2):
+    """Weights ``w = 1/(v + tau^2)`` (0 where a study is missing), their sum and the
+    weighted mean, per group."""
+    w = np.where(M, 1.0 / (V + tau2[:, None]), 0.0)
+    sw = w.sum(1)
+    mu = (w * Y).sum(1) / sw
+    return w, sw, mu
+
+
+def _gen_q(Y, V, M, tau2):
+    """Generalized Q, ``sum w (y - mu_w)^2`` with ``w = 1/(v + tau^2)``, and its
+    derivative in tau^2 (``-sum w^2 (y - mu_w)^2``; mu's own derivative term vanishes)."""
+    w, _, mu = _moments(Y, V, M, tau2)
+    r2 = np.where(M, (Y - mu[:, None]) ** 2, 0.0)
+    return (w * r2).sum(1), -(w * w * r2).sum(1)
+
+
+def _q_root(Y, V, M, target):
+    """tau^2 >= 0 with ``Q_gen(tau^2) = target`` per group (0 where ``Q_gen(0) <=
+    target``): Newton steps from 0 kept inside a bracket that each step narrows, with a
+    bisection when a step leaves it. Q_gen decreases in tau^2 (Viechtbauer 2007), so the
+    root is unique."""
+    G = Y.shape[0]
+    tau = np.zeros(G)
+    q0, _ = _gen_q(Y, V, M, tau)
+    active = np.flatnonzero(q0 > target)
+    lo = np.zeros(G)
+    hi = np.full(G, np.inf)
+    for _ in range(MAX_ITER):
+        if not active.size:
+            break
+        a = active
+        q, dq = _gen_q(Y[a], V[a], M[a], tau[a])
+        f = q - target[a]
+        above = f > 0
+        lo[a] = np.where(above, np.maximum(lo[a], tau[a]), lo[a])
+        hi[a] = np.where(above, hi[a], np.minimum(hi[a], tau[a]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = tau[a] - f / dq
+        bad = ~np.isfinite(step) | (step <= lo[a]) | (step >= hi[a])
+        bis = np.where(np.isfinite(hi[a]), 0.5 * (lo[a] + hi[a]),
+                       np.maximum(2.0 * lo[a], 1e-8 + lo[a]))
+        new = np.where(bad, bis, step)
+        done = (np.abs(new - tau[a]) <= TOL * np.maximum(new, 1e-300)) | (f == 0)
+        tau[a] = new
+        active = a[~done]
+    return tau
+
+
+def _tau2_dl(Y, V, M, k):
+    w, sw, mu = _moments(Y, V, M, np.zeros(Y.shape[0]))
+    q = (w * np.where(M, (Y - mu[:, None]) ** 2, 0.0)).sum(1)
+    c = sw - (w * w).sum(1) / sw
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.maximum(0.0, (q - (k - 1)) / c)
+
+
+def _tau2_likelihood(Y, V, M, start, reml: bool):
+    """ML or REML tau^2 by Fisher scoring (metafor's default algorithm), truncated at 0,
+    from ``start``; stops when a step changes tau^2 by less than TOL (relative)."""
+    tau = np.maximum(start.copy(), 0.0)
+    active = np.arange(Y.shape[0])
+    for _ in range(MAX_ITER):
+        if not active.size:
+            break
+        a = active
+        w, sw, mu = _moments(Y[a], V[a], M[a], tau[a])
+        r2 = np.where(M[a], (Y[a] - mu[:, None]) ** 2, 0.0)
+        w2 = w * w
+        s1 = (w2 * r2).sum(1)
+        sw2 = w2.sum(1)
+        if reml:  # score (y'PPy - tr P)/2, information tr(PP)/2, P = W - w w'/sum w
+            trp = sw - sw2 / sw
+            trpp = sw2 - 2.0 * (w2 * w).sum(1) / sw + (sw2 / sw) ** 2
+            step = (s1 - trp) / trpp
+        else:  # score (sum w^2 r^2 - sum w)/2, information sum w^2 / 2
+            step = (s1 - sw) / sw2
+        new = np.maximum(tau[a] + step, 0.0)
+        done = np.abs(new - tau[a]) <= TOL * np.maximum(new, 1e-10)
+        tau[a] = new
+        active = a[~done]
+    return tau
+
+
+def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
+    """Pool every row (group) of ``Y``/``V`` over the studies marked in ``M``.
+
+    Returns a dict of arrays over groups: every field of :class:`MetaResult` but the
+    per-study ones, and ``weights`` ``(G, K)`` (fractions of the group's total)."""
+    G = Y.shape[0]
+    Y = np.where(M, Y, 0.0)
+    V = np.where(M, V, 1.0)
+    k = M.sum(1).astype(float)
+    df = k - 1
+    zero = np.zeros(G)
+    w0, sw0, mu0 = _moments(Y, V, M, zero)
+    q = (w0 * np.where(M, (Y - mu0[:, None]) ** 2, 0.0)).sum(1)
+    if method == "fixed":
+        tau2 = zero
+    elif method == "dl":
+        tau2 = _tau2_dl(Y, V, M, k)
+    elif method == "pm":
+        tau2 = _q_root(Y, V, M, df)
+    else:
+        tau2 = _tau2_likelihood(Y, V, M, _tau2_dl(Y, V, M, k), reml=method == "reml")
+    w, sw, mu = _moments(Y, V, M, tau2)
+    alpha = 1.0 - level
+    if test == "knha":  # Hartung-Knapp: the weighted residual variance scales se^2
+        qw = (w * np.where(M, (Y - mu[:, None]) ** 2, 0.0)).sum(1)
+        se = np.sqrt(qw / df / sw)
+        crit = special.stdtrit(df, 1.0 - alpha / 2)
+        stat = mu / se
+        p = 2.0 * special.stdtr(df, -np.abs(stat))
+    else:
+        se = np.sqrt(1.0 / sw)
+        crit = np.full(G, special.ndtri(1.0 - alpha / 2))
+        stat = mu / se
+        p = 2.0 * special.ndtr(-np.abs(stat))
+    # Q-profile interval of tau^2 (Viechtbauer 2007): Q_gen(tau^2) between chi2 quantiles
+    lo_t = _q_root(Y, V, M, stats.chi2.ppf(1.0 - alpha / 2, df))
+    hi_t = _q_root(Y, V, M, stats.chi2.ppf(alpha / 2, df))
+    # I^2 and H^2 as metafor: tau^2 against the "typical" sampling variance s^2
+    # (Higgins & Thompson 2002, eq. 9); from Q for the fixed-effect model
+    s2 = df * sw0 / (sw0**2 - (w0 * w0).sum(1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if method == "fixed":
+            i2 = np.where(q > 0, np.maximum(0.0, (q - df) / q), 0.0)
+            h2 = q / df
+        else:
+            i2 = tau2 / (tau2 + s2)
+            h2 = (tau2 + s2) / s2
+    spread = crit * np.sqrt(tau2 + se**2)  # prediction interval (metafor's predict())
+    return {"k": k.astype(int), "estimate": mu, "se": se, "ci_low": mu - crit * se,
+            "ci_high": mu + crit * se, "statistic": stat, "p_value": np.minimum(p, 1.0),
+            "tau2": tau2, "tau2_ci_low": lo_t, "tau2_ci_high": hi_t, "i2": i2, "h2": h2,
+            "q": q, "q_p_value": stats.chi2.sf(q, df), "pi_low": mu - spread,
+            "pi_high": mu + spread, "df": df.astype(int), "weights": w / sw[:, None]}
+
+
+# ---------------------------------------------------------------------------- vectors
+@dataclass(frozen=True)
+class MetaResult:
+    """A pooled effect with its heterogeneity (:func:`meta_analysis` of vectors).
+
+    Attributes
+    ----------
+    estimate, se : the pooled effect (weighted mean) and its standard error (the
+        Hartung-Knapp-Sidik-Jonkman one with ``test="knha"``)
+    ci_low, ci_high : its interval at ``confidence_level`` (normal, or t on k - 1 df)
+    statistic, p_value : z (or t) and the two-sided p-value of H0: effect = 0
+    tau2, tau2_ci_low, tau2_ci_high : between-study variance and its Q-profile interval
+    i2 : share of the total variability due to heterogeneity, a fraction in [0, 1]
+    h2 : total variability / sampling variability
+    q, q_p_value : Cochran's Q (fixed-effect weights) and its chi2 p-value (k - 1 df)
+    pi_low, pi_high : prediction interval of a new study's true effect
+    weights : each study's share of the pooled estimate (sums to 1)
+    k, df : number of studies, k - 1
+    method, test, confidence_level : as given
+    estimates, variances, labels : the studies
+    """
+
+    estimate: float
+    se: float
+    ci_low: float
+    ci_high: float
+    statistic: float
+    p_value: float
+    tau2: float
+    tau2_ci_low: float
+    tau2_ci_high: float
+    i2: float
+    h2: float
+    q: float
+    q_p_value: float
+    pi_low: float
+    pi_high: float
+    weights: np.ndarray
+    k: int
+    df: int
+    method: str
+    test: str
+    confidence_level: float
+    estimates: np.ndarray = field(repr=False)
+    variances: np.ndarray = field(repr=False)
+    labels: tuple = field(repr=False, default=())
+
+    def confidence_interval(self) -> tuple[float, float]:
+        """``(ci_low, ci_high)``."""
+        return self.ci_low, self.ci_high
+
+    def prediction_interval(self) -> tuple[float, float]:
+        """``(pi_low, pi_high)``."""
+        return self.pi_low, self.pi_high
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per study (its effect, standard error, normal interval and weight)
+        and a last ``pooled`` row (with the prediction interval); columns ``study,
+        estimate, se, ci_low, ci_high, weight, pi_low, pi_high``."""
+        z = special.ndtri(1.0 - (1.0 - self.confidence_level) / 2)
+        se = np.sqrt(self.variances)
+        studies = pd.DataFrame({
+            "study": list(self.labels), "estimate": self.estimates, "se": se,
+            "ci_low": self.estimates - z * se, "ci_high": self.estimates + z * se,
+            "weight": self.weights, "pi_low": np.nan, "pi_high": np.nan})
+        pooled = pd.DataFrame({
+            "study": [f"pooled ({self.method}{', knha' if self.test == 'knha' else ''})"],
+            "estimate": [self.estimate], "se": [self.se], "ci_low": [self.ci_low],
+            "ci_high": [self.ci_high], "weight": [1.0], "pi_low": [self.pi_low],
+            "pi_high": [self.pi_high]})
+        return pd.concat([studies, pooled], ignore_index=True)
+
+    def plot_forest(self, ax=None, *, title: str | None = None):
+        """Forest plot (:func:`multistat.report.meta.forest_plot`): the studies with
+        their intervals (squares sized by weight), the pooled diamond and the prediction
+        interval. Returns the matplotlib Figure."""
+        from multistat.report.meta import forest_plot
+
+        return forest_plot(self.to_frame(), ax=ax, title=title)
+
+    def leave_one_out(self) -> pd.DataFrame:
+        """The analysis again without each study in turn (metafor's ``leave1out``): one
+        row per left-out study with ``study`` and every pooled column; all k fits in
+        one batch."""
+        k = self.k
+        if k < 3:
+            raise ParameterError(f"leave-one-out needs at least 3 studies (k = {k}): "
+                                 "each fit keeps at least two")
+        keep = ~np.eye(k, dtype=bool)
+        Y = np.broadcast_to(self.estimates, (k, k))[keep].reshape(k, k - 1)
+        V = np.broadcast_to(self.variances, (k, k))[keep].reshape(k, k - 1)
+        out = _pool(Y, V, np.ones((k, k - 1), bool), self.method, self.test,
+                    self.confidence_level)
+        out.pop("weights")
+        out.pop("df")
+        frame = pd.DataFrame(out)
+        frame.insert(0, "study", list(self.labels))
+        return frame
+
+
+def _vector(name, values) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(f"`{name}` must be numbers; got {show(values)}") from None
+    if arr.ndim != 1:
+        raise ParameterError(f"`{name}` must be one-dimensional (one value per study); "
+                             f"got shape {arr.shape}")
+    return arr
+
+
+def _meta_iv(estimates, variances, se, method, test, confidence_level, labels):
+    """Checked ``(y, v, labels, method, test, level)``."""
+    method = check_choice("method", method, METHODS)
+    test = check_choice("test", test, TESTS)
+    level = check_probability("confidence_level", confidence_level)
+    y = _vector("estimates", estimates)
+    if (variances is None) == (se is None):
+        raise ParameterError("give the studies' sampling `variances` or their standard "
+                             "errors `se=`, not both")
+    if se is not None:
+        s = _vector("se", se)
+        name = "se"
+    else:
+        s = _vector("variances", variances)
+        name = "variances"
+    if len(s) != len(y):
+        raise ParameterError(f"`estimates` has {len(y)} values but `{name}` has {len(s)}: "
+                             "give one per study")
+    if len(y) < 2:
+        raise ParameterError(f"a meta-analysis needs at least two studies; got {len(y)}")
+    for what, arr in (("estimates", y), (name, s)):
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if bad.size:
+            raise DataValidationError(
+                f"`{what}` has NaN or infinite values at position(s) "
+                f"{show(bad.tolist())}; give a finite value per study")
+    bad = np.flatnonzero(s <= 0)
+    if bad.size:
+        raise DataValidationError(
+            f"`{name}` must be positive; position(s) {show(bad.tolist())} are "
+            f"{show(s[bad].tolist())}")
+    v = s**2 if se is not None else s
+    if labels is None:
+        labels = tuple(f"study {i + 1}" for i in range(len(y)))
+    else:
+        labels = tuple(str(x) for x in labels)
+        if len(labels) != len(y):
+            raise ParameterError(f"`labels` has {len(labels)} names for {len(y)} studies")
+    return y, v, labels, method, test, level
+
+
+def _is_table(obj) -> bool:
+    if isinstance(obj, (pd.DataFrame, str, Path)):
+        return True
+    return (isinstance(obj, Sequence) and len(obj) > 0
+            and all(isinstance(x, (str, Path)) for x in obj))
+
+
+def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z",
+                  confidence_level=0.95, labels=None, study="dataset", by=DEFAULT_BY,
+                  effect="estimate"):
+    r"""Pool effects across studies: fixed- or random-effects meta-analysis.
+
+    Parameters
+    ----------
+    estimates : array_like, or DataFrame / path(s)
+        The studies' effects ``y_i`` (e.g. a - b on each test set). Or a compare table
+        (:func:`multistat.compare`; a DataFrame, a Parquet file, several, or a folder
+        whose ``*.parquet`` files are read): every group of rows with the same ``by``
+        values is pooled across ``study`` (see Returns).
+    variances : array_like, optional
+        Sampling variances ``v_i`` (give these or ``se``).
+    se : array_like, optional
+        Standard errors; ``v_i = se_i^2``.
+    method : {"reml", "ml", "pm", "dl", "fixed"}
+        tau^2 estimator: restricted or full maximum likelihood (Fisher scoring),
+        Paule-Mandel, DerSimonian-Laird, or the fixed-effect model (tau^2 = 0).
+    test : {"z", "knha"}
+        Normal inference, or the Hartung-Knapp-Sidik-Jonkman adjustment with t on
+        k - 1 degrees of freedom (metafor's ``test="knha"``).
+    confidence_level : float
+        Level of the confidence, tau^2 and prediction intervals.
+    labels : sequence of str, optional
+        Study names (vectors only).
+    study : str
+        Table only: the column naming the study (default ``"dataset"``; ``"source"`` is
+        the file each row came from when several files are read).
+    by : sequence of str
+        Table only: the columns that define one pooled effect (default ``metric,
+        system_a, system_b, test``).
+    effect : str
+        Table only: the column pooled (default ``"estimate"``, with standard errors from
+        ``se``; any other column ``X`` takes them from ``X_se``, e.g. ``cohens_d``).
+
+    Returns
+    -------
+    MetaResult
+        For vectors: ``estimate, se, ci_low, ci_high, statistic, p_value, tau2,
+        tau2_ci_low, tau2_ci_high, i2, h2, q, q_p_value, pi_low, pi_high, weights, k``;
+        ``to_frame()``, ``plot_forest()``, ``leave_one_out()``.
+    pandas.DataFrame
+        For a table: the ``by`` columns and :data:`POOLED_COLUMNS` (``k`` studies used;
+        ``k_dropped`` rows of the group left out for lacking a standard error;
+        ``studies`` their names; ``meta_test`` z or knha), one row per group. Rows
+        without a standard error (tests that define none, such as the Wilcoxon, sign
+        and permutation tests) are left out with a :class:`DroppedDataWarning` that
+        counts them; groups left with one study get NaN and a note.
+
+    Notes
+    -----
+    With weights :math:`w_i = 1/(v_i + \hat\tau^2)`:
+    :math:`\hat\mu = \sum w_i y_i / \sum w_i`, :math:`SE = (\sum w_i)^{-1/2}`. DL:
+    :math:`\hat\tau^2 = \max(0, (Q - (k-1)) / (\sum w_i - \sum w_i^2/\sum w_i))` with
+    fixed-effect weights; PM solves :math:`Q_{gen}(\tau^2) = k - 1`; ML and REML maximise
+    the (restricted) likelihood. Knapp-Hartung:
+    :math:`SE^2 = \sum w_i (y_i - \hat\mu)^2 / ((k-1) \sum w_i)`, t on k - 1 df.
+    Q-profile interval: the :math:`\tau^2` where :math:`Q_{gen}` equals the
+    :math:`1-\alpha/2` and :math:`\alpha/2` chi-square quantiles (0 when
+    :math:`Q_{gen}(0)` is below them). :math:`I^2 = \hat\tau^2/(\hat\tau^2 + s^2)`,
+    :math:`H^2 = (\hat\tau^2 + s^2)/s^2` with :math:`s^2 = (k-1)\sum w_i / ((\sum
+    w_i)^2 - \sum w_i^2)` (fixed-effect weights; metafor's definition; for the fixed
+    model :math:`I^2 = \max(0, (Q - (k-1))/Q)`, :math:`H^2 = Q/(k-1)`). Prediction
+    interval: :math:`\hat\mu \pm c \sqrt{\hat\tau^2 + SE^2}`, c the normal (or t)
+    quantile, as metafor's ``predict()``.
+
+    In a table, a pair compared as (b, a) in one study and (a, b) in another is turned
+    to the orientation of its first row (the effect's sign flipped), so it pools as one.
+
+    References
+    ----------
+    Viechtbauer (2010), doi:10.18637/jss.v036.i03; DerSimonian & Laird (1986),
+    doi:10.1016/0197-2456(86)90046-2; Hartung & Knapp (2001), doi:10.1002/sim.1009;
+    Viechtbauer (2007), doi:10.1002/sim.2514 (module docstring: all references).
+
+    Examples
+    --------
+    The 13 BCG vaccine trials of Colditz et al. (1994), log risk ratios (metafor's
+    ``dat.bcg``; first three trials here): metafor's ``rma(yi, vi)`` gives the same.
+
+    >>> import numpy as np
+    >>> from multistat.meta import meta_analysis
+    >>> tpos, tneg = np.array([4, 6, 3]), np.array([119, 300, 228])
+    >>> cpos, cneg = np.array([11, 29, 11]), np.array([128, 274, 209])
+    >>> yi = np.log(tpos / (tpos + tneg)) - np.log(cpos / (cpos + cneg))
+    >>> vi = 1 / tpos - 1 / (tpos + tneg) + 1 / cpos - 1 / (cpos + cneg)
+    >>> res = meta_analysis(yi, vi, method="fixed")
+    >>> round(res.estimate, 4), res.k
+    (-1.4045, 3)
+    """
+    if _is_table(estimates):
+        if variances is not None or se is not None or labels is not None:
+            raise ParameterError("a table carries its own standard errors and study names: "
+                                 "give `variances`, `se` and `labels` only with vectors")
+        return _meta_table(estimates, study=study, by=by, effect=effect, method=method,
+                           test=test, confidence_level=confidence_level)
+    y, v, labels, method, test, level = _meta_iv(estimates, variances, se, method, test,
+                                                 confidence_level, labels)
+    out = _pool(y[None], v[None], np.ones((1, len(y)), bool), method, test, level)
+    scalars = {k: (float(a[0]) if a.dtype.kind == "f" else int(a[0]))
+               for k, a in out.items() if k != "weights"}
+    return MetaResult(**scalars, weights=out["weights"][0], method=method, test=test,
+                      confidence_level=level, estimates=y, variances=v, labels=labels)
+
+
+# ---------------------------------------------------------------------------- tables
+def _read_tables(table) -> pd.DataFrame:
+    """A compare table from a DataFrame, a Parquet file, several, or a folder of them;
+    with several files a ``source`` column names each row's file."""
+    if isinstance(table, pd.DataFrame):
+        return table
+    from multistat.io import read_parquet
+
+    paths = [Path(table)] if isinstance(table, (str, Path)) else [Path(p) for p in table]
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(p.rglob("*.parquet"))
+            if not found:
+                raise InputFileError(f"{p}: a folder with no *.parquet file")
+            files.extend(found)
+        elif not p.exists():
+            raise InputFileError(f"{p}: no such file")
+        else:
+            files.append(p)
+    frames = []
+    for f in files:
+        frame = read_parquet(f)
+        if len(files) > 1:
+            frame = frame.assign(source=str(f))
+        frames.append(frame)
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+
+
+def _orient_pairs(frame, by, effect):
+    """Rows of a pair compared as (b, a) after (a, b) was seen: names swapped and the
+    effect negated, so both orientations pool as one effect."""
+    if not {"system_a", "system_b"} <= set(by):
+        return frame
+    a = frame["system_a"].astype(str).to_numpy()
+    b = frame["system_b"].astype(str).to_numpy()
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    key = pd.Series(lo, dtype=object) + "\x00" + pd.Series(hi, dtype=object)
+    first_a = pd.Series(a).groupby(key.to_numpy()).transform("first").to_numpy()
+    flip = a != first_a
+    if not flip.any():
+        return frame
+    frame = frame.copy()
+    frame.loc[flip, ["system_a", "system_b"]] = frame.loc[flip, ["system_b",
+                                                                 "system_a"]].to_numpy()
+    frame.loc[flip, effect] = -frame.loc[flip, effect].to_numpy(float)
+    return frame
+
+
+def _meta_table(table, *, study, by, effect, method, test, confidence_level):
+    method = check_choice("method", method, METHODS)
+    test = check_choice("test", test, TESTS)
+    level = check_probability("confidence_level", confidence_level)
+    frame = _read_tables(table)
+    by = [by] if isinstance(by, str) else list(by)
+    se_col = "se" if effect == "estimate" else f"{effect}_se"
+    need = [study, *by, effect, se_col]
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        hint = (" (a compare table written before multistat had the `se` column: run "
+                "compare again)" if se_col in missing else "")
+        raise DataValidationError(f"the table lacks column(s) {show(missing)}{hint}; it has "
+                                  f"{show(list(frame.columns))}")
+    if study in by:
+        raise ParameterError(f"`study` {study!r} is also in `by`: pooling is across the "
+                             "study column, so leave it out of `by`")
+    frame = _orient_pairs(frame[need].reset_index(drop=True), by, effect)
+    sizes = frame.groupby([*by, study], sort=False, dropna=False).size()
+    if (sizes > 1).any():
+        key = sizes[sizes > 1].index[0]
+        row = dict(zip([*by, study], key if isinstance(key, tuple) else (key,)))
+        raise DataValidationError(
+            f"study {show(row[study])} has {int(sizes[key])} rows for "
+            f"{', '.join(f'{c}={show(row[c])}' for c in by)}: add the column that tells "
+            "them apart to `by`" + (" or use study='source' (one file, one study)"
+                                    if "source" in frame else ""))
+    y = frame[effect].to_numpy(float)
+    s = frame[se_col].to_numpy(float)
+    usable = np.isfinite(y) & np.isfinite(s) & (s > 0)
+    gid = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
+    n_groups = int(gid.max()) + 1 if len(gid) else 0
+    dropped = np.bincount(gid[~usable], minlength=n_groups)
+    if (~usable).any():
+        lost = frame.loc[~usable]
+        why = (lost[by[-1]].astype(str).value_counts().sort_index() if by else
+               pd.Series({"rows": len(lost)}))
+        warnings.warn(
+            f"{int((~usable).sum())} of {len(frame)} rows have no standard error "
+            f"(`{se_col}` NaN or not positive) or no `{effect}` and are left out of the "
+            f"meta-analysis ({by[-1] if by else 'rows'}: "
+            f"{', '.join(f'{k} {v}' for k, v in why.items())}); the `k_dropped` column "
+            "counts them per group", DroppedDataWarning, stacklevel=3)
+    keep_groups = np.flatnonzero(np.bincount(gid[usable], minlength=n_groups) > 0)
+    if not keep_groups.size:
+        raise DataValidationError(f"no row of the table has a standard error (`{se_col}`) "
+                                  "and an effect: nothing to pool")
+    rows = np.flatnonzero(usable)
+    g_new = np.full(n_groups, -1)
+    g_new[keep_groups] = np.arange(keep_groups.size)
+    g = g_new[gid[rows]]
+    order = np.argsort(g, kind="stable")
+    rows, g = rows[order], g[order]
+    counts = np.bincount(g, minlength=keep_groups.size)
+    pos = np.arange(len(g)) - np.repeat(np.cumsum(counts) - counts, counts)
+    K = int(counts.max())
+    G = keep_groups.size
+    Y = np.zeros((G, K))
+    V = np.ones((G, K))
+    M = np.zeros((G, K), bool)
+    Y[g, pos] = y[rows]
+    V[g, pos] = s[rows] ** 2
+    M[g, pos] = True
+    ok = counts >= 2
+    out = _pool(Y[ok], V[ok], M[ok], method, test, level) if ok.any() else None
+    first = frame.iloc[rows[np.cumsum(counts) - counts]][by].reset_index(drop=True)
+    res = {c: np.full(G, np.nan) for c in POOLED_COLUMNS}
+    res["k"] = counts
+    if out is not None:
+        for c in POOLED_COLUMNS:
+            if c in out and c != "k":
+                res[c][ok] = out[c]
+    names = frame[study].astype(str).to_numpy()[rows]
+    starts = np.cumsum(counts) - counts
+    res["studies"] = np.array([", ".join(names[a:a + n]) for a, n in zip(starts, counts)],
+                              dtype=object)
+    res["method"] = method
+    res["meta_test"] = test
+    res["confidence_level"] = level
+    res["k_dropped"] = dropped[keep_groups]
+    res["note"] = np.where(ok, "", "fewer than two studies with a standard error: not "
+                                   "pooled").astype(object)
+    pooled = pd.concat([first, pd.DataFrame({c: res[c] for c in POOLED_COLUMNS})], axis=1)
+    pooled["k"] = pooled["k"].astype(int)
+    pooled["k_dropped"] = pooled["k_dropped"].astype(int)
+    pooled.attrs["multistat"] = {"stage": "meta", "method": method, "meta_test": test,
+                                 "confidence_level": level, "study": study,
+                                 "by": list(by), "effect": effect,
+                                 "rows_dropped": int((~usable).sum())}
+    return pooled
+
+
+def study_rows(table, pooled: pd.DataFrame) -> pd.DataFrame:
+    """The studies behind each row of a pooled table (:func:`meta_analysis` of a table),
+    for forest plots: the ``by`` columns, ``study``, ``estimate``, ``se``, ``ci_low``,
+    ``ci_high`` (normal, at the pooled ``confidence_level``) and ``weight`` (share of the
+    pooled estimate, ``1/(se^2 + tau2)`` normalised), oriented and filtered as the
+    pooling was. ``study``, ``by`` and ``effect`` come from ``pooled.attrs`` (the
+    metadata :func:`meta_analysis` sets and ``multistat meta`` stores)."""
+    meta = pooled.attrs.get("multistat", {})
+    study = meta.get("study", "dataset")
+    by = list(meta.get("by", DEFAULT_BY))
+    effect = meta.get("effect", "estimate")
+    se_col = "se" if effect == "estimate" else f"{effect}_se"
+    frame = _read_tables(table)
+    missing = [c for c in (study, *by, effect, se_col) if c not in frame.columns]
+    if missing:
+        raise DataValidationError(f"the compare table lacks column(s) {show(missing)} "
+                                  "that the pooled table was made with")
+    frame = _orient_pairs(frame[[study, *by, effect, se_col]].reset_index(drop=True), by,
+                          effect)
+    frame = frame[np.isfinite(frame[effect].to_numpy(float))
+                  & (frame[se_col].to_numpy(float) > 0)]
+    keys = pooled[by + ["tau2", "confidence_level"]]
+    out = frame.merge(keys, on=by, how="inner")
+    se = out[se_col].to_numpy(float)
+    z = special.ndtri(1.0 - (1.0 - out["confidence_level"].to_numpy(float)) / 2)
+    y = out[effect].to_numpy(float)
+    w = 1.0 / (se**2 + np.nan_to_num(out["tau2"].to_numpy(float)))
+    total = out.assign(_w=w).groupby(by, sort=False, dropna=False)["_w"].transform("sum")
+    return pd.DataFrame({**{c: out[c] for c in by}, "study": out[study].astype(str),
+                         "estimate": y, "se": se, "ci_low": y - z * se,
+                         "ci_high": y + z * se, "weight": w / total.to_numpy()})
+
+
+# ---------------------------------------------------------------------- meta-regression
+@dataclass(frozen=True)
+class MetaRegressionResult:
+    """A mixed-effects meta-regression (:func:`meta_regression`).
+
+    Attributes
+    ----------
+    coefficients : DataFrame, one row per term (``intercept`` first): ``term, estimate,
+        se, statistic, p_value, ci_low, ci_high``
+    tau2 : residual between-study variance
+    i2, h2 : residual heterogeneity as in :class:`MetaResult`
+    r2 : share of the heterogeneity the moderators account for (``1 - tau2 /
+        tau2_without_moderators``, at least 0; NaN for the fixed model)
+    qe, qe_p_value : test of residual heterogeneity (k - p df)
+    qm, qm_p_value : omnibus test of the moderators (chi2 on m df, or F on (m, k - p)
+        with knha)
+    k, method, test
+    """
+
+    coefficients: pd.DataFrame
+    tau2: float
+    i2: float
+    h2: float
+    r2: float
+    qe: float
+    qe_p_value: float
+    qm: float
+    qm_p_value: float
+    k: int
+    method: str
+    test: str
+
+
+def _wls(y, v, X, tau2):
+    w = 1.0 / (v + tau2)
+    XtW = X.T * w
+    cov = np.linalg.inv(XtW @ X)
+    beta = cov @ (XtW @ y)
+    return w, beta, cov
+
+
+def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", test="z",
+                    confidence_level=0.95) -> MetaRegressionResult:
+    r"""Mixed-effects meta-regression on study-level moderators, as metafor's
+    ``rma(yi, vi, mods=~ ...)``: weighted least squares with weights
+    :math:`1/(v_i + \hat\tau^2)`, :math:`\hat\tau^2` the residual heterogeneity.
+
+    Parameters
+    ----------
+    estimates, variances, se, method, test, confidence_level : as :func:`meta_analysis`
+        (``method="pm"`` solves the generalized residual Q = k - p).
+    mods : array_like (k,) or (k, m), or DataFrame
+        Moderators; an intercept is added. Column names of a DataFrame name the terms.
+
+    Returns
+    -------
+    MetaRegressionResult
+
+    Notes
+    -----
+    REML/ML by Fisher scoring with :math:`P = W - W X (X'WX)^{-1} X'W`; DL uses the
+    residual :math:`Q_E` with the fixed-effect weights and
+    :math:`\mathrm{tr}(P_0)` (metafor's generalization). Knapp-Hartung scales the
+    covariance by :math:`\sum w_i e_i^2/(k - p)` and uses t (F) on k - p df.
+
+    References
+    ----------
+    Viechtbauer (2010), doi:10.18637/jss.v036.i03; Knapp & Hartung (2003), Improved
+    tests for a random effects meta-regression with a single covariate, Statistics in
+    Medicine 22(17), 2693-2710, doi:10.1002/sim.1482.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multistat.meta import meta_regression
+    >>> y = np.array([0.1, 0.3, 0.35, 0.6, 0.7]); v = np.full(5, 0.01)
+    >>> fit = meta_regression(y, v, mods=[1, 2, 3, 4, 5], method="fixed")
+    >>> round(float(fit.coefficients.loc[1, "estimate"]), 3)
+    0.15
+    """
+    y, v, _, method, test, level = _meta_iv(estimates, variances, se, method, test,
+                                            confidence_level, None)
+    names = None
+    if isinstance(mods, pd.DataFrame):
+        names = [str(c) for c in mods.columns]
+        mods = mods.to_numpy(float)
+    Z = np.asarray(mods, dtype=float)
+    Z = Z[:, None] if Z.ndim == 1 else Z
+    if Z.ndim != 2 or Z.shape[0] != len(y):
+        raise ParameterError(f"`mods` must have one row per study ({len(y)}); got shape "
+                             f"{Z.shape}")
+    if not np.isfinite(Z).all():
+        raise DataValidationError("`mods` has NaN or infinite values")
+    names = names or [f"mod{i + 1}" if Z.shape[1] > 1 else "mod" for i in range(Z.shape[1])]
+    X = np.column_stack([np.ones(len(y)), Z])
+    k, p = X.shape
+    if k <= p:
+        raise ParameterError(f"{p} coefficients need more than {p} studies; got {k}")
+    if np.linalg.matrix_rank(X) < p:
+        raise DataValidationError("`mods` are collinear (with the intercept): drop a "
+                                  "moderator")
+
+    def resid_q(tau2):
+        w, beta, _ = _wls(y, v, X, tau2)
+        e = y - X @ beta
+        return float((w * e * e).sum()), w, e
+
+    qe, w0, _ = resid_q(0.0)
+    P0 = np.diag(w0) - (w0[:, None] * X) @ np.linalg.inv((X.T * w0) @ X) @ (X.T * w0)
+    tau2 = 0.0
+    if method == "dl":
+        tau2 = max(0.0, (qe - (k - p)) / np.trace(P0))
+    elif method == "pm":
+        if qe > k - p:
+            tau2 = _scalar_root(lambda t: resid_q(t)[0] - (k - p))
+    elif method in ("ml", "reml"):
+        tau2 = max(0.0, (qe - (k - p)) / np.trace(P0))
+        for _ in range(MAX_ITER):
+            w, beta, cov = _wls(y, v, X, tau2)
+            W = np.diag(w)
+            P = W - (w[:, None] * X) @ cov @ (X.T * w)
+            Py = P @ y
+            if method == "reml":
+                step = (Py @ Py - np.trace(P)) / np.trace(P @ P)
+            else:
+                e = y - X @ beta
+                step = ((w * w * e * e).sum() - w.sum()) / (w * w).sum()
+            new = max(0.0, tau2 + step)
+            if abs(new - tau2) <= TOL * max(new, 1e-10):
+                tau2 = new
+                break
+            tau2 = new
+    w, beta, cov = _wls(y, v, X, tau2)
+    e = y - X @ beta
+    alpha = 1.0 - level
+    m = p - 1
+    if test == "knha":
+        cov = cov * float((w * e * e).sum()) / (k - p)
+        se = np.sqrt(np.diag(cov))
+        stat = beta / se
+        pv = 2.0 * stats.t.sf(np.abs(stat), k - p)
+        crit = stats.t.ppf(1.0 - alpha / 2, k - p)
+    else:
+        se = np.sqrt(np.diag(cov))
+        stat = beta / se
+        pv = 2.0 * stats.norm.sf(np.abs(stat))
+        crit = stats.norm.ppf(1.0 - alpha / 2)
+    b1 = beta[1:]
+    qm = float(b1 @ np.linalg.solve(cov[1:, 1:], b1))
+    if test == "knha":
+        qm /= m
+        qm_p = float(stats.f.sf(qm, m, k - p))
+    else:
+        qm_p = float(stats.chi2.sf(qm, m))
+    s2 = (k - p) / np.trace(P0)
+    if method == "fixed":
+        i2 = max(0.0, (qe - (k - p)) / qe) if qe > 0 else 0.0
+        h2 = qe / (k - p)
+        r2 = np.nan
+    else:
+        i2 = tau2 / (tau2 + s2)
+        h2 = (tau2 + s2) / s2
+        tau2_0 = meta_analysis(y, v, method=method).tau2
+        r2 = max(0.0, 1.0 - tau2 / tau2_0) if tau2_0 > 0 else 0.0
+    coef = pd.DataFrame({"term": ["intercept", *names], "estimate": beta, "se": se,
+                         "statistic": stat, "p_value": pv, "ci_low": beta - crit * se,
+                         "ci_high": beta + crit * se})
+    return MetaRegressionResult(coef, float(tau2), float(i2), float(h2), float(r2),
+                                float(qe), float(stats.chi2.sf(qe, k - p)), qm, qm_p, k,
+                                method, test)
+
+
+def _scalar_root(f) -> float:
+    """Root of a decreasing f with f(0) > 0 (the residual generalized Q - (k - p))."""
+    from scipy.optimize import brentq
+
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2.0
+    return float(brentq(f, 0.0, hi, xtol=1e-14, rtol=1e-14))

@@ -1,0 +1,546 @@
+"""multistat.meta: meta-analysis across studies against metafor's published results,
+statsmodels' combine_effects, the likelihood itself and pooling by hand (issue 27)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import assert_one_line_error as one_line_error
+from conftest import run_cli as run
+from scipy import optimize, stats
+
+import multistat
+from multistat import cube
+from multistat.errors import DroppedDataWarning, MultistatError
+from multistat.io import read_parquet
+from multistat.meta import _pool, meta_analysis, meta_regression, study_rows
+
+# dat.bcg (Colditz et al. 1994, JAMA 271(9), 698-702; the 13 BCG vaccine trials as
+# metafor ships them, listed in metafor's README.md): TB cases / non-cases among the
+# vaccinated (tpos, tneg) and the controls (cpos, cneg), and absolute latitude
+TPOS = np.array([4, 6, 3, 62, 33, 180, 8, 505, 29, 17, 186, 5, 27])
+TNEG = np.array([119, 300, 228, 13536, 5036, 1361, 2537, 87886, 7470, 1699, 50448, 2493,
+                 16886])
+CPOS = np.array([11, 29, 11, 248, 47, 372, 10, 499, 45, 65, 141, 3, 29])
+CNEG = np.array([128, 274, 209, 12619, 5761, 1079, 619, 87892, 7232, 1600, 27197, 2338,
+                 17825])
+ABLAT = np.array([44, 55, 42, 52, 13, 44, 19, 13, 27, 42, 18, 33, 33])
+AUTHORS = ["Aronson", "Ferguson & Simes", "Rosenthal et al 1960", "Hart & Sutherland",
+           "Frimodt-Moller et al", "Stein & Aronson", "Vandiviere et al", "TPT Madras",
+           "Coetzee & Berjak", "Rosenthal et al 1961", "Comstock et al 1974",
+           "Comstock & Webster", "Comstock et al 1976"]
+
+
+def bcg():
+    """Log risk ratios and their variances as metafor's escalc(measure="RR")."""
+    n1, n2 = TPOS + TNEG, CPOS + CNEG
+    yi = np.log(TPOS / n1) - np.log(CPOS / n2)
+    vi = 1 / TPOS - 1 / n1 + 1 / CPOS - 1 / n2
+    return yi, vi
+
+
+def test_escalc_rr_matches_metafor_readme():
+    # yi, vi printed (4 decimals) in metafor's README.md for dat.bcg, trials 2-4 and 13
+    yi, vi = bcg()
+    np.testing.assert_allclose(yi[[1, 2, 3, 12]], [-1.5854, -1.3481, -1.4416, -0.0173],
+                               atol=5e-5)
+    np.testing.assert_allclose(vi[[1, 2, 3, 12]], [0.1946, 0.4154, 0.0200, 0.0714],
+                               atol=5e-5)
+
+
+# published results for dat.bcg (log RR). FE and DL: metafor tests/testthat/
+# test_misc_metan_vs_rma.uni_with_dat.bcg.r (checked there against Stata's metan);
+# REML: metafor's rma() printout (Viechtbauer 2010, JSS 36(3); metafor README.md prints
+# the same tau2/I2/H2/Q with test="knha"); the issue quotes the same numbers.
+REFERENCE = {
+    "fixed": {"estimate": -0.4303, "ci_low": -0.5097, "ci_high": -0.3509, "statistic": -10.6247,
+                  "q": 152.2330},
+    "dl": {"estimate": -0.7141, "ci_low": -1.0644, "ci_high": -0.3638, "statistic": -3.9952,
+               "tau2": 0.3088, "i2": 0.921173, "q": 152.2330},
+    "reml": {"estimate": -0.7145, "se": 0.1798, "ci_low": -1.0669, "ci_high": -0.3622,
+                 "statistic": -3.9744, "tau2": 0.3132, "i2": 0.9222, "h2": 12.86, "q": 152.2330},
+}
+
+
+@pytest.mark.parametrize("method", sorted(REFERENCE))
+def test_bcg_matches_metafor(method):
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, method=method)
+    for name, ref in REFERENCE[method].items():
+        decimals = 2 if name == "h2" else 4
+        tol = 0.5 * 10.0**-decimals + 1e-9
+        if name == "i2":  # a percentage with 2 (REML) or 4 (DL) decimals in metafor
+            tol = 5e-5 if method == "reml" else 5e-7
+        assert getattr(res, name) == pytest.approx(ref, abs=tol), (method, name)
+    assert res.k == 13 and res.df == 12
+    assert res.weights.sum() == pytest.approx(1.0)
+
+
+def test_bcg_fixed_and_dl_predictions_on_the_rr_scale():
+    # same metafor test file: predict(res, transf=exp)
+    yi, vi = bcg()
+    fe = meta_analysis(yi, vi, method="fixed")
+    np.testing.assert_allclose(np.exp([fe.estimate, fe.ci_low, fe.ci_high]),
+                               [0.6503, 0.6007, 0.7040], atol=5e-5)
+    dl = meta_analysis(yi, vi, method="dl")
+    np.testing.assert_allclose(np.exp([dl.estimate, dl.ci_low, dl.ci_high]),
+                               [0.4896, 0.3449, 0.6950], atol=5e-5)
+    # FE: I2 and H2 from Q, as metafor; the prediction interval is the CI (tau2 = 0)
+    assert fe.i2 == pytest.approx((152.2330 - 12) / 152.2330, abs=1e-6)
+    assert fe.h2 == pytest.approx(152.2330 / 12, abs=1e-4)
+    assert (fe.pi_low, fe.pi_high) == (fe.ci_low, fe.ci_high)
+
+
+@pytest.mark.parametrize("method", ["fixed", "dl", "pm", "ml", "reml"])
+def test_q_profile_interval_matches_metafor_confint(method):
+    # metafor tests/testthat/test_misc_confint.r: confint(rma(..., method="DL")) gives
+    # tau2 [0.1197, 1.1115], H2 CI [5.5303, 43.0680]; the Q-profile interval does not
+    # depend on the estimator of tau2
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, method=method)
+    assert res.tau2_ci_low == pytest.approx(0.1197, abs=5e-5)
+    assert res.tau2_ci_high == pytest.approx(1.1115, abs=5e-5)
+
+
+def test_bcg_knapp_hartung_matches_metafor_readme():
+    # metafor README.md: rma(yi, vi, data=dat, test="knha") -> se 0.1808, tval -3.9522,
+    # df 12, p 0.0019, CI [-1.1084, -0.3206]; predict(res, transf=exp, digits=2):
+    # 0.49 [0.33, 0.73], prediction interval [0.14, 1.76]
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, test="knha")
+    assert res.estimate == pytest.approx(-0.7145, abs=5e-5)
+    assert res.se == pytest.approx(0.1808, abs=5e-5)
+    assert res.statistic == pytest.approx(-3.9522, abs=5e-5)
+    assert res.p_value == pytest.approx(0.0019, abs=5e-5)
+    assert (res.ci_low, res.ci_high) == pytest.approx((-1.1084, -0.3206), abs=5e-5)
+    np.testing.assert_allclose(np.exp([res.estimate, res.ci_low, res.ci_high, res.pi_low,
+                                       res.pi_high]), [0.49, 0.33, 0.73, 0.14, 1.76],
+                               atol=0.005)
+    # the t interval is wider than the z one and uses t(12)
+    crit = stats.t.ppf(0.975, 12)
+    assert res.ci_high - res.estimate == pytest.approx(crit * res.se)
+    assert res.pi_high - res.estimate == pytest.approx(crit * np.sqrt(res.tau2 + res.se**2))
+
+
+def test_bcg_paule_mandel_solves_the_generalized_q():
+    # metafor tests/testthat/test_misc_rma_uni.r: the iterated DL and SJ estimators
+    # (method="DLIT"/"SJIT"), whose fixed point is the Paule-Mandel root, give 0.3181
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, method="pm")
+    assert res.tau2 == pytest.approx(0.3181, abs=5e-5)
+    w = 1 / (vi + res.tau2)
+    mu = (w * yi).sum() / w.sum()
+    assert (w * (yi - mu) ** 2).sum() == pytest.approx(12.0, rel=1e-10)
+
+
+def test_bcg_ml_matches_metafor_loglik_and_the_maximum():
+    # metafor tests/testthat/test_misc_fitstats.r: logLik(rma(yi, vi, method="ML")) on
+    # dat.bcg is -12.6651; and the estimate is the maximum of the likelihood found by a
+    # bounded scalar optimiser (independent of the Fisher scoring used here)
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, method="ml")
+    loglik = stats.norm.logpdf(yi, res.estimate, np.sqrt(vi + res.tau2)).sum()
+    assert loglik == pytest.approx(-12.6651, abs=5e-5)
+
+    def nll(t, reml=False):
+        w = 1 / (vi + t)
+        mu = (w * yi).sum() / w.sum()
+        out = 0.5 * (np.log(vi + t).sum() + (w * (yi - mu) ** 2).sum())
+        return out + (0.5 * np.log(w.sum()) if reml else 0.0)
+
+    for method, reml in (("ml", False), ("reml", True)):
+        opt = optimize.minimize_scalar(nll, bounds=(0, 5), args=(reml,), method="bounded",
+                                       options={"xatol": 1e-12})
+        assert meta_analysis(yi, vi, method=method).tau2 == pytest.approx(opt.x, rel=1e-6)
+
+
+# CLASP example (DerSimonian & Kacker 2007, Contemp. Clin. Trials 28, 105-114, Tables 3
+# and 4), log odds ratios of 6 trials, as metafor's tests/testthat/
+# test_analysis_example_dersimonian2007.r reproduces them: tau, mu, se per estimator
+CLASP = {"n1": [156, 303, 565, 1570, 103, 4659], "n2": [74, 303, 477, 1565, 105, 4650],
+             "a": [5, 5, 12, 69, 9, 313], "c": [8, 17, 9, 94, 11, 352]}
+CLASP_REF = {"pm": (0.3681, -0.3811, 0.2060), "dl": (0.2323, -0.3240, 0.1540),
+             "ml": (0.0023, -0.1974, 0.0694), "reml": (0.1843, -0.2980, 0.1343)}
+
+
+@pytest.mark.parametrize("method", sorted(CLASP_REF))
+def test_clasp_matches_dersimonian_kacker(method):
+    n1, n2, a, c = (np.array(CLASP[k], float) for k in ("n1", "n2", "a", "c"))
+    b, d = n1 - a, n2 - c
+    yi = np.log(a * d / (b * c))
+    vi = 1 / a + 1 / b + 1 / c + 1 / d
+    res = meta_analysis(yi, vi, method=method)
+    tau, mu, se = CLASP_REF[method]
+    if method == "ml":
+        # the ML maximum is on the boundary (tau2 = 0; the likelihood decreases from
+        # there); metafor's scoring stops at tau = 0.0023 (tau2 5e-6), which moves mu by
+        # 1e-4
+        assert res.tau2 == 0.0
+        assert abs(res.estimate - mu) < 2e-4 and abs(res.se - se) < 1e-4
+        return
+    assert np.sqrt(res.tau2) == pytest.approx(tau, abs=5e-5)
+    assert res.estimate == pytest.approx(mu, abs=5e-5)
+    assert res.se == pytest.approx(se, abs=5e-5)
+
+
+@pytest.mark.parametrize("method", ["dl", "pm"])
+def test_statsmodels_combine_effects_agrees(method):
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    yi, vi = bcg()
+    ref = combine_effects(yi, vi, method_re=method)
+    res = meta_analysis(yi, vi, method=method)
+    assert res.tau2 == pytest.approx(ref.tau2, rel=1e-8)
+    assert res.estimate == pytest.approx(ref.mean_effect_re, rel=1e-8)
+    assert res.se == pytest.approx(ref.sd_eff_w_re, rel=1e-8)
+    fe = meta_analysis(yi, vi, method="fixed")
+    assert fe.estimate == pytest.approx(ref.mean_effect_fe, rel=1e-12)
+    assert fe.q == pytest.approx(ref.q, rel=1e-12)
+
+
+def test_meta_regression_matches_metafor_readme():
+    # metafor README.md: rma(yi, vi, mods = ~ ablat, data=dat, test="knha")
+    yi, vi = bcg()
+    fit = meta_regression(yi, vi, mods=pd.DataFrame({"ablat": ABLAT}), test="knha")
+    coef = fit.coefficients.set_index("term")
+    np.testing.assert_allclose(coef.loc["intercept", ["estimate", "se", "statistic"]]
+                               .to_numpy(float), [0.2515, 0.2839, 0.8857], atol=5e-5)
+    # metafor's Fisher scoring stops when tau2 changes by < 1e-5 (here: to 1e-12), which
+    # moves a few printed values by one in the 4th decimal (-0.3735 vs -0.37345,
+    # t -3.5483 vs -3.54838): those are checked to 1e-4
+    np.testing.assert_allclose(coef.loc["intercept", ["ci_low", "ci_high"]].to_numpy(float),
+                               [-0.3735, 0.8764], atol=1e-4)
+    np.testing.assert_allclose(coef.loc["ablat", ["estimate", "se"]].to_numpy(float),
+                               [-0.0291, 0.0082], atol=5e-5)
+    np.testing.assert_allclose(coef.loc["ablat", ["statistic", "ci_low", "ci_high"]]
+                               .to_numpy(float), [-3.5483, -0.0472, -0.0111], atol=1e-4)
+    # metafor prints tau2 0.0764; the REML maximum is 0.076348 (a bounded scalar
+    # optimiser of the restricted likelihood below agrees to 1e-9): metafor stops its
+    # scoring early (change < 1e-5), so its tau2 and the t statistic/intervals that
+    # depend on it are checked to 1e-4
+    assert fit.tau2 == pytest.approx(0.0764, abs=1e-4)
+    X = np.column_stack([np.ones(13), ABLAT])
+
+    def nll(t):
+        w = 1 / (vi + t)
+        a = (X.T * w) @ X
+        e = yi - X @ np.linalg.solve(a, (X.T * w) @ yi)
+        return 0.5 * (np.log(vi + t).sum() + np.linalg.slogdet(a)[1] + (w * e * e).sum())
+
+    opt = optimize.minimize_scalar(nll, bounds=(0, 1), method="bounded",
+                                   options={"xatol": 1e-12})
+    assert fit.tau2 == pytest.approx(opt.x, rel=1e-6)
+    assert fit.i2 == pytest.approx(0.6839, abs=5e-5)
+    assert fit.h2 == pytest.approx(3.16, abs=5e-3)
+    assert fit.r2 == pytest.approx(0.7562, abs=1e-4)
+    assert fit.qe == pytest.approx(30.7331, abs=5e-5)
+    assert fit.qe_p_value == pytest.approx(0.0012, abs=5e-5)
+    assert fit.qm == pytest.approx(12.5905, abs=1e-3)  # F(1, 11) = t^2, tau2 as above
+    assert fit.qm_p_value == pytest.approx(0.0046, abs=5e-5)
+
+
+def test_meta_regression_fixed_is_weighted_least_squares():
+    # the fixed-effect meta-regression is WLS with weights 1/v (statsmodels), covariance
+    # not rescaled by the residual variance
+    import statsmodels.api as sm
+
+    yi, vi = bcg()
+    fit = meta_regression(yi, vi, mods=ABLAT, method="fixed")
+    wls = sm.WLS(yi, sm.add_constant(ABLAT.astype(float)), weights=1 / vi).fit()
+    np.testing.assert_allclose(fit.coefficients["estimate"], wls.params, rtol=1e-10)
+    np.testing.assert_allclose(fit.coefficients["se"], wls.bse / np.sqrt(wls.scale),
+                               rtol=1e-10)
+
+
+def test_leave_one_out_equals_refits():
+    yi, vi = bcg()
+    res = meta_analysis(yi, vi, test="knha", labels=AUTHORS)
+    loo = res.leave_one_out()
+    assert list(loo["study"]) == AUTHORS
+    for i in (0, 5, 12):
+        keep = np.arange(13) != i
+        ref = meta_analysis(yi[keep], vi[keep], test="knha")
+        for c in ("estimate", "se", "tau2", "i2", "q", "pi_low", "ci_high", "p_value"):
+            assert loo.loc[i, c] == pytest.approx(getattr(ref, c), rel=1e-9), c
+    with pytest.raises(MultistatError, match="leave-one-out needs at least 3 studies"):
+        meta_analysis([0.1, 0.2], [0.1, 0.1]).leave_one_out()
+
+
+def test_se_input_and_to_frame():
+    yi, vi = bcg()
+    a = meta_analysis(yi, vi)
+    b = meta_analysis(yi, se=np.sqrt(vi), labels=AUTHORS)
+    assert a.estimate == pytest.approx(b.estimate, rel=1e-12)
+    assert a.tau2 == pytest.approx(b.tau2, rel=1e-10)
+    frame = b.to_frame()
+    assert list(frame["study"]) == AUTHORS + ["pooled (reml)"]
+    assert frame["weight"].iloc[:-1].sum() == pytest.approx(1.0)
+    row = frame.iloc[-1]
+    assert (row["estimate"], row["pi_low"], row["pi_high"]) == (b.estimate, b.pi_low,
+                                                                b.pi_high)
+    np.testing.assert_allclose(frame["ci_high"].iloc[:-1] - yi, 1.959964 * np.sqrt(vi),
+                               rtol=1e-6)
+
+
+def test_no_heterogeneity_gives_zero_tau2_everywhere():
+    # identical effects: Q = 0, every estimator tau2 = 0 and the fixed-effect answer
+    v = np.array([0.1, 0.2, 0.4])
+    fe = meta_analysis([0.3, 0.3, 0.3], v, method="fixed")
+    for method in ("dl", "pm", "ml", "reml"):
+        res = meta_analysis([0.3, 0.3, 0.3], v, method=method)
+        assert res.tau2 == 0 and res.i2 == 0 and res.tau2_ci_high == 0
+        assert res.estimate == pytest.approx(0.3) and res.se == pytest.approx(fe.se)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"estimates": [0.1], "variances": [0.1]}, "at least two studies; got 1"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1]}, "has 2 values but `variances` has 1"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.0]}, (r"`variances` must be positive; "
+                                                       r"position\(s\) \[1\]")),
+    ({"estimates": [0.1, 0.2], "se": [-1.0, 0.1]}, "`se` must be positive"),
+    ({"estimates": [0.1, np.nan], "variances": [0.1, 0.1]}, "`estimates` has NaN"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, np.inf]}, "`variances` has NaN or inf"),
+    ({"estimates": [0.1, 0.2]}, "give the studies' sampling `variances` or"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.1], "se": [0.1, 0.1]}, "not both"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.1], "method": "hs"}, "`method`"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.1], "test": "t"}, "`test`"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.1], "confidence_level": 1.5},
+     "confidence_level"),
+    ({"estimates": [[0.1, 0.2]], "variances": [0.1, 0.1]}, "one-dimensional"),
+    ({"estimates": [0.1, 0.2], "variances": [0.1, 0.1], "labels": ["a"]},
+     "`labels` has 1 names for 2 studies"),
+])
+def test_bad_vectors_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        meta_analysis(**kwargs)
+
+
+def test_bad_moderators_are_refused():
+    yi, vi = bcg()
+    with pytest.raises(ValueError, match="one row per study"):
+        meta_regression(yi, vi, mods=ABLAT[:5])
+    with pytest.raises(ValueError, match="collinear"):
+        meta_regression(yi, vi, mods=np.column_stack([ABLAT, 2 * ABLAT]))
+    with pytest.raises(ValueError, match="`mods` has NaN"):
+        meta_regression(yi, vi, mods=np.where(ABLAT > 50, np.nan, ABLAT))
+
+
+def test_many_groups_are_fast_and_equal_one_at_a_time():
+    # 10,000 groups of k = 6 at once (REML iterations vectorised over groups); each
+    # group equals its own vector fit
+    rng = np.random.default_rng(3)
+    G, K = 10_000, 6
+    Y = rng.normal(0, 1, (G, K))
+    V = rng.uniform(0.05, 1.0, (G, K))
+    M = np.ones((G, K), bool)
+    start = time.perf_counter()
+    out = _pool(Y, V, M, "reml", "z", 0.95)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0  # ~0.1 s measured (shared 2-core machine); a loop is ~100x
+    for g in (0, 17, 9_999):
+        ref = meta_analysis(Y[g], V[g])
+        assert out["tau2"][g] == pytest.approx(ref.tau2, rel=1e-9, abs=1e-14)
+        assert out["estimate"][g] == pytest.approx(ref.estimate, rel=1e-9)
+        assert out["tau2_ci_high"][g] == pytest.approx(ref.tau2_ci_high, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------ tables
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(11)
+    nodes = {}
+    for j, d in enumerate(("newstest", "ted", "flores", "wmt")):
+        shift = np.array([0.5, 0.2 + 0.1 * j, 0.0])[:, None, None]
+        score = rng.normal(size=(3, 2, 80 + 20 * j)) + shift
+        nodes[d] = cube.make_dataset(d, score, systems=list("ABC"), metrics=["m1", "m2"],
+                                     instances=[f"i{i}" for i in range(80 + 20 * j)])
+    study = cube.make_study(nodes)
+    return multistat.compare(study, tests=("t", "bootstrap", "wilcoxon"), n_resamples=500,
+                             effect_sizes=True)
+
+
+def test_pooling_a_table_equals_pooling_its_rows_by_hand(table):
+    with pytest.warns(DroppedDataWarning, match=r"24 of 72 rows have no standard error "
+                                                r".*\(test: wilcoxon 24\)"):
+        pooled = meta_analysis(table, method="reml", test="knha")
+    assert len(pooled) == 12  # 2 metrics x 3 pairs x (t, bootstrap)
+    assert set(pooled["test"]) == {"t", "bootstrap"}
+    assert (pooled["k"] == 4).all() and (pooled["k_dropped"] == 0).all()
+    for _, row in pooled.iterrows():
+        sub = table[(table.metric == row.metric) & (table.system_a == row.system_a)
+                    & (table.system_b == row.system_b) & (table.test == row.test)]
+        ref = meta_analysis(sub["estimate"], se=sub["se"], test="knha",
+                            labels=sub["dataset"])
+        for c in ("estimate", "se", "ci_low", "ci_high", "p_value", "tau2", "i2", "h2",
+                  "q", "pi_low", "pi_high", "tau2_ci_high"):
+            assert row[c] == pytest.approx(getattr(ref, c), rel=1e-9, abs=1e-15), c
+        assert row["studies"] == ", ".join(sub["dataset"])
+
+
+def test_table_effect_sizes_and_paths(table, tmp_path):
+    by_d = meta_analysis(table[table.test == "t"], effect="cohens_d")
+    sub = table[(table.test == "t") & (table.metric == "m1") & (table.system_a == "A")
+                & (table.system_b == "B")]
+    ref = meta_analysis(sub["cohens_d"], se=sub["cohens_d_se"])
+    row = by_d[(by_d.metric == "m1") & (by_d.system_a == "A") & (by_d.system_b == "B")]
+    assert float(row["estimate"].iloc[0]) == pytest.approx(ref.estimate, rel=1e-12)
+    # a Parquet file, two files (a `source` column), a folder: the same pooled numbers
+    t_only = table[table.test == "t"]
+    one = tmp_path / "all.parquet"
+    multistat.write_parquet(t_only, one)
+    first = meta_analysis(one)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for d, part in t_only.groupby("dataset"):
+        multistat.write_parquet(part, folder / f"{d}.parquet")
+    by_folder = meta_analysis(folder)
+    by_files = meta_analysis(sorted(folder.glob("*.parquet")), study="source")
+    cols = ["estimate", "se", "tau2", "pi_low"]
+    key = ["metric", "system_a", "system_b", "test"]
+    a = first.sort_values(key).reset_index(drop=True)
+    for other in (by_folder, by_files):
+        b = other.sort_values(key).reset_index(drop=True)
+        np.testing.assert_allclose(a[cols], b[cols], rtol=1e-9)
+    assert by_folder.attrs["multistat"]["by"] == key
+
+
+def test_reversed_pairs_pool_as_one(table):
+    t = table[(table.test == "t") & (table.metric == "m1")].copy()
+    flip = t["dataset"] == "ted"
+    t.loc[flip, ["system_a", "system_b"]] = t.loc[flip, ["system_b", "system_a"]].to_numpy()
+    t.loc[flip, "estimate"] = -t.loc[flip, "estimate"]
+    ref = meta_analysis(table[(table.test == "t") & (table.metric == "m1")])
+    got = meta_analysis(t)
+    assert len(got) == 3
+    np.testing.assert_allclose(got["estimate"], ref["estimate"], rtol=1e-12)
+
+
+def test_table_problems_are_named(table):
+    t = table[table.test == "t"]
+    with pytest.raises(MultistatError, match=r"lacks column\(s\) \['se'\].*run compare"):
+        meta_analysis(t.drop(columns="se"))
+    with pytest.raises(MultistatError, match="lacks column"):
+        meta_analysis(t, by=("metric", "nope"))
+    with pytest.raises(MultistatError, match="study 'newstest' has 2 rows for metric=.*"
+                                             "add the column that tells them apart"):
+        meta_analysis(table[table.test != "wilcoxon"], by=("metric", "system_a",
+                                                            "system_b"))
+    with pytest.raises(MultistatError, match="also in `by`"):
+        meta_analysis(t, by=("dataset", "metric"))
+    with (pytest.raises(MultistatError, match="no row of the table has a standard error"),
+          pytest.warns(DroppedDataWarning)):
+        meta_analysis(table[table.test == "wilcoxon"])
+    with pytest.raises(MultistatError, match="give `variances`, `se` and `labels` only "
+                                             "with vectors"):
+        meta_analysis(t, [0.1])
+    with pytest.raises(MultistatError, match="no such file"):
+        meta_analysis("does/not/exist.parquet")
+    # a group left with one study: kept, NaN, with a note, and counted
+    one = t[~((t.dataset != "ted") & (t.metric == "m1") & (t.system_a == "A")
+              & (t.system_b == "B"))].copy()
+    pooled = meta_analysis(one)
+    row = pooled[(pooled.metric == "m1") & (pooled.system_a == "A")
+                 & (pooled.system_b == "B")].iloc[0]
+    assert row["k"] == 1 and np.isnan(row["estimate"])
+    assert row["note"].startswith("fewer than two studies")
+
+
+def test_study_rows_weights_match_the_vector_fit(table):
+    t = table[table.test == "bootstrap"]
+    pooled = meta_analysis(t)
+    rows = study_rows(t, pooled)
+    sub = rows[(rows.metric == "m2") & (rows.system_a == "A") & (rows.system_b == "C")]
+    raw = t[(t.metric == "m2") & (t.system_a == "A") & (t.system_b == "C")]
+    ref = meta_analysis(raw["estimate"], se=raw["se"])
+    np.testing.assert_allclose(sub["weight"], ref.weights, rtol=1e-10)
+    np.testing.assert_allclose(sub["estimate"], raw["estimate"])
+
+
+# ------------------------------------------------------------------- compare's se column
+def test_compare_se_column(table):
+    t = table[table.test == "t"]
+    # t: the interval's half-width over the t quantile
+    q = stats.t.ppf(0.975, t["n"] - 1)
+    np.testing.assert_allclose(t["se"], (t["ci_high"] - t["ci_low"]) / (2 * q), rtol=1e-9)
+    # bootstrap: the bootstrap standard error, close to the t one (500 resamples: the
+    # sd of an sd estimate is ~3%)
+    b = table[table.test == "bootstrap"]
+    ratio = b["se"].to_numpy() / t["se"].to_numpy()
+    assert np.all(np.abs(ratio - 1) < 0.15), ratio
+    assert table.loc[table.test == "wilcoxon", "se"].isna().all()
+    # effect sizes: sqrt(1/n + d^2/(2n)), g's scaled by Hedges' J
+    from multistat.effect import hedges_correction
+
+    n, d = t["n"].to_numpy(), t["cohens_d"].to_numpy()
+    np.testing.assert_allclose(t["cohens_d_se"], np.sqrt(1 / n + d**2 / (2 * n)))
+    np.testing.assert_allclose(t["hedges_g_se"],
+                               hedges_correction(n - 1) * t["cohens_d_se"])
+
+
+def test_cohens_dz_se_against_the_exact_noncentral_t_variance():
+    # d_z * sqrt(n) ~ noncentral t(n - 1, delta sqrt(n)): the large-sample formula is
+    # within 3% of the exact sd for n = 60
+    from multistat.effect import cohens_dz_se
+
+    n = 60
+    for delta in (0.0, 0.3, 0.8):
+        exact = np.sqrt(stats.nct.var(n - 1, delta * np.sqrt(n)) / n)
+        assert cohens_dz_se(delta, n) == pytest.approx(exact, rel=0.03)
+
+
+def test_compare_se_on_permutation_and_corpus_rows():
+    from multistat.adapters import from_statistics
+
+    rng = np.random.default_rng(0)
+    st = rng.integers(0, 30, size=(3, 120, 10)).astype(float)
+    st[..., 8:] += 40
+    res = multistat.compare(from_statistics(st, "bleu"), tests=("bootstrap", "permutation"),
+                            n_resamples=300)
+    assert res.loc[res.test == "bootstrap", "se"].gt(0).all()  # resampled corpus-BLEU se
+    assert res.loc[res.test == "permutation", "se"].isna().all()
+    assert res[["cohens_d_se", "hedges_g_se"]].isna().all().all()
+
+
+# ------------------------------------------------------------------------------ CLI
+def test_cli_writes_parquet_with_metadata(table, tmp_path, capsys):
+    src = tmp_path / "results.parquet"
+    multistat.write_parquet(table, src)
+    out = tmp_path / "pooled.parquet"
+    status, stdout, err = run(["meta", src, "--study", "dataset", "--method", "dl",
+                               "--knha", "--out", out], capsys, warnings_always=True)
+    assert status == 0, err
+    assert err.startswith("multistat: warning: 24 of 72 rows have no standard error")
+    got = read_parquet(out)
+    assert got.attrs["multistat"]["method"] == "dl"
+    assert got.attrs["multistat"]["meta_test"] == "knha"
+    assert got.attrs["multistat"]["inputs"] == [str(src)]
+    with pytest.warns(DroppedDataWarning):
+        ref = meta_analysis(table, method="dl", test="knha")
+    pd.testing.assert_frame_equal(got, ref, check_exact=True, check_dtype=False)
+    assert "pooled 12 of 12 groups across 4 studies (dataset); dl, knha" in stdout
+    # csv by extension, --tests filter
+    status, _, err = run(["meta", src, "--tests", "t", "--out", tmp_path / "p.csv"], capsys)
+    assert status == 0, err
+    assert set(pd.read_csv(tmp_path / "p.csv")["test"]) == {"t"}
+
+
+def test_cli_errors_are_one_line(table, tmp_path, capsys):
+    src = tmp_path / "results.parquet"
+    multistat.write_parquet(table[table.test == "t"], src)
+    status, _, err = run(["meta", src, "--method", "hs", "--out", tmp_path / "o.parquet"],
+                         capsys)
+    one_line_error(status, err, "`--method`", "hs")
+    status, _, err = run(["meta", src, "--out", tmp_path / "o.txt"], capsys)
+    one_line_error(status, err, "`--out`", ".parquet")
+    status, _, err = run(["meta", src, "--tests", "sign", "--out", tmp_path / "o.parquet"],
+                         capsys)
+    one_line_error(status, err, "--tests", "sign", "not in the table")
+    multistat.write_parquet(table[table.test == "t"].drop(columns="se"), src)
+    status, _, err = run(["meta", src, "--out", tmp_path / "o.parquet"], capsys)
+    one_line_error(status, err, "lacks column(s)", "'se'")
+    status, _, err = run(["meta", tmp_path / "missing.parquet", "--out",
+                          tmp_path / "o.parquet"], capsys)
+    one_line_error(status, err, "no such file")
