@@ -544,3 +544,37 @@ def test_cli_errors_are_one_line(table, tmp_path, capsys):
     status, _, err = run(["meta", tmp_path / "missing.parquet", "--out",
                           tmp_path / "o.parquet"], capsys)
     one_line_error(status, err, "no such file")
+
+
+# ------------------------------------------------------------------------------ report
+def test_report_has_the_pooled_table_and_forest_plots(table, tmp_path, capsys):
+    src, pooled = tmp_path / "results.parquet", tmp_path / "meta.parquet"
+    multistat.write_parquet(table, src)
+    status, _, err = run(["meta", src, "--tests", "t,bootstrap", "--out", pooled], capsys)
+    assert status == 0, err
+    out = tmp_path / "rep"
+    status, _, err = run(["report", src, "--out", out, "--test", "bootstrap", "--meta",
+                          pooled, "--histograms", "none"], capsys)
+    assert status == 0, err
+    html = (out / "report.html").read_text()
+    assert '<section id="meta"><h2>Meta-analysis across test sets</h2>' in html
+    assert '<a href="#meta">Meta-analysis across test sets</a>' in html
+    forests = sorted(p.name for p in (out / "figures").glob("forest_*.png"))
+    # one per pooled metric x pair of the report's test (bootstrap): 2 x 3
+    assert len(forests) == 6 and all("bootstrap" in f for f in forests)
+    assert html.count('alt="forest plot ') == 6
+    md = (out / "tables" / "meta.md").read_text()
+    assert md.count("\n") >= 13  # header, rule and the 12 pooled rows
+    back = pd.read_csv(out / "tables" / "meta.csv")
+    np.testing.assert_allclose(back["tau2"], read_parquet(pooled)["tau2"], rtol=1e-12)
+
+
+def test_forest_plot_of_a_vector_result():
+    from matplotlib.figure import Figure
+
+    yi, vi = bcg()
+    fig = meta_analysis(yi, vi, labels=AUTHORS).plot_forest(title="BCG")
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[:2] == AUTHORS[:2] and labels[-1] == "pooled (reml)"

@@ -50,7 +50,7 @@ def test_template_renders_to_valid_commands(tmp_path):
     out = _run([sys.executable, "-c", code], project / "pipelines" / "several-test-sets")
     cmds = dict(line.split(" \t ", 1) for line in out.stdout.strip().splitlines())
     assert {n.split(":")[-1] for n in cmds} == {"load", "compare", "friedman",
-                                                 "replicability", "report"}
+                                                 "replicability", "meta", "report"}
     for name, cmd in cmds.items():
         assert "${" not in cmd, name
         words = cmd.split()
@@ -59,6 +59,10 @@ def test_template_renders_to_valid_commands(tmp_path):
         assert flags <= _options([words[1]]), (name, flags - _options([words[1]]))
     assert "--run-col seed" in cmds["load"] and "--group-col doc" in cmds["load"]
     assert "--cluster group" in cmds["compare"] and ",aso" in cmds["compare"]
+    meta = next(c for n, c in cmds.items() if n.endswith("meta"))
+    assert "--tests t,bootstrap" in meta and "--out reports/meta.parquet" in meta
+    assert "--meta reports/meta.parquet" in next(c for n, c in cmds.items()
+                                                 if n.endswith("report"))
 
 
 def test_example_input_has_runs_and_documents(tmp_path, capsys):

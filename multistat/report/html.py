@@ -152,7 +152,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24, ranking=None) -> Path:
+                 max_power_figures: int = 24, ranking=None, pooled=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -190,6 +190,9 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         with the cluster leaderboards and rank-interval figures
         (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
         ``figures/rank_intervals_*.png``)
+    pooled : optional pooled table (:func:`multistat.meta_analysis` of ``results``;
+        DataFrame or Parquet path from ``multistat meta``): a section with the pooled
+        table and forest plots (:mod:`multistat.report.meta`)
 
     Returns
     -------
@@ -374,6 +377,14 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     if across_html:
         toc.append(("across", "Across test sets"))
 
+    meta_html = ""
+    if pooled is not None:  # pooled across test sets (multistat.report.meta, issue 27)
+        from multistat.report.meta import meta_section
+
+        meta_html = meta_section(res, _read_frame(pooled, "pooled"), figdir, tabdir, dpi=dpi,
+                                 test=test if isinstance(test, str) else None)
+        toc.append(("meta", "Meta-analysis across test sets"))
+
     # ------------------------------------------------------------------ power
     power_html = _power_section(res, powers, figdir, dpi, max_power_figures)
     if power_html:
@@ -389,7 +400,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
            f'{len(chosen)} dataset × metric combination(s) · tables also in '
            f'<code>tables/</code>, figures in <code>figures/</code></p>'),
            f"<nav><strong>Contents</strong><ol>{nav}</ol></nav>",
-           *parts, *fam_html, across_html, power_html, "</main></body></html>"]
+           *parts, *fam_html, across_html, meta_html, power_html, "</main></body></html>"]
     path = out / "report.html"
     _atomic.write_text(path, "\n".join(doc))
     return path
