@@ -500,8 +500,8 @@ def cohens_dz_se(d, n):
     Examples
     --------
     >>> from multistat.effect import cohens_dz_se
-    >>> float(round(cohens_dz_se(0.5, 50), 4))
-    0.1458
+    >>> float(round(cohens_dz_se(0.5, 50), 4))  # sqrt(1/50 + 0.25/100)
+    0.15
     """
     d = np.asarray(d, dtype=float)
     if n < 2:

@@ -578,3 +578,13 @@ def test_forest_plot_of_a_vector_result():
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[:2] == AUTHORS[:2] and labels[-1] == "pooled (reml)"
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from multistat import effect, meta
+
+    for mod in (meta, effect):
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__
