@@ -531,12 +531,13 @@ def _orient_pairs(frame, by, effect):
     effect negated, so both orientations pool as one effect."""
     if not {"system_a", "system_b"} <= set(by):
         return frame
-    a = frame["system_a"].astype(str).to_numpy()
-    b = frame["system_b"].astype(str).to_numpy()
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    key = pd.Series(lo, dtype=object) + "\x00" + pd.Series(hi, dtype=object)
-    first_a = pd.Series(a).groupby(key.to_numpy()).transform("first").to_numpy()
-    flip = a != first_a
+    n = len(frame)
+    codes, names = pd.factorize(np.concatenate([frame["system_a"].astype(str).to_numpy(),
+                                                frame["system_b"].astype(str).to_numpy()]))
+    a, b = codes[:n].astype(np.int64), codes[n:].astype(np.int64)
+    key = np.minimum(a, b) * len(names) + np.maximum(a, b)  # the unordered pair
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    flip = a != a[first][inverse]  # not the orientation of the pair's first row
     if not flip.any():
         return frame
     frame = frame.copy()
