@@ -14,6 +14,10 @@ Each dataset node holds an :class:`xarray.Dataset` with
   float64 on ``(system, metric, instance, run)``, the score of each run (NaN where a
   system lacks a run), and ``attrs["n_runs"]``; ``score`` then holds the mean over the
   runs a system has, so every test and table works on run-averaged scores;
+* with human ratings by rater (``read_scores(..., rater_col=...)``), ``rating`` —
+  float64 on ``(system, metric, instance, rater)``, each rater's rating (NaN where a
+  rater did not rate the cell), and ``attrs["n_raters"]``; ``score`` then holds the mean
+  over the raters present (the item mean every test uses);
 * with instance groups (``read_scores(..., group_col=...)``), a coordinate ``group``
   (str) on ``instance`` naming each instance's group (document, talk...).
 
@@ -43,13 +47,16 @@ SCORE = "score"
 STATS = "stats"
 RUN_SCORE = "run_score"
 RUN_DIMS = ("system", "metric", "instance", "run")
+RATING = "rating"
+RATING_DIMS = ("system", "metric", "instance", "rater")
 DIMS = ("system", "metric", "instance")
 KINDS = ("mean", "binary", "corpus")
 
 
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                  higher_is_better=None, kind=None, corpus_fn=None, stats=None,
-                 run_score=None, runs=None, group=None) -> xr.Dataset:
+                 run_score=None, runs=None, group=None, rating=None,
+                 raters=None) -> xr.Dataset:
     """Build one validated dataset node from arrays.
 
     Parameters
@@ -115,6 +122,19 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         attrs["n_runs"] = len(runs)
     elif runs is not None:
         raise ParameterError("`runs` labels need `run_score`")
+    if rating is not None:
+        rating = np.asarray(rating, dtype=np.float64)
+        if rating.ndim != 4 or rating.shape[:3] != shape:
+            raise ParameterError(f"`rating` must have shape {shape} + (rater,); got "
+                                 f"{rating.shape}")
+        raters = [str(r) for r in (raters if raters is not None else range(rating.shape[3]))]
+        if len(raters) != rating.shape[3]:
+            raise ParameterError(f"{len(raters)} rater labels for {rating.shape[3]} raters")
+        data_vars[RATING] = (RATING_DIMS, rating)
+        coords["rater"] = raters
+        attrs["n_raters"] = len(raters)
+    elif raters is not None:
+        raise ParameterError("`raters` labels need `rating`")
     if group is not None:
         group = [str(g) for g in group]
         if len(group) != len(instances):
@@ -174,6 +194,9 @@ def validate_dataset(ds: xr.Dataset) -> None:
             raise DataValidationError(f"dataset {name!r}: attribute n_runs="
                                       f"{ds.attrs.get('n_runs')!r} but the run dimension has "
                                       f"{ds.sizes['run']} runs")
+    if RATING in ds and ds[RATING].dims != RATING_DIMS:
+        raise DataValidationError(f"dataset {name!r}: `rating` must be on {RATING_DIMS}; "
+                                  f"got {ds[RATING].dims}")
     if "group" in ds.coords and ds["group"].dims != ("instance",):
         raise DataValidationError(f"dataset {name!r}: coordinate `group` must be on "
                                   f"('instance',); got {ds['group'].dims}")
@@ -223,15 +246,22 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
                                   f"{list(frame.columns)}")
     meta = frame.attrs.get("metrics", {})
     has_run = "run" in frame.columns
+    has_rater = "rater" in frame.columns
+    if has_run and has_rater:
+        raise DataValidationError("score frame has both `run` and `rater` columns; ratings "
+                                  "by rater of several runs are not supported")
     has_group = "group" in frame.columns
     out = {}
     for name, part in frame.groupby("dataset", sort=False):
         systems = pd.unique(part["system"])
         metrics = pd.unique(part["metric"])
         instances = _instance_order(part)
-        keys = ["system", "metric", "instance"] + (["run"] if has_run else [])
+        split = "run" if has_run else "rater" if has_rater else None
+        keys = ["system", "metric", "instance"] + ([split] if split else [])
         runs = pd.unique(part["run"]) if has_run else None
-        levels = [systems, metrics, instances] + ([runs] if has_run else [])
+        raters = pd.unique(part["rater"]) if has_rater else None
+        levels = [systems, metrics, instances] + (
+            [runs] if has_run else [raters] if has_rater else [])
         idx = pd.MultiIndex.from_product(levels)
         series = part.set_index(keys)["score"]
         if series.index.has_duplicates:
@@ -239,10 +269,13 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
             raise DataValidationError(f"dataset {name!r}: duplicated ({', '.join(keys)}) "
                                       f"{dup}")
         shape = [len(v) for v in levels]
-        run_cube = None
+        run_cube = rating = None
         if has_run:
             run_cube = series.reindex(idx).to_numpy().reshape(shape)
             cube = run_mean(run_cube)
+        elif has_rater:
+            rating = series.reindex(idx).to_numpy().reshape(shape)
+            cube = run_mean(rating)  # the mean over the raters present
         else:
             cube = series.reindex(idx).to_numpy().reshape(shape)
         group = None
@@ -268,7 +301,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         kind = [meta.get(m, {}).get("kind", "mean") for m in metrics]
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
                                       instances=instances, higher_is_better=hib, kind=kind,
-                                      run_score=run_cube, runs=runs, group=group)
+                                      run_score=run_cube, runs=runs, group=group,
+                                      rating=rating, raters=raters)
     return make_study(out)
 
 
