@@ -1,0 +1,229 @@
+"""The mixed-model test of human ratings (Card et al. 2020, appendix H.3).
+
+For two systems a and b, every rating ``y`` of an item by a rater is modelled as
+
+.. math::
+
+    y = \\beta_0 + \\beta_1 x + u_r + v_r x + a_i + b_i x + \\varepsilon,
+    \\qquad x = +1 \\text{ (a)}, -1 \\text{ (b)}
+
+with independent normal rater intercepts and slopes ``u, v``, item intercepts and slopes
+``a, b`` and residuals (``y ~ x + (1 + x || rater) + (1 + x || item)`` in lme4's notation,
+no correlation parameters, as Barr et al. 2013 and Card et al. recommend). The test's
+``estimate`` is the difference of the two systems' model means, ``2 beta_1``, with its
+standard error, a Wald interval and a **Wald z** p-value (as statsmodels ``MixedLM`` and
+the power simulations of :func:`multistat.power.simulate_likert` report it).
+
+The fit is restricted maximum likelihood (REML), written here instead of one statsmodels
+``MixedLM`` fit per pair because it can be made much faster for this model: it profiles
+the fixed effects and the residual variance out of the likelihood (Bates et al. 2015,
+lme4's penalized least squares) and keeps only the four relative standard deviations
+``theta`` for the optimizer. Every quantity the criterion needs is a cross-product that
+does not depend on ``theta`` and is computed once per pair; the random-effects matrix
+``Lambda' Z' Z Lambda + I`` is then split into the item block (a 2 x 2 block per item,
+inverted in closed form) and its Schur complement on the rater block (``2R x 2R``), so
+one evaluation costs ``O(R^2 I)`` flops, whatever the number of ratings. Designs may be
+unbalanced and incomplete: any rater may rate any subset of the items of either system.
+
+References
+----------
+D. Card, P. Henderson, U. Khandelwal, R. Jia, K. Mahowald and D. Jurafsky (2020). With
+little power comes great responsibility. EMNLP. https://doi.org/10.18653/v1/2020.emnlp-main.745
+D. Bates, M. Maechler, B. Bolker and S. Walker (2015). Fitting linear mixed-effects
+models using lme4. Journal of Statistical Software 67(1). https://doi.org/10.18637/jss.v067.i01
+D. J. Barr, R. Levy, C. Scheepers and H. J. Tily (2013). Random effects structure for
+confirmatory hypothesis testing: keep it maximal. Journal of Memory and Language 68(3).
+https://doi.org/10.1016/j.jml.2012.11.001
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+#: names of the four random-effect standard deviations, in ``theta`` order
+COMPONENTS = ("rater_intercept", "rater_slope", "item_intercept", "item_slope")
+
+
+@dataclass(frozen=True)
+class MixedFit:
+    """REML fit of ``y ~ x + (1 + x || rater) + (1 + x || item)``.
+
+    ``beta`` = (intercept, slope of x); ``cov_beta`` its 2 x 2 covariance; ``sd`` the
+    standard deviations of the rater intercept, rater slope, item intercept, item slope
+    and the residual (``sigma``); ``n`` ratings, ``n_raters``, ``n_items``;
+    ``deviance`` the REML criterion at the optimum; ``converged``.
+    """
+
+    beta: np.ndarray
+    cov_beta: np.ndarray
+    sd: dict
+    n: int
+    n_raters: int
+    n_items: int
+    deviance: float
+    converged: bool
+    method: str = "reml"
+
+
+class _Crossed:
+    """The cross-products of one pair's ratings; the profiled criterion of theta."""
+
+    def __init__(self, y, x, rater, item):
+        y = np.asarray(y, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64)
+        self.shift = float(np.mean(y))
+        y = y - self.shift  # centred: shift-free sums of squares
+        rater = np.asarray(rater)
+        item = np.asarray(item)
+        _, r = np.unique(rater, return_inverse=True)
+        _, i = np.unique(item, return_inverse=True)
+        R, I = int(r.max()) + 1, int(i.max()) + 1
+        self.R, self.I, self.N = R, I, y.size
+        z = np.stack([np.ones_like(x), x], axis=1)                 # (N, 2): [1, x]
+        zz = z[:, :, None] * z[:, None, :]                         # (N, 2, 2)
+        self.DR = _sum_by(r, zz.reshape(-1, 4), R).reshape(R, 2, 2)
+        self.DI = _sum_by(i, zz.reshape(-1, 4), I).reshape(I, 2, 2)
+        # rater x item cross-products as a (2R, 2I) matrix: row (r, k), column (i, l)
+        self.C = _sum_by(r * I + i, zz.reshape(-1, 4), R * I).reshape(
+            R, I, 2, 2).transpose(0, 2, 1, 3).reshape(2 * R, 2 * I)
+        self.yR = _sum_by(r, z * y[:, None], R)                    # (R, 2)
+        self.yI = _sum_by(i, z * y[:, None], I)                    # (I, 2)
+        self.XX = z.T @ z
+        self.Xy = z.T @ y
+        self.yy = float(y @ y)
+
+    def solve(self, theta, *, reml=True):
+        """(criterion, beta, (R_X'R_X)^-1, sigma^2) at ``theta``."""
+        R, I = self.R, self.I
+        theta = np.asarray(theta, dtype=np.float64)
+        tr, ti = theta[:2], theta[2:]
+        lr, li = np.tile(tr, R), np.tile(ti, I)                       # (2R,), (2I,)
+        # item blocks: A_I = L D_I L + I (2 x 2 each), inverted in closed form
+        AI = self.DI * ti[None, :, None] * ti[None, None, :]
+        AI[:, 0, 0] += 1.0
+        AI[:, 1, 1] += 1.0
+        det_i = AI[:, 0, 0] * AI[:, 1, 1] - AI[:, 0, 1] * AI[:, 1, 0]
+        inv_i = np.empty_like(AI)
+        inv_i[:, 0, 0] = AI[:, 1, 1] / det_i
+        inv_i[:, 1, 1] = AI[:, 0, 0] / det_i
+        inv_i[:, 0, 1] = -AI[:, 0, 1] / det_i
+        inv_i[:, 1, 0] = -AI[:, 1, 0] / det_i
+        # B = L_R C L_I (2R x 2I); B A_I^-1 by item blocks; Schur complement on the raters
+        B = self.C * lr[:, None] * li[None, :]
+        BA = np.einsum("ril,ilm->rim", B.reshape(2 * R, I, 2), inv_i).reshape(2 * R, 2 * I)
+        S = -(BA @ B.T)
+        AR = self.DR * tr[None, :, None] * tr[None, None, :]
+        idx = np.arange(R)
+        S4 = S.reshape(R, 2, R, 2)
+        S4[idx, :, idx, :] += AR
+        S[np.diag_indices(2 * R)] += 1.0
+        try:
+            cho = np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
+            return np.inf, None, None, None
+        logdet = float(np.log(det_i).sum() + 2.0 * np.log(np.diag(cho)).sum())
+        # right-hand sides Lambda Z'[X, y] (X = [1, x] spans Z's columns: Z'X = D blocks)
+        rhs_R = np.concatenate([self.DR, self.yR[:, :, None]], axis=2).reshape(2 * R, 3)
+        rhs_R = rhs_R * lr[:, None]
+        rhs_I = np.concatenate([self.DI, self.yI[:, :, None]], axis=2).reshape(2 * I, 3)
+        rhs_I = rhs_I * li[:, None]
+        # A^-1 rhs by blocks: s_R = S^-1 (r_R - B A_I^-1 r_I); s_I = A_I^-1 (r_I - B' s_R)
+        s_R = _cho_solve(cho, rhs_R - BA @ rhs_I)
+        s_I = np.einsum("ikl,ilc->ikc", inv_i, (rhs_I - B.T @ s_R).reshape(I, 2, 3)
+                        ).reshape(2 * I, 3)
+        G = rhs_R.T @ s_R + rhs_I.T @ s_I                           # rhs' A^-1 rhs (3 x 3)
+        rx = self.XX - G[:2, :2]
+        rhs_beta = self.Xy - G[:2, 2]
+        try:
+            rx_cho = np.linalg.cholesky(rx)
+        except np.linalg.LinAlgError:
+            return np.inf, None, None, None
+        beta = _cho_solve(rx_cho, rhs_beta)
+        r2 = self.yy - G[2, 2] - rhs_beta @ beta
+        if not r2 > 0:
+            return np.inf, None, None, None
+        df = self.N - 2 if reml else self.N
+        crit = logdet + df * (1.0 + np.log(2.0 * np.pi * r2 / df))
+        if reml:
+            crit += 2.0 * np.log(np.diag(rx_cho)).sum()
+        rx_inv = _cho_solve(rx_cho, np.eye(2))
+        return float(crit), beta, rx_inv, r2 / df
+
+
+def _sum_by(codes, values, size):
+    """Sums of the rows of ``values`` (N, k) by integer ``codes`` -> (size, k)."""
+    out = np.zeros((size, values.shape[1]))
+    np.add.at(out, codes, values)
+    return out
+
+
+def _cho_solve(cho, b):
+    from scipy.linalg import solve_triangular
+
+    w = solve_triangular(cho, b, lower=True, check_finite=False)
+    return solve_triangular(cho.T, w, lower=False, check_finite=False)
+
+
+def fit_crossed(y, x, rater, item, *, reml: bool = True) -> MixedFit:
+    """REML (or ML) fit of the crossed rater/item model to ratings ``y`` of systems coded
+    ``x`` = +1 / -1 (see the module notes)."""
+    model = _Crossed(y, x, rater, item)
+    sd_y = float(np.sqrt(model.yy / max(model.N - 1, 1))) or 1.0
+
+    def crit(log_theta):
+        return model.solve(np.exp(log_theta), reml=reml)[0]
+
+    # theta on a log scale, clipped below: a component at the boundary (0) is reached as
+    # theta -> e^-12 relative to sigma, where it no longer changes the criterion
+    start = np.full(4, np.log(0.5))
+    bounds = [(-12.0, np.log(1e3 * max(sd_y, 1.0)))] * 4
+    res = optimize.minimize(crit, start, method="L-BFGS-B", bounds=bounds,
+                            options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-8})
+    theta = np.exp(res.x)
+    theta[res.x <= -11.0] = 0.0
+    value, beta, rx_inv, sigma2 = model.solve(np.maximum(theta, 0.0), reml=reml)
+    sigma = float(np.sqrt(sigma2))
+    beta = np.array([beta[0] + model.shift, beta[1]])
+    sd = {name: float(sigma * t) for name, t in zip(COMPONENTS, theta)}
+    sd["sigma"] = sigma
+    return MixedFit(beta=beta, cov_beta=sigma2 * rx_inv, sd=sd, n=model.N,
+                    n_raters=model.R, n_items=model.I, deviance=value,
+                    converged=bool(res.success), method="reml" if reml else "ml")
+
+
+def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_level=0.95):
+    """The mixed-model test of one pair from ratings ``ya``, ``yb`` (items x raters, NaN
+    where a rater did not rate); returns a dict of the result columns."""
+    ya = np.asarray(ya, dtype=np.float64)
+    yb = np.asarray(yb, dtype=np.float64)
+    items, raters = np.indices(ya.shape)
+    pa, pb = ~np.isnan(ya), ~np.isnan(yb)
+    y = np.concatenate([ya[pa], yb[pb]])
+    x = np.concatenate([np.ones(int(pa.sum())), -np.ones(int(pb.sum()))])
+    rater = np.concatenate([raters[pa], raters[pb]])
+    item = np.concatenate([items[pa], items[pb]])
+    n_items = int((pa | pb).any(axis=1).sum())
+    if pa.sum() < 2 or pb.sum() < 2 or n_items < 2 or np.unique(rater).size < 2:
+        return {"note": "mixed: fewer than 2 ratings per system, 2 items or 2 raters"}
+    fit = fit_crossed(y, x, rater, item)
+    est = 2.0 * fit.beta[1]
+    se = 2.0 * float(np.sqrt(fit.cov_beta[1, 1]))
+    z = (est - null_value) / se if se > 0 else np.nan
+    if alternative == "two-sided":
+        p = 2.0 * stats.norm.sf(abs(z))
+        q = stats.norm.ppf(0.5 + confidence_level / 2.0)
+        lo, hi = est - q * se, est + q * se
+    elif alternative == "greater":
+        p = stats.norm.sf(z)
+        lo, hi = est - stats.norm.ppf(confidence_level) * se, np.inf
+    else:
+        p = stats.norm.cdf(z)
+        lo, hi = -np.inf, est + stats.norm.ppf(confidence_level) * se
+    note = ("mixed: REML fit of rating ~ system + (1 + system || rater) + (1 + system || "
+            "item), Wald z" + ("" if fit.converged else "; the optimizer did not converge"))
+    return {"estimate": est, "se": se, "statistic": z, "p_value": float(p), "ci_low": lo,
+            "ci_high": hi, "n": n_items, "note": note,
+            **{f"sd_{k}": v for k, v in fit.sd.items()}}
