@@ -49,3 +49,8 @@ __all__ = [
 from multistat.stochastic_order import _register as _register_aso
 
 _register_aso()
+
+# the mixed-effects model of human ratings by rater (issue 25), registered as "mixed"
+from multistat.significance.mixed import _register as _register_mixed  # noqa: E402
+
+_register_mixed()
