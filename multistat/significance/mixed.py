@@ -11,8 +11,10 @@ with independent normal rater intercepts and slopes ``u, v``, item intercepts an
 ``a, b`` and residuals (``y ~ x + (1 + x || rater) + (1 + x || item)`` in lme4's notation,
 no correlation parameters, as Barr et al. 2013 and Card et al. recommend). The test's
 ``estimate`` is the difference of the two systems' model means, ``2 beta_1``, with its
-standard error, a Wald interval and a **Wald z** p-value (as statsmodels ``MixedLM`` and
-the power simulations of :func:`multistat.power.simulate_likert` report it).
+standard error, and a **t test on Satterthwaite's degrees of freedom** (lmerTest's
+default for ``lmer`` fits; Kuznetsova et al. 2017) with the matching interval. A Wald z
+(statsmodels ``MixedLM``) is far too liberal with few raters: the slope's variance is
+then estimated from a handful of rater slopes.
 
 The fit is restricted maximum likelihood (REML), written here instead of one statsmodels
 ``MixedLM`` fit per pair because it can be made much faster for this model: it profiles
@@ -31,6 +33,9 @@ D. Card, P. Henderson, U. Khandelwal, R. Jia, K. Mahowald and D. Jurafsky (2020)
 little power comes great responsibility. EMNLP. https://doi.org/10.18653/v1/2020.emnlp-main.745
 D. Bates, M. Maechler, B. Bolker and S. Walker (2015). Fitting linear mixed-effects
 models using lme4. Journal of Statistical Software 67(1). https://doi.org/10.18637/jss.v067.i01
+A. Kuznetsova, P. B. Brockhoff and R. H. B. Christensen (2017). lmerTest package: tests
+in linear mixed effects models. Journal of Statistical Software 82(13).
+https://doi.org/10.18637/jss.v082.i13
 D. J. Barr, R. Levy, C. Scheepers and H. J. Tily (2013). Random effects structure for
 confirmatory hypothesis testing: keep it maximal. Journal of Memory and Language 68(3).
 https://doi.org/10.1016/j.jml.2012.11.001
@@ -66,6 +71,7 @@ class MixedFit:
     deviance: float
     converged: bool
     method: str = "reml"
+    df: float = float("nan")
 
 
 class _Crossed:
@@ -153,10 +159,67 @@ class _Crossed:
             return np.inf, None, None, None
         df = self.N - 2 if reml else self.N
         crit = logdet + df * (1.0 + np.log(2.0 * np.pi * r2 / df))
+        logdet_rx = 2.0 * np.log(np.diag(rx_cho)).sum()
         if reml:
-            crit += 2.0 * np.log(np.diag(rx_cho)).sum()
+            crit += logdet_rx
         rx_inv = _cho_solve(rx_cho, np.eye(2))
+        self.last = (logdet, logdet_rx, r2)
         return float(crit), beta, rx_inv, r2 / df
+
+    def reml_deviance(self, tau):
+        """The REML deviance (-2 log restricted likelihood, constants kept) at variances
+        ``tau = (sigma^2, v_1, ..., v_4)`` (in the scaled units), not profiled; and the
+        variance of the slope estimate there."""
+        sigma2 = tau[0]
+        if not sigma2 > 0 or np.any(tau[1:] < 0):
+            return np.inf, np.nan
+        crit, _, rx_inv, _ = self.solve(np.sqrt(tau[1:] / sigma2))
+        if not np.isfinite(crit):
+            return np.inf, np.nan
+        logdet, logdet_rx, r2 = self.last
+        dev = (logdet + logdet_rx + (self.N - 2) * np.log(2.0 * np.pi * sigma2)
+               + r2 / sigma2)
+        return float(dev), float(sigma2 * rx_inv[1, 1])
+
+    def satterthwaite(self, theta, sigma2):
+        """Satterthwaite's degrees of freedom of the slope (lmerTest's method): ``2 V^2 /
+        (g' C g)`` with ``V`` its variance as a function of the variance parameters,
+        ``g`` its gradient and ``C = 2 H^-1`` their asymptotic covariance from the
+        Hessian ``H`` of the REML deviance, both by central differences. Components at
+        their boundary (0) are held fixed, as parameters not estimated."""
+        tau0 = np.concatenate([[sigma2], sigma2 * np.asarray(theta) ** 2])
+        active = np.flatnonzero(tau0 > 1e-10 * sigma2)
+        k = active.size
+        h = 1e-4 * tau0[active]
+
+        def at(delta):
+            tau = tau0.copy()
+            tau[active] += delta
+            return self.reml_deviance(tau)
+
+        f0, v0 = at(np.zeros(k))
+        grad = np.empty(k)
+        hess = np.empty((k, k))
+        fp, fm = np.empty(k), np.empty(k)
+        for a in range(k):
+            e = np.zeros(k)
+            e[a] = h[a]
+            (fp[a], vp), (fm[a], vm) = at(e), at(-e)
+            grad[a] = (vp - vm) / (2.0 * h[a])
+            hess[a, a] = (fp[a] - 2.0 * f0 + fm[a]) / h[a] ** 2
+        for a in range(k):
+            for b in range(a + 1, k):
+                e = np.zeros(k)
+                e[a], e[b] = h[a], h[b]
+                fpp, fmm = at(e)[0], at(-e)[0]
+                hess[a, b] = hess[b, a] = ((fpp - fp[a] - fp[b] + 2.0 * f0 - fm[a] - fm[b]
+                                            + fmm) / (2.0 * h[a] * h[b]))
+        try:
+            cov = 2.0 * np.linalg.inv(hess)
+        except np.linalg.LinAlgError:
+            return np.nan
+        spread = float(grad @ cov @ grad)
+        return 2.0 * v0**2 / spread if spread > 0 else np.nan
 
 
 def _sum_by(codes, values, size):
@@ -192,7 +255,7 @@ def fit_crossed(y, x, rater, item, *, reml: bool = True) -> MixedFit:
         sd["rater_slope"], sd["item_slope"] = sd["item_slope"], sd["rater_slope"]
         fit = MixedFit(beta=fit.beta, cov_beta=fit.cov_beta, sd=sd, n=fit.n,
                        n_raters=fit.n_items, n_items=fit.n_raters, deviance=fit.deviance,
-                       converged=fit.converged, method=fit.method)
+                       converged=fit.converged, method=fit.method, df=fit.df)
     return fit
 
 
@@ -216,9 +279,10 @@ def _fit(y, x, rater, item, reml):
     beta = np.array([model.shift + model.scale * beta[0], model.scale * beta[1]])
     sd = {name: float(sigma * t) for name, t in zip(COMPONENTS, theta)}
     sd["sigma"] = sigma
+    df = model.satterthwaite(theta, sigma2 / model.scale**2) if reml else np.nan
     return MixedFit(beta=beta, cov_beta=sigma2 * rx_inv, sd=sd, n=model.N,
                     n_raters=model.R, n_items=model.I, deviance=value,
-                    converged=bool(res.success), method="reml" if reml else "ml")
+                    converged=bool(res.success), method="reml" if reml else "ml", df=df)
 
 
 def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_level=0.95):
@@ -236,37 +300,31 @@ def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_le
     if pa.sum() < 2 or pb.sum() < 2 or n_items < 2 or np.unique(rater).size < 2:
         return {"note": "mixed: fewer than 2 ratings per system, 2 items or 2 raters"}
     fit = fit_crossed(y, x, rater, item)
-    est = 2.0 * fit.beta[1]
-    se = 2.0 * float(np.sqrt(fit.cov_beta[1, 1]))
-    z = (est - null_value) / se if se > 0 else np.nan
-    if alternative == "two-sided":
-        p = 2.0 * stats.norm.sf(abs(z))
-        q = stats.norm.ppf(0.5 + confidence_level / 2.0)
-        lo, hi = est - q * se, est + q * se
-    elif alternative == "greater":
-        p = stats.norm.sf(z)
-        lo, hi = est - stats.norm.ppf(confidence_level) * se, np.inf
-    else:
-        p = stats.norm.cdf(z)
-        lo, hi = -np.inf, est + stats.norm.ppf(confidence_level) * se
+    est = np.array(2.0 * fit.beta[1])
+    se = np.array(2.0 * float(np.sqrt(fit.cov_beta[1, 1])))
+    df = fit.df if np.isfinite(fit.df) and fit.df > 0 else np.inf
+    t, p, lo, hi = _wald(est, se, alternative, null_value, confidence_level, df=df)
     note = ("mixed: REML fit of rating ~ system + (1 + system || rater) + (1 + system || "
-            "item), Wald z" + ("" if fit.converged else "; the optimizer did not converge"))
-    return {"estimate": est, "se": se, "statistic": z, "p_value": float(p), "ci_low": lo,
-            "ci_high": hi, "n": n_items, "note": note,
-            **{f"sd_{k}": v for k, v in fit.sd.items()}}
+            f"item), t on {df:.1f} Satterthwaite df"
+            + ("" if fit.converged else "; the optimizer did not converge"))
+    return {"estimate": float(est), "se": float(se), "statistic": float(t),
+            "p_value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": n_items,
+            "df": float(df), "note": note, **{f"sd_{k}": v for k, v in fit.sd.items()}}
 
 
-def _wald(est, se, alternative, null_value, confidence_level):
-    """Wald z p-value and interval, elementwise."""
+def _wald(est, se, alternative, null_value, confidence_level, *, df):
+    """t statistic on ``df`` degrees of freedom (``inf``: the normal), its p-value and
+    interval, elementwise."""
+    dist = stats.t(df)
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = (est - null_value) / se
+        t = (est - null_value) / se
     if alternative == "two-sided":
-        q = stats.norm.ppf(0.5 + confidence_level / 2.0)
-        return z, 2.0 * stats.norm.sf(np.abs(z)), est - q * se, est + q * se
-    q = stats.norm.ppf(confidence_level)
+        q = dist.ppf(0.5 + confidence_level / 2.0)
+        return t, 2.0 * dist.sf(np.abs(t)), est - q * se, est + q * se
+    q = dist.ppf(confidence_level)
     if alternative == "greater":
-        return z, stats.norm.sf(z), est - q * se, np.full_like(est, np.inf)
-    return z, stats.norm.cdf(z), np.full_like(est, -np.inf), est + q * se
+        return t, dist.sf(t), est - q * se, np.full_like(est, np.inf)
+    return t, dist.cdf(t), np.full_like(est, -np.inf), est + q * se
 
 
 def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
@@ -284,14 +342,14 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
         residual, so the model reduces to the paired differences: ``estimate`` is their
         mean and ``se`` their standard error (the REML solution of ``y ~ x + (1 | item)``
         whenever the between-item variance is not at its boundary), tested with the
-        same Wald z.
+        same t test on ``n - 1`` degrees of freedom (its Satterthwaite df): the paired t.
     alternative, null_value, confidence_level
         As every test; on ``2 beta_1``, the difference of the systems' model means.
 
     Returns
     -------
     TestResult
-        ``statistic`` is the Wald z, ``n`` the items rated for either system;
+        ``statistic`` is the t statistic, ``n`` the items rated for either system;
         ``extra`` holds ``se`` and, with raters, ``sd_rater_intercept``,
         ``sd_rater_slope``, ``sd_item_intercept``, ``sd_item_slope``, ``sd_sigma``.
 
@@ -332,15 +390,17 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
             est = est_s * big[..., 0]
             se = np.sqrt(var / n) * big[..., 0]
         se = np.where(n >= 2, se, np.nan)
-        z, p, lo, hi = _wald(est, se, alternative, null_value, confidence_level)
-        note = np.where(se > 0, "mixed: no raters in the study, Wald z on the item "
-                        "differences", "mixed: the differences are constant (no variance)")
+        z, p, lo, hi = _wald(est, se, alternative, null_value, confidence_level,
+                             df=np.maximum(n - 1, 1))
+        note = np.where(se > 0, "mixed: no raters in the study: the model reduces to the "
+                        "item differences, t on n - 1 df", "mixed: the differences are "
+                        "constant (no variance)")
         return TestResult("mixed", z, np.where(se > 0, p, np.nan), est, lo, hi,
                           confidence_level, n, alternative, null_value, "mean",
-                          note=note, extra={"se": se})
+                          note=note, extra={"se": se, "df": np.maximum(n - 1, 1) * 1.0})
     lead = x.shape[:-2]
     cols = {k: np.full(lead, np.nan) for k in (
-        "estimate", "se", "statistic", "p_value", "ci_low", "ci_high", "n",
+        "estimate", "se", "statistic", "p_value", "ci_low", "ci_high", "n", "df",
         *(f"sd_{c}" for c in COMPONENTS), "sd_sigma")}
     notes = np.full(lead, "", dtype=object)
     for idx in np.ndindex(*lead):
@@ -354,12 +414,13 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     return TestResult("mixed", cols["statistic"], cols["p_value"], cols["estimate"],
                       cols["ci_low"], cols["ci_high"], confidence_level, cols["n"],
                       alternative, null_value, "mean", note=notes,
-                      extra={k: cols[k] for k in cols if k == "se" or k.startswith("sd_")})
+                      extra={k: cols[k] for k in cols if k in ("se", "df")
+                             or k.startswith("sd_")})
 
 
 def mixed_batch(slab, ia, ib, ctx):
     """Batch entry of ``"mixed"``: one REML fit per pair x metric from the slab's ratings
-    by rater (``slab.ratings``); without ratings, the item-difference Wald z of every
+    by rater (``slab.ratings``); without ratings, the item-difference t test of every
     pair at once."""
     from multistat.significance._batch import BatchResult, from_test_result
 
@@ -387,5 +448,5 @@ def _register():
                           assumes_symmetric=True, assumes_normal=True,
                           description="mixed-effects model of human ratings with crossed "
                                       "rater and item effects (Card et al. 2020 H.3), "
-                                      "REML, Wald z",
+                                      "REML, Satterthwaite t",
                           batch=mixed_batch, bytes_per_value=64))
