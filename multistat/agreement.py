@@ -128,6 +128,10 @@ class _Parts:
         if level == "nominal":
             self.q = (self.m**2 - (self.counts**2).sum(axis=1)) / (self.m - 1.0)
         elif level == "interval":
+            # first moved by one of its own values (exact differences for nearby values),
+            # then centred: alpha is shift-free up to the rounding of the data themselves
+            vals = x[present]
+            x = x - np.partition(vals, vals.size // 2)[vals.size // 2]
             centred = x - np.nanmean(x, axis=1, keepdims=True)
             ss = np.nansum(centred**2, axis=1)
             self.q = 2.0 * self.m * ss / (self.m - 1.0)
