@@ -319,3 +319,16 @@ def test_docstring_examples():
     for module in (agreement, mixed):
         result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_ratings_calibration_cells_through_compare():
+    # a short run of make validate's human-rating part: 8 raters x 30 items of Card et
+    # al.'s low-variance design, where Satterthwaite's df are large and the test holds
+    from multistat import calibration as C
+
+    size, cover = C.run_ratings_setting("low", 8, 30, replicates=80, n_groups=2)
+    assert size["test"] == "mixed" and size["replicates"] == 80
+    assert size["distribution"] == "card-low 8 raters" and size["n"] == 30
+    assert size["verdict"] == "ok", size
+    assert cover["verdict"] == "ok", cover
+    assert cover["rate"] == pytest.approx(1 - size["rate"], abs=1e-12)  # t inverts t
