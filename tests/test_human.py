@@ -332,3 +332,62 @@ def test_ratings_calibration_cells_through_compare():
     assert size["verdict"] == "ok", size
     assert cover["verdict"] == "ok", cover
     assert cover["rate"] == pytest.approx(1 - size["rate"], abs=1e-12)  # t inverts t
+
+
+# ---------------------------------------------------------------------------- unpaired
+def test_unpaired_tests_equal_scipy_and_their_estimates_brute_force():
+    from scipy import stats
+
+    from multistat.significance.unpaired import brunner_munzel, kth_difference, mannwhitney
+
+    rng = np.random.default_rng(8)
+    for _ in range(8):
+        a = np.round(rng.normal(0.4, 1, rng.integers(5, 60)), 1)
+        b = np.round(rng.normal(0, 1.5, rng.integers(5, 60)), 1)
+        d = np.sort(np.subtract.outer(a, b).ravel())
+        for alt in ("two-sided", "greater", "less"):
+            mw = mannwhitney(a, b, alternative=alt)
+            assert float(mw.p_value) == pytest.approx(
+                stats.mannwhitneyu(a, b, alternative=alt).pvalue, rel=1e-12)
+            bm = brunner_munzel(a, b, alternative=alt)
+            assert float(bm.p_value) == pytest.approx(
+                stats.brunnermunzel(a, b, alternative=alt).pvalue, rel=1e-12)
+        assert float(mw.estimate) == np.median(d)
+        rel = np.mean(a[:, None] > b[None]) + 0.5 * np.mean(a[:, None] == b[None])
+        assert float(bm.extra["relative_effect"]) == pytest.approx(rel, rel=1e-12)
+        two = brunner_munzel(a, b)
+        assert two.extra["relative_effect_ci_low"] <= rel <= two.extra[
+            "relative_effect_ci_high"]
+        for k in (0, d.size // 3, d.size - 1):
+            assert kth_difference(np.sort(a), np.sort(b), k) == d[k]
+    # the interval is the inversion of scipy's test: reject iff the shift lies outside
+    a = np.round(rng.normal(0.4, 1, 30), 1)
+    b = np.round(rng.normal(0, 1, 25), 1)
+    res = mannwhitney(a, b)
+    for delta in np.linspace(-1.5, 2.0, 36):
+        p = stats.mannwhitneyu(a - delta, b).pvalue
+        outside = delta < res.ci_low or delta > res.ci_high
+        assert (p <= 0.05) == outside, delta
+
+
+def test_compare_unpaired_tests_use_each_systems_own_scores():
+    from scipy import stats
+
+    rng = np.random.default_rng(9)
+    score = np.round(rng.normal(size=(3, 1, 40)), 1)
+    score[0] += 0.8
+    study = cube.make_study({"d": cube.make_dataset(
+        "d", score, systems=["a", "b", "c"], metrics=["m"],
+        instances=[str(i) for i in range(40)])})
+    table = multistat.compare(study, tests=("mannwhitney", "brunner-munzel"),
+                              correction=None)
+    row = table[(table.test == "mannwhitney") & (table.system_a == "a")
+                & (table.system_b == "b")].iloc[0]
+    assert row["p_value"] == pytest.approx(stats.mannwhitneyu(score[0, 0],
+                                                              score[1, 0]).pvalue)
+    assert row["n_a"] == row["n_b"] == 40
+    bm = table[(table.test == "brunner-munzel") & (table.system_a == "a")
+               & (table.system_b == "c")].iloc[0]
+    assert bm["p_value"] == pytest.approx(stats.brunnermunzel(score[0, 0],
+                                                              score[2, 0]).pvalue)
+    assert 0.5 < bm["relative_effect"] <= 1

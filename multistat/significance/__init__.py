@@ -54,3 +54,8 @@ _register_aso()
 from multistat.significance.mixed import _register as _register_mixed  # noqa: E402
 
 _register_mixed()
+
+# unpaired tests of each system's own scores, for incomplete designs (issue 25)
+from multistat.significance.unpaired import _register as _register_unpaired  # noqa: E402
+
+_register_unpaired()
