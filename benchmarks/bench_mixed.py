@@ -22,6 +22,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from _common import machine
+
 from multistat import cube
 from multistat.significance.mixed import fit_crossed
 
@@ -94,8 +96,6 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs-only", action="store_true", help="skip the MixedLM pair")
     args = ap.parse_args(argv)
-    from benchmarks._common import machine
-
     print(machine())
     if not args.pairs_only:
         r = one_pair()
@@ -111,8 +111,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     main()
