@@ -219,7 +219,8 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
     -------
     KrippendorffResult (an array) or pandas.DataFrame (a study: columns ``dataset,
     system, metric, alpha, ci_low, ci_high, confidence_level, level, n_units, n_values,
-    n_raters, n_resamples, seed``).
+    n_raters, n_resamples, seed, note``; a system none of whose items two raters rated
+    gets NaN and a note).
 
     Notes
     -----
@@ -308,8 +309,19 @@ def _study_alpha(study, level, n_resamples, seed, confidence_level):
         values = rating.values
         for i, system in enumerate(rating["system"].values):
             for j, metric in enumerate(rating["metric"].values):
-                res = krippendorff_alpha(values[i, j], level, n_resamples=n_resamples,
-                                         seed=seed, confidence_level=confidence_level)
-                rows.append({"dataset": ds.attrs.get("dataset", name), "system": str(system),
-                             "metric": str(metric), **res.to_dict()})
+                row = {"dataset": ds.attrs.get("dataset", name), "system": str(system),
+                       "metric": str(metric)}
+                cell = values[i, j]
+                if ((~np.isnan(cell)).sum(axis=0) >= 2).any():
+                    res = krippendorff_alpha(cell, level, n_resamples=n_resamples,
+                                             seed=seed, confidence_level=confidence_level)
+                    rows.append({**row, **res.to_dict(), "note": ""})
+                else:
+                    rows.append({**row, "alpha": np.nan, "ci_low": np.nan,
+                                 "ci_high": np.nan, "confidence_level": confidence_level,
+                                 "level": level, "n_units": 0,
+                                 "n_values": int((~np.isnan(cell)).sum()),
+                                 "n_raters": int(cell.shape[0]), "n_resamples": n_resamples,
+                                 "seed": seed, "note": "no item rated by two raters: "
+                                                       "agreement cannot be measured"})
     return pd.DataFrame(rows)
