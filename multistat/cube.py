@@ -109,32 +109,9 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         data_vars[STATS] = (DIMS + ("stat",), stats)
         coords["stat"] = np.arange(stats.shape[3])
     attrs = {"dataset": str(name)}
-    if run_score is not None:
-        run_score = np.asarray(run_score, dtype=np.float64)
-        if run_score.ndim != 4 or run_score.shape[:3] != shape:
-            raise ParameterError(f"`run_score` must have shape {shape} + (run,); got "
-                                 f"{run_score.shape}")
-        runs = [str(r) for r in (runs if runs is not None else range(run_score.shape[3]))]
-        if len(runs) != run_score.shape[3]:
-            raise ParameterError(f"{len(runs)} run labels for {run_score.shape[3]} runs")
-        data_vars[RUN_SCORE] = (RUN_DIMS, run_score)
-        coords["run"] = runs
-        attrs["n_runs"] = len(runs)
-    elif runs is not None:
-        raise ParameterError("`runs` labels need `run_score`")
-    if rating is not None:
-        rating = np.asarray(rating, dtype=np.float64)
-        if rating.ndim != 4 or rating.shape[:3] != shape:
-            raise ParameterError(f"`rating` must have shape {shape} + (rater,); got "
-                                 f"{rating.shape}")
-        raters = [str(r) for r in (raters if raters is not None else range(rating.shape[3]))]
-        if len(raters) != rating.shape[3]:
-            raise ParameterError(f"{len(raters)} rater labels for {rating.shape[3]} raters")
-        data_vars[RATING] = (RATING_DIMS, rating)
-        coords["rater"] = raters
-        attrs["n_raters"] = len(raters)
-    elif raters is not None:
-        raise ParameterError("`raters` labels need `rating`")
+    for var, dims, values, labels, what in ((RUN_SCORE, RUN_DIMS, run_score, runs, "run"),
+                                            (RATING, RATING_DIMS, rating, raters, "rater")):
+        _fourth_axis(data_vars, coords, attrs, shape, var, dims, values, labels, what)
     if group is not None:
         group = [str(g) for g in group]
         if len(group) != len(instances):
@@ -144,6 +121,27 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     validate_dataset(ds)
     return ds
+
+
+def _fourth_axis(data_vars, coords, attrs, shape, var, dims, values, labels, what):
+    """Add ``var`` on ``dims`` (the cube's three axes and one of runs or raters) with its
+    labels and ``attrs["n_<what>s"]``; the labels alone are an error."""
+    plural = f"{what}s"
+    label_arg = "runs" if what == "run" else "raters"
+    if values is None:
+        if labels is not None:
+            raise ParameterError(f"`{label_arg}` labels need `{var}`")
+        return
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 4 or values.shape[:3] != shape:
+        raise ParameterError(f"`{var}` must have shape {shape} + ({what},); got "
+                             f"{values.shape}")
+    labels = [str(r) for r in (labels if labels is not None else range(values.shape[3]))]
+    if len(labels) != values.shape[3]:
+        raise ParameterError(f"{len(labels)} {what} labels for {values.shape[3]} {plural}")
+    data_vars[var] = (dims, values)
+    coords[what] = labels
+    attrs[f"n_{plural}"] = len(labels)
 
 
 def run_mean(run_score: np.ndarray) -> np.ndarray:

@@ -154,8 +154,11 @@ def test_cli_load_rater_col(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------- mixed model
-def _crossed(rng, raters, items, share=1.0, var=LikertVariance(0.1, 0.11, 0.2, 0.14, 0.26),
-             effect=0.05):
+#: the crossed model's standard deviations used where a test does not name its own
+VARIANCE = LikertVariance(0.1, 0.11, 0.2, 0.14, 0.26)
+
+
+def _crossed(rng, raters, items, share=1.0, var=VARIANCE, effect=0.05):
     w0, w1 = rng.normal(0, var.worker_intercept, raters), rng.normal(0, var.worker_slope,
                                                                      raters)
     i0, i1 = rng.normal(0, var.item_intercept, items), rng.normal(0, var.item_slope, items)
@@ -268,7 +271,8 @@ def test_variance_components_recover_the_simulated_ones_and_plan_the_study():
         assert getattr(vc.variance, name) == pytest.approx(getattr(true, name), abs=0.04)
     assert vc.n_raters == 30 and vc.n_items == 400 and vc.n_ratings == 2 * 30 * 400
     # power planned from the estimate is within Monte Carlo error of the truth's
-    plan = dict(n_items=100, n_workers=5, effect=0.05, n_simulations=2000, seed=1)
+    plan = {"n_items": 100, "n_workers": 5, "effect": 0.05, "n_simulations": 2000,
+            "seed": 1}
     p_est = simulate_likert(variance=vc.variance, **plan).power
     p_true = simulate_likert(variance=true, **plan).power
     se = math.sqrt(2 * p_true * (1 - p_true) / 2000)

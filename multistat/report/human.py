@@ -93,12 +93,12 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
     if not nodes:
         return ""
     e = html.escape
-    h = ['<section id="human"><h2>Human evaluation</h2>',
-         "<p>Ratings by rater: the design, the raters' agreement (Krippendorff's alpha, "
-         "interval level, bootstrap interval over items), the variance components of "
-         "<code>rating ~ system + (1 + system || rater) + (1 + system || item)</code> "
-         "(Card et al. 2020, Table 16), the mixed-model comparisons and the power of "
-         "other designs for this study's own effect size.</p>"]
+    intro = ("<p>Ratings by rater: the design, the raters' agreement (Krippendorff's alpha, "
+             "interval level, bootstrap interval over items), the variance components of "
+             "<code>rating ~ system + (1 + system || rater) + (1 + system || item)</code> "
+             "(Card et al. 2020, Table 16), the mixed-model comparisons and the power of "
+             "other designs for this study's own effect size.</p>")
+    h = ['<section id="human"><h2>Human evaluation</h2>', intro]
     for name, ds in nodes.items():
         design = design_table(ds)
         h.append(f"<h3>{e(name)}</h3>")
@@ -116,9 +116,10 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
             except Exception as exc:  # noqa: BLE001 - a design the model cannot fit
                 h.append(f"<p>No variance components: {e(str(exc))}</p>")
                 continue
+            names = ("worker_intercept", "worker_slope", "item_intercept", "item_slope",
+                     "sigma")
             comps = pd.DataFrame([{"component": k, "sd": getattr(vc.variance, k)}
-                                  for k in ("worker_intercept", "worker_slope",
-                                            "item_intercept", "item_slope", "sigma")])
+                                  for k in names])
             comps["component"] = comps["component"].str.replace("worker", "rater")
             h.append(f"<h4>{e(metric)}: variance components</h4>")
             h.append(table_html(comps.round(4)))

@@ -130,7 +130,9 @@ def mwu_interval(a, b, *, alternative, confidence_level):
 
     if values.size <= 4096:
         return scan_interval(pvalue_of, values, alpha=alpha)
-    accept = lambda i: pvalue_of([values[i]])[0] > alpha * (1 + 1e-12)  # noqa: E731
+    def accept(i):
+        return pvalue_of([values[i]])[0] > alpha * (1 + 1e-12)
+
     centre = int(np.searchsorted(values, hodges_lehmann_shift(a, b)))
     centre = min(max(centre, 0), values.size - 1)
     ends = []
@@ -286,10 +288,10 @@ def _register():
     from multistat.significance._base import REGISTRY, TestSpec, register
 
     for name, func, text in (
-            ("mannwhitney", mannwhitney, "Mann-Whitney U rank-sum test of each system's own "
-                                         "scores (unpaired; WMT human evaluation)"),
-            ("brunner-munzel", brunner_munzel, "Brunner-Munzel test of the relative effect "
-                                               "(unpaired, unequal shapes)")):
+            ("mannwhitney", mannwhitney, ("Mann-Whitney U rank-sum test of each system's "
+                                          "own scores (unpaired; WMT human evaluation)")),
+            ("brunner-munzel", brunner_munzel, ("Brunner-Munzel test of the relative effect "
+                                                "(unpaired, unequal shapes)"))):
         if name not in REGISTRY:
             register(TestSpec(name, func, "rank", ("median",), assumes_symmetric=False,
                               assumes_normal=False, description=text,
