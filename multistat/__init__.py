@@ -40,6 +40,9 @@ _LAZY = {
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),
+    "krippendorff_alpha": ("multistat.agreement", "krippendorff_alpha"),
+    "standardize": ("multistat.human", "standardize"),
+    "variance_components": ("multistat.human", "variance_components"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

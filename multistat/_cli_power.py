@@ -410,14 +410,44 @@ def likert_sim_cmd(
         = "anova",
     n_simulations: Annotated[int | None, typer.Option(
         "--n-simulations", help="default 2000 (anova) / 10 (mixedlm)")] = None,
+    pilot: Annotated[Path | None, typer.Option(
+        "--pilot", help="a study with ratings by rater (.nc from `multistat load "
+                        "--rater-col`): plan from its variance components instead of a "
+                        "preset")] = None,
+    pilot_dataset: Annotated[str | None, typer.Option(
+        "--pilot-dataset", help="the pilot's dataset (if it has several)")] = None,
+    pilot_metric: Annotated[str | None, typer.Option(
+        "--pilot-metric", help="the pilot's metric (if it has several)")] = None,
     alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
 ) -> None:
-    """Card et al. section 5: Likert ratings, crossed worker/item effects, mixed model."""
+    """Card et al. section 5: Likert ratings, crossed worker/item effects, mixed model.
+
+    With --pilot, the five standard deviations come from a pilot study's ratings
+    (multistat.variance_components: REML per pair of its systems, pooled), in the units
+    of its ratings; give --effect in those units."""
     from multistat.power import simulate_likert
 
+    variance = None
+    if pilot is not None:
+        from multistat.cube import load
+        from multistat.human import variance_components
+
+        vc = variance_components(load(pilot), dataset=pilot_dataset, metric=pilot_metric)
+        variance = vc.variance
+        if not as_json:
+            typer.echo(f"pilot {pilot}: dataset {vc.dataset!r}, metric {vc.metric!r}, "
+                       f"{vc.n_raters} raters x {vc.n_items} items, {vc.n_ratings} ratings; "
+                       "SDs " + ", ".join(f"{k} {getattr(variance, k):.4g}" for k in (
+                           "worker_intercept", "worker_slope", "item_intercept",
+                           "item_slope", "sigma")))
     r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect, preset=preset,
-                        method=method, n_simulations=n_simulations, alpha=alpha, seed=seed)
+                        variance=variance, method=method, n_simulations=n_simulations,
+                        alpha=alpha, seed=seed)
     _emit_sim("Likert simulation (mixed model)", r, as_json)
+
+
+power_app.command("likert", help="Alias of likert-sim: Likert power, from a preset or "
+                                 "from a pilot (--pilot).")(likert_sim_cmd)
 
 
 @power_app.command("preference-sim")

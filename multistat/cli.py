@@ -86,6 +86,12 @@ def load(
     dataset_from_filename: Annotated[bool, typer.Option(
         "--dataset-from-filename", help="name each file's dataset after the file (name "
                                         "without its suffixes)")] = False,
+    rater_col: Annotated[str | None, typer.Option(
+        help="column holding the rater of each human rating: the study keeps every rating "
+             "(variable `rating` by rater) and the tests use the item means")] = None,
+    rater_aggregate: Annotated[str | None, typer.Option(
+        help="'mean': average several ratings by one rater of one cell (otherwise an "
+             "error)")] = None,
 ):
     """Validate score file(s), write the study cube (NetCDF) and print a summary."""
     import warnings
@@ -106,7 +112,8 @@ def load(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
         frame = read_scores(paths[0] if len(paths) == 1 else [str(p) for p in paths], **kw,
-                            run_col=run_col, group_col=group_col)
+                            run_col=run_col, group_col=group_col, rater_col=rater_col,
+                            rater_aggregate=rater_aggregate)
     study = cube.from_frame(frame)
     save_study(study, out)
     echo_summary(study, frame.attrs.get("dropped", []))

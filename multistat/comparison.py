@@ -628,9 +628,12 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
     runs = None
     if cube.RUN_SCORE in ds:
         runs = np.asarray(ds[cube.RUN_SCORE].values)[:, ms][:, :, valid]  # (S, M, n, R)
+    ratings = None
+    if cube.RATING in ds:
+        ratings = np.asarray(ds[cube.RATING].values)[:, ms][:, :, valid]  # (S, M, n, raters)
     slab = Slab(X, dataset=name, metrics=tuple(ds.metric.values[ms].astype(str)),
                 systems=tuple(d.sysnames), metric_kinds=kinds, clusters=clusters,
-                run_scores=runs, order=order,
+                run_scores=runs, ratings=ratings, order=order,
                 higher_is_better=tuple(ds.higher_is_better.values[ms].astype(bool)))
     if kind != "corpus" and X.size and np.max(slab.absmax()) > 8.9e307:
         # some a - b may overflow: the largest difference over systems tells (issue 13.3)

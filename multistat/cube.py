@@ -14,6 +14,10 @@ Each dataset node holds an :class:`xarray.Dataset` with
   float64 on ``(system, metric, instance, run)``, the score of each run (NaN where a
   system lacks a run), and ``attrs["n_runs"]``; ``score`` then holds the mean over the
   runs a system has, so every test and table works on run-averaged scores;
+* with human ratings by rater (``read_scores(..., rater_col=...)``), ``rating`` —
+  float64 on ``(system, metric, instance, rater)``, each rater's rating (NaN where a
+  rater did not rate the cell), and ``attrs["n_raters"]``; ``score`` then holds the mean
+  over the raters present (the item mean every test uses);
 * with instance groups (``read_scores(..., group_col=...)``), a coordinate ``group``
   (str) on ``instance`` naming each instance's group (document, talk...).
 
@@ -43,13 +47,16 @@ SCORE = "score"
 STATS = "stats"
 RUN_SCORE = "run_score"
 RUN_DIMS = ("system", "metric", "instance", "run")
+RATING = "rating"
+RATING_DIMS = ("system", "metric", "instance", "rater")
 DIMS = ("system", "metric", "instance")
 KINDS = ("mean", "binary", "corpus")
 
 
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                  higher_is_better=None, kind=None, corpus_fn=None, stats=None,
-                 run_score=None, runs=None, group=None) -> xr.Dataset:
+                 run_score=None, runs=None, group=None, rating=None,
+                 raters=None) -> xr.Dataset:
     """Build one validated dataset node from arrays.
 
     Parameters
@@ -102,19 +109,9 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         data_vars[STATS] = (DIMS + ("stat",), stats)
         coords["stat"] = np.arange(stats.shape[3])
     attrs = {"dataset": str(name)}
-    if run_score is not None:
-        run_score = np.asarray(run_score, dtype=np.float64)
-        if run_score.ndim != 4 or run_score.shape[:3] != shape:
-            raise ParameterError(f"`run_score` must have shape {shape} + (run,); got "
-                                 f"{run_score.shape}")
-        runs = [str(r) for r in (runs if runs is not None else range(run_score.shape[3]))]
-        if len(runs) != run_score.shape[3]:
-            raise ParameterError(f"{len(runs)} run labels for {run_score.shape[3]} runs")
-        data_vars[RUN_SCORE] = (RUN_DIMS, run_score)
-        coords["run"] = runs
-        attrs["n_runs"] = len(runs)
-    elif runs is not None:
-        raise ParameterError("`runs` labels need `run_score`")
+    for var, dims, values, labels, what in ((RUN_SCORE, RUN_DIMS, run_score, runs, "run"),
+                                            (RATING, RATING_DIMS, rating, raters, "rater")):
+        _fourth_axis(data_vars, coords, attrs, shape, var, dims, values, labels, what)
     if group is not None:
         group = [str(g) for g in group]
         if len(group) != len(instances):
@@ -124,6 +121,27 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     validate_dataset(ds)
     return ds
+
+
+def _fourth_axis(data_vars, coords, attrs, shape, var, dims, values, labels, what):
+    """Add ``var`` on ``dims`` (the cube's three axes and one of runs or raters) with its
+    labels and ``attrs["n_<what>s"]``; the labels alone are an error."""
+    plural = f"{what}s"
+    label_arg = "runs" if what == "run" else "raters"
+    if values is None:
+        if labels is not None:
+            raise ParameterError(f"`{label_arg}` labels need `{var}`")
+        return
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 4 or values.shape[:3] != shape:
+        raise ParameterError(f"`{var}` must have shape {shape} + ({what},); got "
+                             f"{values.shape}")
+    labels = [str(r) for r in (labels if labels is not None else range(values.shape[3]))]
+    if len(labels) != values.shape[3]:
+        raise ParameterError(f"{len(labels)} {what} labels for {values.shape[3]} {plural}")
+    data_vars[var] = (dims, values)
+    coords[what] = labels
+    attrs[f"n_{plural}"] = len(labels)
 
 
 def run_mean(run_score: np.ndarray) -> np.ndarray:
@@ -174,6 +192,9 @@ def validate_dataset(ds: xr.Dataset) -> None:
             raise DataValidationError(f"dataset {name!r}: attribute n_runs="
                                       f"{ds.attrs.get('n_runs')!r} but the run dimension has "
                                       f"{ds.sizes['run']} runs")
+    if RATING in ds and ds[RATING].dims != RATING_DIMS:
+        raise DataValidationError(f"dataset {name!r}: `rating` must be on {RATING_DIMS}; "
+                                  f"got {ds[RATING].dims}")
     if "group" in ds.coords and ds["group"].dims != ("instance",):
         raise DataValidationError(f"dataset {name!r}: coordinate `group` must be on "
                                   f"('instance',); got {ds['group'].dims}")
@@ -223,15 +244,22 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
                                   f"{list(frame.columns)}")
     meta = frame.attrs.get("metrics", {})
     has_run = "run" in frame.columns
+    has_rater = "rater" in frame.columns
+    if has_run and has_rater:
+        raise DataValidationError("score frame has both `run` and `rater` columns; ratings "
+                                  "by rater of several runs are not supported")
     has_group = "group" in frame.columns
     out = {}
     for name, part in frame.groupby("dataset", sort=False):
         systems = pd.unique(part["system"])
         metrics = pd.unique(part["metric"])
         instances = _instance_order(part)
-        keys = ["system", "metric", "instance"] + (["run"] if has_run else [])
+        split = "run" if has_run else "rater" if has_rater else None
+        keys = ["system", "metric", "instance"] + ([split] if split else [])
         runs = pd.unique(part["run"]) if has_run else None
-        levels = [systems, metrics, instances] + ([runs] if has_run else [])
+        raters = pd.unique(part["rater"]) if has_rater else None
+        levels = [systems, metrics, instances] + (
+            [runs] if has_run else [raters] if has_rater else [])
         idx = pd.MultiIndex.from_product(levels)
         series = part.set_index(keys)["score"]
         if series.index.has_duplicates:
@@ -239,10 +267,13 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
             raise DataValidationError(f"dataset {name!r}: duplicated ({', '.join(keys)}) "
                                       f"{dup}")
         shape = [len(v) for v in levels]
-        run_cube = None
+        run_cube = rating = None
         if has_run:
             run_cube = series.reindex(idx).to_numpy().reshape(shape)
             cube = run_mean(run_cube)
+        elif has_rater:
+            rating = series.reindex(idx).to_numpy().reshape(shape)
+            cube = run_mean(rating)  # the mean over the raters present
         else:
             cube = series.reindex(idx).to_numpy().reshape(shape)
         group = None
@@ -268,7 +299,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         kind = [meta.get(m, {}).get("kind", "mean") for m in metrics]
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
                                       instances=instances, higher_is_better=hib, kind=kind,
-                                      run_score=run_cube, runs=runs, group=group)
+                                      run_score=run_cube, runs=runs, group=group,
+                                      rating=rating, raters=raters)
     return make_study(out)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from multistat import calibration as C
 from multistat.significance import REGISTRY
+from multistat.significance.unpaired import UNPAIRED
 from multistat.significance import _inversion as inv
 from multistat.significance.resampling import bootstrap_pvalues
 
@@ -49,7 +50,9 @@ def test_reject_iff_interval_excludes_null(test, dist, request):
         pytest.skip("binary-only test")
     if test in NOT_YET:
         request.applymarker(pytest.mark.xfail(reason=NOT_YET[test], strict=True))
-    rows = 60 if REGISTRY[test].resampling else 300
+    # resampling tests and the unpaired ones (their interval scans the p-value over all
+    # differences a_i - b_j) are slower per row
+    rows = 60 if REGISTRY[test].resampling or test in UNPAIRED else 300
     total_rejections = 0
     for n in (12, 40):
         a, b = _data(dist, n, rows, seed=n)

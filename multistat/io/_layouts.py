@@ -24,8 +24,9 @@ from multistat.io._sources import _WHITESPACE, _open_text, _show, _stem
 
 # ----------------------------------------------------------------------------- layouts
 _ROLES = ("dataset", "system", "metric", "instance")
-#: optional identifier roles (``run_col``, ``group_col``): present in every chunk or none
-_EXTRA_ROLES = ("run", "group")
+#: optional identifier roles (``run_col``, ``group_col``, ``rater_col``): present in every
+#: chunk or none
+_EXTRA_ROLES = ("run", "group", "rater")
 
 
 @dataclass
@@ -180,11 +181,12 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
     extra_ids = _extra_ids(src, frame, extra)
     if instance_value:
         instances = _ids(src, frame, instance_value, "instance")
-    else:  # rows numbered from 0 within each (dataset, metric[, run])
+    else:  # rows numbered from 0 within each (dataset, metric[, run or rater])
+        split = extra_ids.get("run", extra_ids.get("rater"))
         group = pd.DataFrame({
             "d": datasets[0] if isinstance(datasets, tuple) else np.zeros(n, np.int64),
             "m": metrics[0] if isinstance(metrics, tuple) else np.zeros(n, np.int64),
-            "r": extra_ids["run"][0] if "run" in extra_ids else np.zeros(n, np.int64)})
+            "r": split[0] if split is not None else np.zeros(n, np.int64)})
         counter = group.groupby(["d", "m", "r"], sort=False).cumcount().to_numpy(np.int64)
         instances = (counter, [str(i) for i in range(int(counter.max()) + 1)])
     rows = np.arange(n)

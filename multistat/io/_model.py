@@ -22,8 +22,11 @@ def _appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _validate(raw: _Long, sources: list[_Source], *, missing: str,
-              lower_is_better: tuple[str, ...]):
+              lower_is_better: tuple[str, ...], rater_aggregate: str | None = None):
     """Checks of the data model; returns (sorted frame, metrics meta, dropped lines)."""
+    aggregated = 0
+    if rater_aggregate is not None:
+        raw, aggregated = _mean_per_rater(raw)
     label = sources[0].path if len(sources) == 1 else ", ".join(str(s.path) for s in sources)
     codes, score = raw.codes, raw.score
     ds_c, ds_u = _appearance(codes["dataset"])
@@ -43,16 +46,20 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
 
     runs = codes.get("run")
     run_names = raw.names.get("run", [])
+    raters = codes.get("rater")
     keys = pd.DataFrame({"d": ds_c, "s": sys_g, "m": met_c, "i": inst_g})
     if runs is not None:
         keys["r"] = runs
+    if raters is not None:
+        keys["q"] = raters
     dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
         n_extra = int(keys.duplicated().sum())
         f = int(np.flatnonzero(dup)[0])
         same = np.flatnonzero(dup & (ds_c == ds_c[f]) & (sys_g == sys_g[f])
                               & (met_c == met_c[f]) & (inst_g == inst_g[f])
-                              & (True if runs is None else runs == runs[f]))
+                              & (True if runs is None else runs == runs[f])
+                              & (True if raters is None else raters == raters[f]))
         places = []
         for i in same[:3]:
             src = sources[raw.src[i]]
@@ -61,6 +68,14 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         values = score[same]
         agree = ("identical scores" if np.allclose(values, values[0], equal_nan=True)
                  else f"scores {_names([repr(float(v)) for v in values[:3]])}")
+        if raters is not None:
+            raise DataValidationError(
+                f"{label}: {_plural(n_extra, 'repeated rating')}: rater "
+                f"{raw.names['rater'][raters[f]]!r} rated dataset {ds_names[ds_c[f]]!r}, "
+                f"system {sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
+                f"{inst_names[inst_g[f]]!r} more than once, at {' and '.join(places)} "
+                f"({agree}); pass rater_aggregate='mean' (CLI --rater-aggregate mean) to "
+                f"average a rater's ratings of one cell")
         raise DataValidationError(
             f"{label}: {_plural(n_extra, 'duplicated row')} for the same (dataset, system, "
             f"metric, instance); first: dataset {ds_names[ds_c[f]]!r}, system "
@@ -196,6 +211,8 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
     sort_keys = (inst_key, sys_key, met_c, ds_c)
     if runs is not None:
         sort_keys = (_appearance(runs)[0],) + sort_keys
+    if raters is not None:
+        sort_keys = (_appearance(raters)[0],) + sort_keys
     order = np.lexsort(sort_keys)
     order = order[keep[order]]
     out = pd.DataFrame({
@@ -205,7 +222,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         "instance": np.asarray(inst_names, dtype=object)[inst_g[order]],
     }).astype(str)
     out["score"] = score[order]
-    for role in ("run", "group"):
+    for role in ("run", "group", "rater"):
         if role in codes:
             names = np.asarray(raw.names[role], dtype=object)
             out[role] = pd.Series(names[codes[role][order]], dtype=str)
@@ -216,7 +233,31 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         binary = bool(np.isin(values, (0.0, 1.0)).all())
         metrics[met] = {"higher_is_better": met not in lower_is_better,
                         "kind": "binary" if binary else "mean"}
+    if aggregated:
+        dropped.append(f"rater_aggregate='mean': {_plural(aggregated, 'repeated rating')} "
+                       f"averaged into its rater's rating of the cell")
     return out, metrics, dropped
+
+
+def _mean_per_rater(raw: _Long) -> tuple[_Long, int]:
+    """Average the ratings one rater gave one (dataset, system, metric, instance) cell;
+    the first row of each cell stands for it in messages. Returns the new data and how
+    many rows were folded into another."""
+    keys = pd.DataFrame({r: raw.codes[r] for r in ("dataset", "system", "metric",
+                                                   "instance", "rater")})
+    cell = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
+    n_cells = int(cell.max()) + 1 if cell.size else 0
+    if n_cells == cell.size:
+        return raw, 0
+    finite = ~np.isnan(raw.score)
+    total = np.bincount(cell, weights=np.where(finite, raw.score, 0.0), minlength=n_cells)
+    count = np.bincount(cell, weights=finite.astype(np.float64), minlength=n_cells)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
+    first = np.unique(cell, return_index=True)[1]
+    return (_Long(codes={r: c[first] for r, c in raw.codes.items()}, names=raw.names,
+                  score=mean[cell[first]], src=raw.src[first], row=raw.row[first]),
+            int(cell.size - n_cells))
 
 
 

@@ -35,7 +35,8 @@ from multistat.io._sources import (
 def read_scores(path, *, format=None, system_col=None, metric_col=None, instance_col=None,
                 score_col=None, dataset_col=None, metric=None, dataset=None,
                 lower_is_better=(), missing="raise", systems=None, sep=None,
-                run_col=None, group_col=None, dataset_from_filename=False) -> pd.DataFrame:
+                run_col=None, group_col=None, dataset_from_filename=False,
+                rater_col=None, rater_aggregate=None) -> pd.DataFrame:
     """Read per-instance scores into one validated long frame.
 
     Parameters
@@ -98,6 +99,17 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         Column naming the group (document, talk, dialogue) of each instance; the frame
         gets a ``group`` column and the study a ``group`` coordinate on ``instance``. An
         instance must be in the same group for every system, metric and run.
+    rater_col : str, optional
+        Column naming the rater (annotator, worker) of each score: human ratings (long
+        and wide tables). The frame gets a ``rater`` column and the study a
+        ``rating(system, metric, instance, rater)`` variable, NaN where a rater did not
+        rate that cell, while ``score`` is the mean over the raters present, so every test
+        works on the item means. Raters need not rate every cell. Two ratings by one
+        rater of one (system, metric, instance) are an error unless ``rater_aggregate``
+        is given.
+    rater_aggregate : {"mean"} or None
+        ``"mean"``: several ratings by one rater of one cell are averaged into that
+        rater's rating (the count is in ``attrs["rater_aggregated"]``).
 
     Returns
     -------
@@ -105,7 +117,8 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         Columns ``dataset, system, metric, instance`` (str) and ``score`` (float64),
         sorted by dataset, metric, system, instance, each in the order of first
         appearance in the file (so instances keep file order); then ``run`` and
-        ``group`` (str) when ``run_col``/``group_col`` are given. ``attrs["metrics"]`` is
+        ``group`` (str) when ``run_col``/``group_col`` are given, and ``rater`` with
+        ``rater_col``. ``attrs["metrics"]`` is
         ``{metric: {"higher_is_better": bool, "kind": "mean" | "binary"}}`` (``binary``
         when every score of the metric is 0 or 1); ``attrs["dropped"]`` lists every
         dropped instance; ``attrs["source"]`` records the paths and the format.
@@ -186,12 +199,20 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             ("dataset_col", dataset_col, None, "dataset")):
         cols[role], explicit[role] = _column_list(name, value, default)
     extra = {}
-    for role, value in (("run", run_col), ("group", group_col)):
+    for role, value in (("run", run_col), ("group", group_col), ("rater", rater_col)):
         if value is not None and (not isinstance(value, str) or not value):
             raise ParameterTypeError(f"`{role}_col` must be a column name (str); got "
                                      f"{value!r}")
         extra[role] = value
-    given = [c for c in (run_col, group_col) if c is not None]
+    if rater_aggregate is not None:
+        rater_aggregate = check_choice("rater_aggregate", rater_aggregate, ("mean",))
+        if rater_col is None:
+            raise ParameterError("`rater_aggregate` needs `rater_col` (the column naming "
+                                 "the rater)")
+    if rater_col is not None and run_col is not None:
+        raise ParameterError("`rater_col` and `run_col` cannot be combined: ratings by "
+                             "rater of several runs are not supported")
+    given = [c for c in (run_col, group_col, rater_col) if c is not None]
     taken = {*(cols["system"] or ()), *(cols["instance"] or ()), *(cols["score"] or ()),
              *(cols["metric"] or ()), *(cols["dataset"] or ())}
     for role, value in extra.items():
@@ -332,7 +353,8 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                          default_dataset=default_dataset, systems=systems,
                          explicit=explicit, extra=extra)
     frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
-                                        lower_is_better=lower_is_better)
+                                        lower_is_better=lower_is_better,
+                                        rater_aggregate=rater_aggregate)
     frame.attrs["metrics"] = metrics
     frame.attrs["dropped"] = dropped
     frame.attrs["source"] = {"paths": [str(s.path) for s in sources],

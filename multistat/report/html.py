@@ -385,6 +385,14 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                                  test=test if isinstance(test, str) else None)
         toc.append(("meta", "Meta-analysis across test sets"))
 
+    # ------------------------------------------------------------------ human ratings
+    from multistat.report.human import human_section  # ratings by rater (issue 25)
+
+    human_html = human_section(study, res, figdir, tabdir, dpi=dpi, table_html=_table,
+                               img_html=_img, slug=_slug)
+    if human_html:
+        toc.append(("human", "Human evaluation"))
+
     # ------------------------------------------------------------------ power
     power_html = _power_section(res, powers, figdir, dpi, max_power_figures)
     if power_html:
@@ -400,7 +408,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
            f'{len(chosen)} dataset × metric combination(s) · tables also in '
            f'<code>tables/</code>, figures in <code>figures/</code></p>'),
            f"<nav><strong>Contents</strong><ol>{nav}</ol></nav>",
-           *parts, *fam_html, across_html, meta_html, power_html, "</main></body></html>"]
+           *parts, *fam_html, across_html, meta_html, human_html, power_html,
+           "</main></body></html>"]
     path = out / "report.html"
     _atomic.write_text(path, "\n".join(doc))
     return path

@@ -170,6 +170,9 @@ class Slab:
         tests then resample whole groups, :mod:`multistat._cluster`), else None
     run_scores : ``(systems, metrics, instances, runs)`` per-run scores when the study has
         runs (NaN where a system lacks a run), else None; ``scores`` are their run means
+    ratings : ``(systems, metrics, instances, raters)`` human ratings by rater when the
+        study has them (NaN where a rater did not rate), else None; ``scores`` are their
+        means over the raters present
     higher_is_better : per metric
     order : None, or the canonical instance order of the array given as ``scores``
         (instances sorted by label): the scores are then the study's own array, and
@@ -190,6 +193,7 @@ class Slab:
     corpus_observed: np.ndarray | None = None
     clusters: np.ndarray | None = None
     run_scores: np.ndarray | None = None
+    ratings: np.ndarray | None = None
     higher_is_better: tuple = ()
     order: np.ndarray | None = field(default=None, repr=False)
     _memo: dict = field(default_factory=dict, repr=False)

@@ -1,0 +1,237 @@
+"""Human ratings by rater: per-rater standardisation and the variance components of a pilot.
+
+A study read with ``rater_col=`` (:func:`multistat.read_scores`) keeps every rating as
+``rating(system, metric, instance, rater)`` and tests the item means (``score``). This
+module works on those ratings:
+
+* :func:`standardize` turns each rater's ratings into z-scores, as WMT's direct
+  assessment does, so that harsh and lenient raters count alike;
+* :func:`variance_components` fits Card et al.'s (2020, appendix H.3) crossed model to a
+  pilot and returns the five standard deviations their Table 16 tabulates, ready for
+  :func:`multistat.power.simulate_likert` to plan the real study.
+
+The test itself is the registered ``"mixed"`` test (:mod:`multistat.significance.mixed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from multistat import cube
+from multistat._validation import check_choice
+from multistat.errors import DataValidationError, ParameterError
+
+
+def _nodes(study) -> dict[str, xr.Dataset]:
+    nodes = cube.datasets(study)
+    for name, ds in nodes.items():
+        if cube.RATING not in ds:
+            raise DataValidationError(
+                f"dataset {name!r} has no ratings by rater: read the scores with "
+                "rater_col= (CLI --rater-col)")
+    return nodes
+
+
+def standardize(study, by: str = "rater", *, ddof: int = 1) -> xr.DataTree:
+    """Per-rater z-scores of every rating (WMT direct assessment's standardisation).
+
+    Parameters
+    ----------
+    study : a study with ratings by rater (``read_scores(..., rater_col=...)``)
+    by : {"rater"}
+        What the z-scores are computed within: each rater's ratings of one metric in one
+        dataset, over every system and item the rater rated.
+    ddof : int
+        Delta degrees of freedom of the standard deviation (1: the sample SD).
+
+    Returns
+    -------
+    xarray.DataTree
+        A new study: ``rating`` holds the z-scores and carries the transformation in its
+        attributes (``standardized``, ``ddof``); the variables ``rater_mean`` and
+        ``rater_sd`` on ``(metric, rater)`` keep each rater's mean and SD, so the raw
+        ratings are ``rating * rater_sd + rater_mean``; ``score`` is the mean z-score
+        over the raters present (every metric's kind becomes ``"mean"``).
+
+    Raises
+    ------
+    DataValidationError
+        A rater with fewer than two ratings of a metric, or whose ratings are all equal
+        (no SD to divide by), named with the dataset and metric: drop that rater's
+        ratings or keep the raw scale.
+
+    References
+    ----------
+    Y. Graham, T. Baldwin, A. Moffat and J. Zobel (2017). Can machine translation systems
+    be evaluated by the crowd alone? Natural Language Engineering 23(1), 3-30.
+    https://doi.org/10.1017/S1351324915000339
+    """
+    by = check_choice("by", by, ("rater",))
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
+        raise ParameterError(f"`ddof` must be a non-negative integer; got {ddof!r}")
+    out = {}
+    for name, ds in _nodes(study).items():
+        r = ds[cube.RATING].transpose(*cube.RATING_DIMS).values  # (S, M, n, R)
+        present = ~np.isnan(r)
+        count = present.sum(axis=(0, 2))                           # (M, R)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(r, axis=(0, 2)) / count
+            dev = np.where(present, r - mean[None, :, None, :], 0.0)
+            sd = np.sqrt((dev**2).sum(axis=(0, 2)) / (count - ddof))
+        bad = (count > 0) & ~((count > ddof) & (sd > 0))
+        if bad.any():
+            m, q = (int(v) for v in np.argwhere(bad)[0])
+            why = (f"{int(count[m, q])} rating(s)" if count[m, q] <= ddof
+                   else "all its ratings equal")
+            raise DataValidationError(
+                f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: rater "
+                f"{str(ds.rater.values[q])!r} has {why}, so its ratings have no z-score "
+                f"({int(bad.sum())} such rater x metric in this dataset); drop that rater's "
+                f"ratings or compare the raw ratings")
+        z = dev / np.where(sd > 0, sd, 1.0)[None, :, None, :]
+        z = np.where(present, z, np.nan)
+        new = cube.make_dataset(
+            name, cube.run_mean(z), systems=ds.system.values, metrics=ds.metric.values,
+            instances=ds.instance.values, higher_is_better=ds.higher_is_better.values,
+            kind=["mean"] * ds.sizes["metric"],
+            group=ds["group"].values if "group" in ds.coords else None,
+            rating=z, raters=ds.rater.values)
+        new[cube.RATING].attrs.update(standardized="z-score by rater", ddof=int(ddof))
+        new["rater_mean"] = (("metric", "rater"), mean)
+        new["rater_sd"] = (("metric", "rater"), sd)
+        out[name] = new
+    return cube.make_study(out)
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """Variance components of a pilot (Card et al. Table 16) and its fixed effects.
+
+    Attributes
+    ----------
+    variance : multistat.power.LikertVariance
+        Standard deviations of the rater (``worker_*``) and item intercepts and slopes
+        and of the residual, in the units of the ratings, with the system coded -1/+1
+        as :func:`multistat.power.simulate_likert` simulates it.
+    intercept : float
+        The grand mean rating (``beta_0``).
+    effect : float
+        The system coefficient ``beta_1`` (half the difference of the two systems'
+        means); with more than two systems, the mean of ``|beta_1|`` over the pairs.
+    n_raters, n_items, n_ratings : int
+        Of the pilot (over the systems used).
+    pairs : pandas.DataFrame
+        One row per pair of systems fitted: ``system_a, system_b`` and the five SDs,
+        ``intercept``, ``effect``, ``n_ratings``; the reported components pool the pairs'
+        variances (their mean, then the square root).
+    dataset, metric : str
+    """
+
+    variance: object
+    intercept: float
+    effect: float
+    n_raters: int
+    n_items: int
+    n_ratings: int
+    pairs: pd.DataFrame
+    dataset: str
+    metric: str
+
+
+def variance_components(study, *, dataset=None, metric=None, systems=None
+                        ) -> VarianceComponents:
+    """Estimate Card et al.'s five standard deviations from a pilot of human ratings.
+
+    Fits ``rating ~ system + (1 + system || rater) + (1 + system || item)`` (system coded
+    -1/+1) by REML to each pair of ``systems``
+    (:func:`multistat.significance.mixed.fit_crossed`) and pools the pairs' variances.
+    Feed ``.variance`` to :func:`multistat.power.simulate_likert` (``variance=``) to plan
+    the real study, with the planned ``effect`` in the same units.
+
+    Parameters
+    ----------
+    study : a study with ratings by rater
+    dataset, metric : str, optional
+        Which one; needed when the study has several.
+    systems : list of str, optional
+        At least two systems (default: all of the dataset's).
+
+    Returns
+    -------
+    VarianceComponents
+
+    Examples
+    --------
+    >>> import multistat  # doctest: +SKIP
+    >>> pilot = multistat.load("ratings.csv", rater_col="rater")  # doctest: +SKIP
+    >>> vc = multistat.variance_components(pilot)  # doctest: +SKIP
+    >>> multistat.power.simulate_likert(n_items=200, n_workers=10, effect=0.05,
+    ...                                 variance=vc.variance)  # doctest: +SKIP
+    """
+    from multistat.power import LikertVariance
+    from multistat.significance.mixed import fit_crossed
+
+    nodes = _nodes(study)
+    name = _pick("dataset", dataset, list(nodes))
+    ds = nodes[name]
+    met = _pick("metric", metric, [str(m) for m in ds.metric.values])
+    names = [str(s) for s in ds.system.values]
+    if systems is None:
+        systems = names
+    systems = [str(s) for s in systems]
+    unknown = [s for s in systems if s not in names]
+    if unknown:
+        raise ParameterError(f"`systems`: unknown system(s) {unknown} in dataset {name!r}; "
+                             f"it has {names}")
+    if len(set(systems)) < 2:
+        raise ParameterError(f"`systems` needs at least two different systems; got {systems}")
+    r = ds[cube.RATING].sel(metric=met).transpose("system", "instance", "rater")
+    rows = []
+    raters_used: set = set()
+    items_used: set = set()
+    n_ratings = 0
+    for a, b in combinations(systems, 2):
+        ya, yb = r.sel(system=a).values, r.sel(system=b).values
+        pa, pb = ~np.isnan(ya), ~np.isnan(yb)
+        items, raters = np.indices(ya.shape)
+        fit = fit_crossed(np.concatenate([ya[pa], yb[pb]]),
+                          np.concatenate([np.ones(pa.sum()), -np.ones(pb.sum())]),
+                          np.concatenate([raters[pa], raters[pb]]),
+                          np.concatenate([items[pa], items[pb]]))
+        raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
+        items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
+        rows.append({"system_a": a, "system_b": b, **fit.sd,
+                     "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
+                     "n_ratings": fit.n})
+    for s in systems:
+        n_ratings += int((~np.isnan(r.sel(system=s).values)).sum())
+    pairs = pd.DataFrame(rows)
+    pooled = {k: float(np.sqrt(np.mean(pairs[k] ** 2)))
+              for k in ("rater_intercept", "rater_slope", "item_intercept", "item_slope",
+                        "sigma")}
+    variance = LikertVariance(worker_intercept=pooled["rater_intercept"],
+                              worker_slope=pooled["rater_slope"],
+                              item_intercept=pooled["item_intercept"],
+                              item_slope=pooled["item_slope"], sigma=pooled["sigma"])
+    effect = (float(pairs["effect"].iloc[0]) if len(pairs) == 1
+              else float(pairs["effect"].abs().mean()))
+    return VarianceComponents(variance=variance, intercept=float(pairs["intercept"].mean()),
+                              effect=effect, n_raters=len(raters_used),
+                              n_items=len(items_used), n_ratings=n_ratings, pairs=pairs,
+                              dataset=name, metric=met)
+
+
+def _pick(what, value, options):
+    if value is None:
+        if len(options) != 1:
+            raise ParameterError(f"the study has {len(options)} {what}s ({options[:10]}); "
+                                 f"name one with `{what}=`")
+        return options[0]
+    if value not in options:
+        raise ParameterError(f"`{what}`: unknown {what} {value!r}; the study has {options}")
+    return value
