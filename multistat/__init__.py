@@ -35,6 +35,8 @@ _LAZY = {
     "friedman": ("multistat.across", "friedman"),
     "replicability": ("multistat.across", "replicability"),
     "aso": ("multistat.stochastic_order", "aso"),
+    "bradley_terry": ("multistat.preferences", "bradley_terry"),
+    "preference_test": ("multistat.preferences", "preference_test"),
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),
