@@ -746,7 +746,8 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     Interval of the win share: Clopper-Pearson on the units for and against a when the
     binomial test applies and ``ties="exclude"``; otherwise the Student t interval of the
     mean unit share (``G - 1`` degrees of freedom; a cluster-robust interval), clipped
-    to [0, 1]. The interval is not the inversion of the sign-flip test.
+    to [0, 1]. One-sided alternatives give one-sided intervals (scipy's convention). The
+    interval is not the inversion of the sign-flip test.
 
     References
     ----------
@@ -794,10 +795,9 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     x = unit_shares(cnt[:, 0], cnt[:, 1], cnt[:, 2], ties)
     keep = np.isfinite(x)
     x = x[keep]
-    if not len(x) or not np.any(x != 0):
-        if not len(x) or ties == "exclude":
-            raise DataValidationError(f"{where}: no judgment prefers {show(a)} or "
-                                      f"{show(b)} (all ties): nothing to test")
+    if cnt[:, 0].sum() + cnt[:, 1].sum() == 0:
+        raise DataValidationError(f"{where}: no judgment prefers {show(a)} or "
+                                  f"{show(b)} (all ties): nothing to test")
     from multistat.resampling import block_rng
 
     rng = block_rng(seed, "preference_test", "permutation", 0)
@@ -810,15 +810,18 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
         from scipy.stats import binomtest
 
         k, m = int((x > 0).sum()), int((x != 0).sum())
-        ci = binomtest(k, m).proportion_ci(confidence_level, method="exact")
+        ci = binomtest(k, m, alternative=alternative).proportion_ci(confidence_level,
+                                                                     method="exact")
         lo, hi, interval = ci.low, ci.high, "clopper-pearson"
     else:
         from scipy import stats
 
         g = len(x)
+        level = confidence_level if alternative != "two-sided" else (1 + confidence_level) / 2
         se = x.std(ddof=1) / math.sqrt(g) if g > 1 else float("nan")
-        half = stats.t.ppf((1 + confidence_level) / 2, g - 1) * se if g > 1 else np.nan
-        lo, hi = max(0.0, share - half), min(1.0, share + half)
+        half = stats.t.ppf(level, g - 1) * se if g > 1 else np.nan
+        lo = 0.0 if alternative == "less" else max(0.0, share - half)
+        hi = 1.0 if alternative == "greater" else min(1.0, share + half)
         interval = "student t over units"
     method = {"binomial": "exact binomial test on the units",
               "exact": "sign-flip test over units (exact enumeration)",
@@ -827,7 +830,7 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     return PreferenceResult(
         a=a, b=b, p_value=float(p[0]), win_share=float(share), ci_low=float(lo),
         ci_high=float(hi), wins=int(cnt[:, 0].sum()), losses=int(cnt[:, 1].sum()),
-        ties=int(cnt[:, 2].sum()), n_units=int(len(x)),
+        ties=int(cnt[:, 2].sum()), n_units=len(x),
         n_units_all_ties=int((~keep).sum()), unit=unit, method=method, interval=interval,
         tie_rule=ties, alternative=alternative, confidence_level=confidence_level,
         n_resamples=0 if how[0] != "monte carlo" else n_resamples)
