@@ -445,6 +445,11 @@ def _mount_subapps():
                 "diagram.")(friedman_command)
     app.command("replicability", help="On how many test sets, and which, an effect holds "
                 "(Dror et al. 2017).")(replicability_command)
+    from multistat._cli_preferences import preferences_command  # issue 26
+
+    app.command("preferences", help="Bradley-Terry leaderboard (Elo scale) from pairwise "
+                "battles, with bootstrap score/rank intervals and clusters.")(
+        preferences_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -154,7 +154,7 @@ def aggregate_battles(battles, *, model_a="model_a", model_b="model_b", winner="
         first = w_names[w_codes[np.argmax(bad)]]
         raise DataValidationError(
             f"{where}: column {show(winner)} has unknown value {show(first)} in "
-            f"{_rows(bad)}; allowed: {', '.join(WINNERS)}")
+            f"{_rows(bad)}; allowed: {', '.join(map(repr, WINNERS))}")
     names, back = np.unique(np.concatenate([a_names, b_names]), return_inverse=True)
     ca = back[:len(a_names)][a_codes]
     cb = back[len(a_names):][b_codes]
@@ -567,8 +567,11 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         "rank_range_low": low, "rank_range_high": high,
         "cluster": clusters(order, better), "beats": beats, "beaten_by": beaten_by})
     out = out.iloc[order].reset_index(drop=True)
+    from multistat import __version__
+
     out.attrs["multistat"] = {
-        "kind": "preferences", "model": "bradley-terry", "ties": ties,
+        "multistat_version": __version__, "kind": "preferences", "model": "bradley-terry",
+        "ties": ties,
         "anchor": None if anchor is None else str(anchor), "anchor_score": ELO_BASE,
         "elo_per_logit": ELO_PER_LOGIT, "n_battles": bt.n_battles, "n_systems": S,
         "n_pairs": len(bt.ia), "davidson_nu": nu if davidson else None,

@@ -239,7 +239,7 @@ GOOD = [("x", "y", "model_a"), ("y", "x", "model_a"), ("x", "z", "tie"),
 
 @pytest.mark.parametrize("rows, match", [
     (GOOD + [("x", "y", "model_c")], (r"column 'winner' has unknown value 'model_c' in "
-                                     r"row 6; allowed: model_a, model_b, tie")),
+                                     r"row 6; allowed: 'model_a', 'model_b', 'tie'")),
     (GOOD + [("x", "x", "tie")], r"system 'x' plays against itself in row 6"),
     (GOOD + [("u", "v", "tie")], (r"comparison graph is not connected: 2 groups of "
                                  r"systems never meet \(\{u, v\}; \{x, y, z\}\)")),
