@@ -51,6 +51,9 @@ def preferences_command(
         help="correction of the pairwise decisions behind the clusters: holm, any "
              "statsmodels multipletests method, or none")] = "holm",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="also write DIR/preferences.html (leaderboard table and "
+                         "rank-interval figure), figures/ and tables/")] = None,
 ) -> None:
     """Bradley-Terry leaderboard on the Elo scale (400 points = 10:1 odds) from pairwise
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
@@ -59,7 +62,8 @@ def preferences_command(
     from multistat.preferences import bradley_terry
 
     seed = seed_value(seed)
-    guard_outputs([battles], {"--out": out})
+    guard_outputs([battles], {"--out": out}, folders=None if report is None else
+                  {"--report": (report, ("preferences.html", "figures", "tables"))})
     table_kind(out)
     start = time.perf_counter()
     board = bradley_terry(battles, model_a=model_a, model_b=model_b, winner=winner,
@@ -82,4 +86,8 @@ def preferences_command(
                + (f" (nu = {nu:.3f})" if nu is not None else "")
                + f"; {n_resamples} bootstrap resamples (seed {seed}); clusters: "
                f"{meta['correction']} correction, alpha={alpha}")
+    if report is not None:
+        from multistat.report.preferences import write_preference_page
+
+        typer.echo(f"wrote {write_preference_page(board, report)}")
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")

@@ -44,6 +44,10 @@ def report_command(
     ranking: Annotated[Path | None, typer.Option(
         "--ranking", help="ranking table (Parquet from `multistat rank`): cluster "
                           "leaderboards and rank-interval figures")] = None,
+    preferences: Annotated[Path | None, typer.Option(
+        "--preferences", help="Bradley-Terry leaderboard (Parquet from `multistat "
+                              "preferences`): leaderboard table and rank-interval "
+                              "figure")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -73,7 +77,7 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
-    guard_outputs([results, analysis, study, systems, *(power or ())],
+    guard_outputs([results, analysis, study, systems, preferences, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -81,7 +85,7 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi, ranking=ranking)
+                        title=title, dpi=dpi, ranking=ranking, preferences=preferences)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

@@ -152,7 +152,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24, ranking=None) -> Path:
+                 max_power_figures: int = 24, ranking=None, preferences=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -190,6 +190,9 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         with the cluster leaderboards and rank-interval figures
         (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
         ``figures/rank_intervals_*.png``)
+    preferences : optional :func:`multistat.bradley_terry` leaderboard (DataFrame or
+        Parquet path): a section with the leaderboard table and its rank-interval figure
+        (:mod:`multistat.report.preferences`)
 
     Returns
     -------
@@ -268,6 +271,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         parts.append(write_ranking(ranking, out, dpi=dpi))
         _files.write_rank_plots(out, ranking)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
+    if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
+        from multistat.report.preferences import write_preferences
+
+        parts.append(write_preferences(preferences, out, dpi=dpi))
+        toc.insert(2, ("preferences", "Pairwise preferences"))
 
     # ------------------------------------------------------------------ analysis
     if analysis is not None:
