@@ -51,6 +51,9 @@ def preferences_command(
         help="correction of the pairwise decisions behind the clusters: holm, any "
              "statsmodels multipletests method, or none")] = "holm",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
+    systems: Annotated[str | None, typer.Option(
+        help="comma-separated systems expected on the leaderboard: one that never plays "
+             "(or one not listed that plays) is an error")] = None,
     report: Annotated[Path | None, typer.Option(
         "--report", help="also write DIR/preferences.html (leaderboard table and "
                          "rank-interval figure), figures/ and tables/")] = None,
@@ -58,7 +61,13 @@ def preferences_command(
     """Bradley-Terry leaderboard on the Elo scale (400 points = 10:1 odds) from pairwise
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
     clusters (the rule of `multistat rank`). Prints the leaderboard and writes the table."""
-    from multistat._cli_common import guard_outputs, seed_value, table_kind, write_table
+    from multistat._cli_common import (
+        guard_outputs,
+        seed_value,
+        split_names,
+        table_kind,
+        write_table,
+    )
     from multistat.preferences import bradley_terry
 
     seed = seed_value(seed)
@@ -70,7 +79,7 @@ def preferences_command(
                           ties=ties, n_resamples=n_resamples, seed=seed,
                           confidence_level=confidence_level, anchor=anchor,
                           correction=None if correction == "none" else correction,
-                          alpha=alpha)
+                          alpha=alpha, systems=split_names(systems, "--systems"))
     meta = dict(board.attrs["multistat"], input=str(battles),
                 input_sha256=_sha256(battles), stage="preferences")
     write_table(board, out, metadata=meta)

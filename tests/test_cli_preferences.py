@@ -59,6 +59,7 @@ def test_davidson_and_anchor(battles_csv, tmp_path, capsys):
     (["--ties", "split"], ["`--ties`", "'half', 'davidson'"]),
     (["--anchor", "nobody"], ["`--anchor` 'nobody' is not a system"]),
     (["--seed", "-1"], ["--seed"]),
+    (["--systems", "Human-A.0,GPT-9"], ["system(s) ['GPT-9'] never play"]),
 ])
 def test_bad_input_is_one_line(battles_csv, tmp_path, capsys, args, fragments):
     status, _, err = run(["preferences", battles_csv, "-o", tmp_path / "x.csv", *args],

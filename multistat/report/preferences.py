@@ -24,19 +24,17 @@ import pandas as pd
 from multistat.errors import DataValidationError
 from multistat.report import ranking as _ranking
 
-NEEDED = ("system", "score", "ci_low", "ci_high", "rank", "rank_ci_low", "rank_ci_high",
-          "n_battles", "win_rate", "expected_rank", "p_best", "rank_range_low",
-          "rank_range_high", "cluster", "beats", "beaten_by")
+#: the columns of a rank table for one dataset x metric, plus the battles
+NEEDED = tuple(c for c in _ranking.NEEDED if c not in ("dataset", "metric")) + (
+    "n_battles", "win_rate")
 
 
 def check_preferences(board) -> pd.DataFrame:
     """The leaderboard (DataFrame or Parquet path), with its columns checked."""
-    if not isinstance(board, pd.DataFrame):
-        from multistat.io import read_parquet
+    from multistat.io import read_parquet
 
-        board = read_parquet(board)
-    missing = [c for c in NEEDED if c not in board.columns]
-    if missing:
+    board = board if isinstance(board, pd.DataFrame) else read_parquet(board)
+    if missing := [c for c in NEEDED if c not in board.columns]:
         raise DataValidationError(f"preference leaderboard lacks column(s) {missing} "
                                   "(write it with `multistat preferences` / "
                                   "multistat.bradley_terry)")
