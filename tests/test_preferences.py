@@ -378,3 +378,15 @@ def test_all_ties_is_an_error():
     with pytest.raises(DataValidationError, match=r"no judgment prefers 'A' or 'B' \(all "
                                                   r"ties\)"):
         multistat.preference_test(pd.DataFrame({"winner": ["tie"] * 4}), a="A", b="B")
+
+
+def test_calibration_suite_includes_the_preference_rows(tmp_path):
+    from multistat import calibration as C
+
+    table = C.run_calibration(distributions=(), sizes=(), replicates=200, seed=2,
+                              preferences=True)
+    assert set(table["test"]) == {"preference_test (items)",
+                                  "binomial over judgments (ignores items)"}
+    assert (table["n"].tolist() == [30, 30, 100, 100]) and (table["replicates"] == 200).all()
+    _, md = C.write_reports(table, tmp_path)
+    assert "preference_test (items)" in md.read_text()
