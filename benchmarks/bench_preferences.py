@@ -10,11 +10,13 @@ multistat       ``multistat.bradley_terry(battles, n_resamples=B)``: aggregation
                 batched Newton method, rank intervals and clusters -- total time, and
                 the point fit and the bootstrap alone
 glm             statsmodels ``GLM(Binomial)`` of the per-pair win shares (ties half)
-                weighted by the battles: the same maximum-likelihood model (point fit)
+                weighted by the battles: the same maximum-likelihood model (point fit on
+                the pair counts; encoding the battles as integers is timed apart)
 lbfgs           ``scipy.optimize.minimize(L-BFGS-B)`` on the per-battle log-likelihood
                 with its analytic gradient: the fit without aggregation (point fit)
-loop            the plain bootstrap: resample the battles, aggregate, refit with the GLM
-                -- a Python loop, timed for ``--loop`` resamples, extrapolated to B
+loop            the plain bootstrap: resample the (integer-coded) battles, aggregate,
+                refit with the GLM -- a Python loop, timed for ``--loop`` resamples,
+                extrapolated to B
 ==============  ========================================================================
 
 Agreement: max |score difference| in Elo points against multistat's point scores (the
@@ -31,7 +33,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, run_isolated, table  # noqa: E402
+from _common import ROOT, machine, run_isolated, table
 
 DATA = """
 import numpy as np, pandas as pd, time, json, resource
@@ -68,29 +70,28 @@ REFERENCE = DATA + """
 import statsmodels.api as sm
 from scipy import optimize
 ELO = 400 / np.log(10)
-def pairs(df):
-    ia = pd.Series(df["model_a"]).map({{n: i for i, n in enumerate(names)}}).to_numpy()
-    ib = pd.Series(df["model_b"]).map({{n: i for i, n in enumerate(names)}}).to_numpy()
-    w = df["winner"].to_numpy()
-    y = np.where(w == "model_a", 1.0, np.where(w == "model_b", 0.0, 0.5))
-    lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
-    ylo = np.where(ia == lo, y, 1 - y)
-    key = lo * S + hi
-    uk, inv = np.unique(key, return_inverse=True)
-    return uk // S, uk % S, np.bincount(inv, ylo), np.bincount(inv)
+t = time.perf_counter()
+code = {{n: i for i, n in enumerate(names)}}
+ia = battles["model_a"].map(code).to_numpy(); ib = battles["model_b"].map(code).to_numpy()
+w = battles["winner"].to_numpy()
+y = np.where(w == "model_a", 1.0, np.where(w == "model_b", 0.0, 0.5))
+lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
+ylo = np.where(ia == lo, y, 1 - y)
+key = lo * S + hi
+out = {{"encode_s": time.perf_counter() - t}}
+def pairs(idx=None):
+    k, yy = (key, ylo) if idx is None else (key[idx], ylo[idx])
+    uk, inv = np.unique(k, return_inverse=True)
+    return uk // S, uk % S, np.bincount(inv, yy), np.bincount(inv)
 def glm(lo, hi, W, n):
     X = np.zeros((len(lo), S)); X[np.arange(len(lo)), lo] = 1; X[np.arange(len(lo)), hi] = -1
     f = sm.GLM(W / n, X[:, 1:], family=sm.families.Binomial(), var_weights=n).fit(tol=1e-12)
     beta = np.r_[0.0, f.params]
     return 1000 + ELO * (beta - beta.mean())
-out = {{}}
-t = time.perf_counter(); out["glm_scores"] = glm(*pairs(battles)).tolist()
+agg = pairs()
+t = time.perf_counter(); out["glm_scores"] = glm(*agg).tolist()
 out["glm_s"] = time.perf_counter() - t
 # per battle, no aggregation: L-BFGS on the log-likelihood with its gradient
-ia = pd.Series(battles["model_a"]).map({{n: i for i, n in enumerate(names)}}).to_numpy()
-ib = pd.Series(battles["model_b"]).map({{n: i for i, n in enumerate(names)}}).to_numpy()
-w = battles["winner"].to_numpy()
-y = np.where(w == "model_a", 1.0, np.where(w == "model_b", 0.0, 0.5))
 def nll(par):
     beta = np.r_[0.0, par]
     d = beta[ia] - beta[ib]
@@ -106,8 +107,8 @@ out["lbfgs_s"] = time.perf_counter() - t
 out["lbfgs_scores"] = (1000 + ELO * (beta - beta.mean())).tolist()
 rng2 = np.random.default_rng(1)
 t = time.perf_counter()
-for _ in range({L}):
-    glm(*pairs(battles.iloc[rng2.integers(0, N, N)]))
+for _ in range({L}):  # the plain bootstrap: resample battle indices, aggregate, refit
+    glm(*pairs(rng2.integers(0, N, N)))
 out["loop_s_each"] = (time.perf_counter() - t) / {L}
 out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
@@ -146,10 +147,14 @@ def main(argv=None) -> int:
                  "clusters)", "seconds": ms["total_s"], "max_elo_diff": None,
          "peak_rss_mib": ms["peak_rss_mib"]},
     ]
+    import os
+
     header = (f"{args.systems} systems x {args.battles:,} battles, B = {args.resamples}; "
-              f"{machine()}; machine shared with other jobs. Bootstrap speed-up "
+              f"{machine()}; machine shared with other jobs (load average "
+              f"{os.getloadavg()[0]:.1f} at the end). Bootstrap speed-up "
               f"{loop_total / ms['bootstrap_s']:.0f}x; aggregation {ms['aggregate_s']:.2f} s;"
-              f" unconverged resamples {ms['unconverged']}; mean 95% CI width "
+              f" reference encoding of the battles {ref['encode_s']:.2f} s; unconverged "
+              f"resamples {ms['unconverged']}; mean 95% CI width "
               f"{ms['ci_width_mean']:.1f} Elo")
     text = table(rows, ["side", "seconds", "max_elo_diff", "peak_rss_mib"])
     print(header)
