@@ -22,13 +22,17 @@ loop            the plain bootstrap: resample the (integer-coded) battles, aggre
 Agreement: max |score difference| in Elo points against multistat's point scores (the
 issue asks <= 0.05). Results go to ``benchmarks/results/preferences.{json,md}``. Run:
 ``.venv/bin/python benchmarks/bench_preferences.py [--battles 1000000] [--resamples 1000]``.
-The machine may be shared: both sides run in the same invocation, one after the other.
+The machine may be shared: both sides run in the same invocation, one after the other,
+with single-threaded BLAS (``OPENBLAS_NUM_THREADS=1`` unless set); CPU seconds (user +
+system of the process) are reported beside wall seconds, as they suffer less from other
+jobs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +41,9 @@ from _common import ROOT, machine, run_isolated, table
 
 DATA = """
 import numpy as np, pandas as pd, time, json, resource
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 rng = np.random.default_rng(0)
 S, N = {S}, {N}
 strength = rng.normal(0, 1, S)
@@ -53,14 +60,17 @@ MULTISTAT = DATA + """
 import multistat
 from multistat import preferences as P
 multistat.bradley_terry(battles.iloc[:20000], n_resamples=10)  # warm-up: imports
-t = time.perf_counter(); board = multistat.bradley_terry(battles, n_resamples={B}, seed=0)
-total = time.perf_counter() - t
+t, c = time.perf_counter(), cpu()
+board = multistat.bradley_terry(battles, n_resamples={B}, seed=0)
+total, total_cpu = time.perf_counter() - t, cpu() - c
 t = time.perf_counter(); bt = P.aggregate_battles(battles); agg = time.perf_counter() - t
 t = time.perf_counter(); beta, _ = P.fit_bradley_terry(bt); fit = time.perf_counter() - t
-t = time.perf_counter(); dist, bad = P._bootstrap(bt, beta, 0.0, False, {B}, 0)
-boot = time.perf_counter() - t
+t, c = time.perf_counter(), cpu()
+dist, bad = P._bootstrap(bt, beta, 0.0, False, {B}, 0)
+boot, boot_cpu = time.perf_counter() - t, cpu() - c
 scores = board.set_index("system").loc[names, "score"].tolist()
-print(json.dumps({{"total_s": total, "aggregate_s": agg, "fit_s": fit, "bootstrap_s": boot,
+print(json.dumps({{"total_s": total, "total_cpu_s": total_cpu, "bootstrap_cpu_s": boot_cpu,
+                  "aggregate_s": agg, "fit_s": fit, "bootstrap_s": boot,
                   "unconverged": bad, "scores": scores,
                   "ci_width_mean": float((board.ci_high - board.ci_low).mean()),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
@@ -89,8 +99,8 @@ def glm(lo, hi, W, n):
     beta = np.r_[0.0, f.params]
     return 1000 + ELO * (beta - beta.mean())
 agg = pairs()
-t = time.perf_counter(); out["glm_scores"] = glm(*agg).tolist()
-out["glm_s"] = time.perf_counter() - t
+t, c = time.perf_counter(), cpu(); out["glm_scores"] = glm(*agg).tolist()
+out["glm_s"], out["glm_cpu_s"] = time.perf_counter() - t, cpu() - c
 # per battle, no aggregation: L-BFGS on the log-likelihood with its gradient
 def nll(par):
     beta = np.r_[0.0, par]
@@ -99,17 +109,18 @@ def nll(par):
     f = -np.sum(y * np.log(p) + (1 - y) * np.log1p(-p))
     g = np.bincount(ia, y - p, S) - np.bincount(ib, y - p, S)
     return f, -g[1:]
-t = time.perf_counter()
+t, c = time.perf_counter(), cpu()
 r = optimize.minimize(nll, np.zeros(S - 1), jac=True, method="L-BFGS-B",
                       options={{"gtol": 1e-8, "ftol": 1e-15, "maxiter": 10000}})
 beta = np.r_[0.0, r.x]
-out["lbfgs_s"] = time.perf_counter() - t
+out["lbfgs_s"], out["lbfgs_cpu_s"] = time.perf_counter() - t, cpu() - c
 out["lbfgs_scores"] = (1000 + ELO * (beta - beta.mean())).tolist()
 rng2 = np.random.default_rng(1)
-t = time.perf_counter()
+t, c = time.perf_counter(), cpu()
 for _ in range({L}):  # the plain bootstrap: resample battle indices, aggregate, refit
     glm(*pairs(rng2.integers(0, N, N)))
 out["loop_s_each"] = (time.perf_counter() - t) / {L}
+out["loop_cpu_s_each"] = (cpu() - c) / {L}
 out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(out))
 """
@@ -125,6 +136,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import numpy as np
 
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # both sides: no spinning threads
     fmt = {"S": args.systems, "N": args.battles, "B": args.resamples, "L": args.loop}
     ms = run_isolated(MULTISTAT.format(**fmt))
     ref = run_isolated(REFERENCE.format(**fmt))
@@ -132,23 +144,25 @@ def main(argv=None) -> int:
     glm_diff = float(np.abs(scores - np.array(ref.pop("glm_scores"))).max())
     lbfgs_diff = float(np.abs(scores - np.array(ref.pop("lbfgs_scores"))).max())
     loop_total = ref["loop_s_each"] * args.resamples
+    loop_cpu = ref["loop_cpu_s_each"] * args.resamples
     rows = [
         {"side": "multistat point fit (aggregated Newton)", "seconds": ms["fit_s"],
-         "max_elo_diff": 0.0, "peak_rss_mib": None},
+         "cpu_seconds": None, "max_elo_diff": 0.0, "peak_rss_mib": None},
         {"side": "statsmodels GLM on pair counts", "seconds": ref["glm_s"],
-         "max_elo_diff": glm_diff, "peak_rss_mib": None},
+         "cpu_seconds": ref["glm_cpu_s"], "max_elo_diff": glm_diff, "peak_rss_mib": None},
         {"side": "scipy L-BFGS per battle", "seconds": ref["lbfgs_s"],
-         "max_elo_diff": lbfgs_diff, "peak_rss_mib": ref["peak_rss_mib"]},
+         "cpu_seconds": ref["lbfgs_cpu_s"], "max_elo_diff": lbfgs_diff,
+         "peak_rss_mib": ref["peak_rss_mib"]},
         {"side": f"multistat bootstrap, B={args.resamples} (batched)",
-         "seconds": ms["bootstrap_s"], "max_elo_diff": None, "peak_rss_mib": None},
+         "seconds": ms["bootstrap_s"], "cpu_seconds": ms["bootstrap_cpu_s"],
+         "max_elo_diff": None, "peak_rss_mib": None},
         {"side": f"plain loop resample+GLM, B={args.resamples} (from {args.loop})",
-         "seconds": loop_total, "max_elo_diff": None, "peak_rss_mib": None},
+         "seconds": loop_total, "cpu_seconds": loop_cpu, "max_elo_diff": None,
+         "peak_rss_mib": None},
         {"side": "multistat.bradley_terry total (aggregate, fit, bootstrap, ranks, "
-                 "clusters)", "seconds": ms["total_s"], "max_elo_diff": None,
-         "peak_rss_mib": ms["peak_rss_mib"]},
+                 "clusters)", "seconds": ms["total_s"], "cpu_seconds": ms["total_cpu_s"],
+         "max_elo_diff": None, "peak_rss_mib": ms["peak_rss_mib"]},
     ]
-    import os
-
     header = (f"{args.systems} systems x {args.battles:,} battles, B = {args.resamples}; "
               f"{machine()}; machine shared with other jobs (load average "
               f"{os.getloadavg()[0]:.1f} at the end). Bootstrap speed-up "
@@ -156,7 +170,7 @@ def main(argv=None) -> int:
               f" reference encoding of the battles {ref['encode_s']:.2f} s; unconverged "
               f"resamples {ms['unconverged']}; mean 95% CI width "
               f"{ms['ci_width_mean']:.1f} Elo")
-    text = table(rows, ["side", "seconds", "max_elo_diff", "peak_rss_mib"])
+    text = table(rows, ["side", "seconds", "cpu_seconds", "max_elo_diff", "peak_rss_mib"])
     print(header)
     print(text)
     from multistat._atomic import write_text
