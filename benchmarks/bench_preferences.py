@@ -164,7 +164,8 @@ def main(argv=None) -> int:
          "max_elo_diff": None, "peak_rss_mib": ms["peak_rss_mib"]},
     ]
     header = (f"{args.systems} systems x {args.battles:,} battles, B = {args.resamples}; "
-              f"{machine()}; machine shared with other jobs (load average "
+              f"{machine()} (the two timed children: OPENBLAS_NUM_THREADS="
+              f"{os.environ['OPENBLAS_NUM_THREADS']}); machine shared with other jobs (load average "
               f"{os.getloadavg()[0]:.1f} at the end). Bootstrap speed-up "
               f"{loop_total / ms['bootstrap_s']:.0f}x; aggregation {ms['aggregate_s']:.2f} s;"
               f" reference encoding of the battles {ref['encode_s']:.2f} s; unconverged "

@@ -61,28 +61,22 @@ def preferences_command(
     """Bradley-Terry leaderboard on the Elo scale (400 points = 10:1 odds) from pairwise
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
     clusters (the rule of `multistat rank`). Prints the leaderboard and writes the table."""
-    from multistat._cli_common import (
-        guard_outputs,
-        seed_value,
-        split_names,
-        table_kind,
-        write_table,
-    )
+    from multistat import _cli_common as cc
     from multistat.preferences import bradley_terry
 
-    seed = seed_value(seed)
-    guard_outputs([battles], {"--out": out}, folders=None if report is None else
-                  {"--report": (report, ("preferences.html", "figures", "tables"))})
-    table_kind(out)
+    seed = cc.seed_value(seed)
+    cc.guard_outputs([battles], {"--out": out}, folders=None if report is None else
+                     {"--report": (report, ("preferences.html", "figures", "tables"))})
+    cc.table_kind(out)
     start = time.perf_counter()
     board = bradley_terry(battles, model_a=model_a, model_b=model_b, winner=winner,
                           ties=ties, n_resamples=n_resamples, seed=seed,
                           confidence_level=confidence_level, anchor=anchor,
                           correction=None if correction == "none" else correction,
-                          alpha=alpha, systems=split_names(systems, "--systems"))
+                          alpha=alpha, systems=cc.split_names(systems, "--systems"))
     meta = dict(board.attrs["multistat"], input=str(battles),
                 input_sha256=_sha256(battles), stage="preferences")
-    write_table(board, out, metadata=meta)
+    cc.write_table(board, out, metadata=meta)
     width = max(len(s) for s in board["system"])
     typer.echo(f"{'cluster':>7}  {'rank':>4}  {'rank CI':>7}  {'system':<{width}}  "
                f"{'score':>6}  {100 * confidence_level:g}% CI")
