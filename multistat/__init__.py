@@ -37,6 +37,8 @@ _LAZY = {
     "aso": ("multistat.stochastic_order", "aso"),
     "meta_analysis": ("multistat.meta", "meta_analysis"),
     "meta_regression": ("multistat.meta", "meta_regression"),
+    "bradley_terry": ("multistat.preferences", "bradley_terry"),
+    "preference_test": ("multistat.preferences", "preference_test"),
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),

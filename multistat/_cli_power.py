@@ -457,10 +457,20 @@ def preference_sim_cmd(
     p_tie: Annotated[float, typer.Option("--p-tie", help="P(no preference)")] = 0.0,
     n_simulations: Annotated[int, typer.Option("--n-simulations")] = 10_000,
     alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
+    n_raters: Annotated[int, typer.Option(
+        "--raters", help="raters per item (then --n counts items)")] = 1,
+    item_sd: Annotated[float, typer.Option(
+        "--item-sd", help="SD of item effects on the logit of P(a | no tie)")] = 0.0,
+    rater_sd: Annotated[float, typer.Option(
+        "--rater-sd", help="SD of rater effects on the logit of P(a | no tie)")] = 0.0,
 ) -> None:
-    """Head-to-head preferences tested with the exact binomial test."""
+    """Head-to-head preferences: the exact binomial test, or with several raters per
+    item (or item/rater effects) the sign-flip test over items of preference_test."""
     from multistat.power import simulate_preference
 
     r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
-                            alpha=alpha, seed=seed)
-    _emit_sim("preference simulation (binomial test)", r, as_json)
+                            alpha=alpha, seed=seed, n_raters=n_raters, item_sd=item_sd,
+                            rater_sd=rater_sd)
+    rated = n_raters > 1 or item_sd > 0 or rater_sd > 0
+    _emit_sim("preference simulation (" + ("sign-flip test over items" if rated else
+                                           "binomial test") + ")", r, as_json)

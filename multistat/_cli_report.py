@@ -47,6 +47,10 @@ def report_command(
     meta: Annotated[Path | None, typer.Option(
         "--meta", help="pooled table (Parquet from `multistat meta` on RESULTS): the "
                        "pooled effects and a forest plot per pooled pair")] = None,
+    preferences: Annotated[Path | None, typer.Option(
+        "--preferences", help="Bradley-Terry leaderboard (Parquet from `multistat "
+                              "preferences`): leaderboard table and rank-interval "
+                              "figure")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -76,7 +80,7 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
-    guard_outputs([results, analysis, study, systems, meta, *(power or ())],
+    guard_outputs([results, analysis, study, systems, meta, preferences, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -84,7 +88,8 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi, ranking=ranking, pooled=meta)
+                        title=title, dpi=dpi, ranking=ranking, pooled=meta,
+                        preferences=preferences)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

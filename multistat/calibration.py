@@ -389,8 +389,11 @@ def _default_method(test: str) -> str:
 
 def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000,
                     n_groups=40, n_resamples=999, seed=0, tests=None,
-                    ci_methods=CI_METHODS, progress=None) -> pd.DataFrame:
-    """The calibration table (columns :data:`COLUMNS`), one row per cell."""
+                    ci_methods=CI_METHODS, progress=None, preferences=False
+                    ) -> pd.DataFrame:
+    """The calibration table (columns :data:`COLUMNS`), one row per cell. ``preferences``:
+    add the Type I error of ``preference_test`` with several judgments per item
+    (:mod:`multistat._calibration_preferences`)."""
     rows = []
     for dist in distributions:
         for n in sizes:
@@ -400,6 +403,10 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
                                 ci_methods=ci_methods)
             if progress is not None:
                 progress(f"{dist:>7} n={n:<4} {time.perf_counter() - t0:6.1f} s")
+    if preferences:
+        from multistat._calibration_preferences import preference_rows
+
+        rows += preference_rows(replicates=replicates, seed=seed)
     out = pd.DataFrame(rows, columns=list(COLUMNS))
     out.attrs["multistat"] = {"alpha": ALPHA, "confidence_level": CONFIDENCE,
                               "replicates": replicates, "n_groups": n_groups,
@@ -480,7 +487,7 @@ def main(argv=None) -> int:
         kw.update(distributions=("normal", "binary"), sizes=(20, 50), replicates=400,
                   n_groups=8, n_resamples=499)
     t0 = time.perf_counter()
-    table = run_calibration(progress=print, **kw)
+    table = run_calibration(progress=print, preferences=True, **kw)
     if not args.quick:  # the mixed model on Card et al.'s human-rating designs
         rows = []
         for preset, raters, items in RATING_DESIGNS:

@@ -455,6 +455,11 @@ def _mount_subapps():
     from multistat._cli_meta import HELP as META_HELP  # issue 27
     from multistat._cli_meta import meta_command
     app.command("meta", help=META_HELP)(meta_command)
+    from multistat._cli_preferences import preferences_command  # issue 26
+
+    app.command("preferences", help="Bradley-Terry leaderboard (Elo scale) from pairwise "
+                "battles, with bootstrap score/rank intervals and clusters.")(
+        preferences_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -15,6 +15,7 @@ model per simulation (seconds each), so its default number of simulations is sma
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -209,30 +210,54 @@ def simulate_bleu(*, n, delta, p_zero, b_zero, n_simulations, n_permutations, al
 
 
 # ============================================================================ preferences
-def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, seed=0
+def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, seed=0,
+                        n_raters=1, item_sd=0.0, rater_sd=0.0, n_permutations=999
                         ) -> SimulationResult:
-    """Head-to-head preference study tested with the exact binomial (sign) test.
+    """Head-to-head preference study: one judgment per item tested with the exact
+    binomial (sign) test, or several raters per item tested as
+    :func:`multistat.preference_test` does (sign-flip over items).
 
     Parameters
     ----------
     n : int
-        Number of judgements (people / items).
+        Number of judgements (people / items); with ``n_raters > 1`` the number of
+        items, each judged by every rater.
     p_a : float in [0, 1]
-        Probability that a judgement prefers system a.
+        Probability that a judgement prefers system a (for a typical item and rater when
+        ``item_sd`` or ``rater_sd`` > 0).
     p_tie : float in [0, 1]
         Probability of "neither"; ties are dropped before the test (``p_a + p_tie <= 1``).
+    n_raters : int
+        Raters per item (every rater judges every item, as :func:`simulate_likert`'s
+        workers).
+    item_sd, rater_sd : float >= 0
+        Standard deviations of item and rater random effects on the logit of
+        ``P(a | not a tie)``: items differ in which system they favour, raters in their
+        leaning.
+    n_permutations : int
+        Random sign vectors of the sign-flip test (when it is not binomial).
 
     Returns
     -------
     SimulationResult
-        Observed effect: share preferring a among non-tied judgements minus 1/2; the true
-        effect is ``p_a / (1 - p_tie) - 1/2``.
+        Observed effect: share preferring a among non-tied judgements minus 1/2 (several
+        raters: the mean over items of each item's share, as ``preference_test``); the
+        true effect is ``p_a / (1 - p_tie) - 1/2``, or with random effects
+        ``E[expit(logit(p_a / (1 - p_tie)) + u + v)] - 1/2`` (Gauss-Hermite quadrature).
 
     Notes
     -----
     Card et al. (2020) Figure 1 and appendix A: counts ``~ Multinomial(n; p_a, p_b, p_tie)``,
     two-sided binomial test of 1/2 on the non-tied judgements. The exact power is
-    :func:`~multistat.power.sign_test` when ``p_tie = 0``.
+    :func:`~multistat.power.sign_test` when ``p_tie = 0``. With several raters or random
+    effects each judgment of rater ``r`` on item ``i`` is a tie with probability
+    ``p_tie``, else prefers a with probability ``expit(logit(q) + u_i + v_r)``,
+    ``u_i ~ N(0, item_sd^2)``, ``v_r ~ N(0, rater_sd^2)``, ``q = p_a / (1 - p_tie)``;
+    the test is :func:`multistat.preferences.sign_flip_pvalues` on the items' centred
+    win shares (binomial when every item's judgments agree). The raters are the same
+    for all items, so the test is conditional on them: with ``rater_sd > 0`` their
+    leanings do not average out and the rejection rate at ``p_a = (1 - p_tie) / 2``
+    exceeds alpha for the population of raters.
     """
     n = c.integer("n", n, minimum=1)
     p_a = c.closed_unit("p_a", p_a)
@@ -241,6 +266,14 @@ def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, 
         raise PowerParameterError(f"`p_a` + `p_tie` = {p_a + p_tie:.6g} must be <= 1")
     if p_tie >= 1:
         raise PowerParameterError("`p_tie` must be < 1")
+    n_raters = c.integer("n_raters", n_raters, minimum=1)
+    item_sd = _nonnegative("item_sd", item_sd)
+    rater_sd = _nonnegative("rater_sd", rater_sd)
+    if n_raters > 1 or item_sd > 0 or rater_sd > 0:
+        return _simulate_rated_preference(
+            n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations, alpha=alpha,
+            seed=seed, n_raters=n_raters, item_sd=item_sd, rater_sd=rater_sd,
+            n_permutations=c.integer("n_permutations", n_permutations, minimum=1))
     probs = np.clip(np.array([p_a, 1 - p_a - p_tie, p_tie]), 0, 1)
 
     def generator(rng, size, n_):
@@ -256,6 +289,54 @@ def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, 
     return simulate_power(generator, tester, n=n, true_effect=p_a / (1 - p_tie) - 0.5,
                           n_simulations=n_simulations, alpha=alpha, seed=seed,
                           scenario="preference", params={"p_a": p_a, "p_tie": p_tie})
+
+
+def _nonnegative(name, value) -> float:
+    value = c.real(name, value)
+    if value < 0:
+        raise PowerParameterError(f"`{name}` must be >= 0; got {value!r}")
+    return value
+
+
+def _simulate_rated_preference(*, n, p_a, p_tie, n_simulations, alpha, seed, n_raters,
+                               item_sd, rater_sd, n_permutations) -> SimulationResult:
+    """:func:`simulate_preference` with raters and item/rater random effects."""
+    from scipy.special import expit, logit
+
+    from multistat.preferences import sign_flip_pvalues, unit_shares
+
+    q = p_a / (1 - p_tie)
+    if not 0 < q < 1:
+        raise PowerParameterError(
+            f"with several raters or random effects, P(a | not a tie) = p_a / (1 - "
+            f"p_tie) = {q:.6g} must lie strictly between 0 and 1")
+    sd = math.hypot(item_sd, rater_sd)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)  # N(0, 1) quadrature
+    true = float(np.sum(weights * expit(logit(q) + sd * nodes)) / np.sqrt(2 * np.pi)) - 0.5
+
+    def generator(rng, size, n_):
+        u = rng.normal(0.0, item_sd, (size, n_, 1))
+        v = rng.normal(0.0, rater_sd, (size, 1, n_raters))
+        pa = expit(logit(q) + u + v)  # (size, items, raters)
+        tie = rng.random(pa.shape) < p_tie
+        a = ~tie & (rng.random(pa.shape) < pa)
+        return np.stack([a.sum(2), (~tie & ~a).sum(2), tie.sum(2)], axis=-1)
+
+    def tester(counts, rng):
+        share = unit_shares(counts[..., 0], counts[..., 1], counts[..., 2])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a simulation of all ties
+            est = np.nan_to_num(np.nanmean(share, axis=1))
+        p, _ = sign_flip_pvalues(np.nan_to_num(share), n_resamples=n_permutations,
+                                 rng=rng)
+        return est, p
+
+    return simulate_power(generator, tester, n=n, true_effect=true,
+                          n_simulations=n_simulations, alpha=alpha, seed=seed,
+                          scenario="preference-raters", block_size=200,
+                          params={"p_a": p_a, "p_tie": p_tie, "n_raters": n_raters,
+                                  "item_sd": item_sd, "rater_sd": rater_sd,
+                                  "n_permutations": n_permutations})
 
 
 # ================================================================================= Likert

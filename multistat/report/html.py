@@ -152,7 +152,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24, ranking=None, pooled=None) -> Path:
+                 max_power_figures: int = 24, ranking=None, pooled=None,
+                 preferences=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -193,6 +194,9 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     pooled : optional pooled table (:func:`multistat.meta_analysis` of ``results``;
         DataFrame or Parquet path from ``multistat meta``): a section with the pooled
         table and forest plots (:mod:`multistat.report.meta`)
+    preferences : optional :func:`multistat.bradley_terry` leaderboard (DataFrame or
+        Parquet path): a section with the leaderboard table and its rank-interval figure
+        (:mod:`multistat.report.preferences`)
 
     Returns
     -------
@@ -271,6 +275,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         parts.append(write_ranking(ranking, out, dpi=dpi))
         _files.write_rank_plots(out, ranking)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
+    if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
+        from multistat.report.preferences import write_preferences
+
+        parts.append(write_preferences(preferences, out, dpi=dpi))
+        toc.insert(2, ("preferences", "Pairwise preferences"))
 
     # ------------------------------------------------------------------ analysis
     if analysis is not None:

@@ -1,0 +1,392 @@
+"""Pairwise preferences (issue 26): Bradley-Terry leaderboards and head-to-head tests.
+
+References: statsmodels GLM(Binomial) / Logit and scipy.optimize for the maximum
+likelihood fits, scipy.stats.binomtest for one judgment per item, a plain loop over
+battle resamples for the bootstrap, brute-force enumeration for the sign-flip test.
+Real data: MQM newstest2020 zh-en segment scores (tests/data), turned into battles.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from conftest import MQM_ZHEN
+from scipy import optimize, stats
+
+import multistat
+from multistat import preferences as P
+from multistat.errors import DataValidationError, ParameterError
+
+
+# ------------------------------------------------------------------------------ data
+def simulate_battles(strength, n, *, p_tie=0.1, seed=0, names=None):
+    """Battles between random pairs with Bradley-Terry win probabilities (logits)."""
+    rng = np.random.default_rng(seed)
+    S = len(strength)
+    a = rng.integers(0, S, n)
+    b = (a + rng.integers(1, S, n)) % S
+    p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
+    tie = rng.random(n) < p_tie
+    awin = ~tie & (rng.random(n) < p)
+    names = np.array([f"s{i:02d}" for i in range(S)] if names is None else names)
+    return pd.DataFrame({"model_a": names[a], "model_b": names[b],
+                         "winner": np.where(tie, "tie",
+                                            np.where(awin, "model_a", "model_b"))})
+
+
+def mqm_battles(n_segments=400):
+    """Real battles: on each MQM zh-en segment every pair of systems; the system with
+    the smaller error penalty wins, equal penalties tie."""
+    mqm = pd.read_csv(MQM_ZHEN, sep=r"\s+")
+    wide = mqm.pivot(index="seg_id", columns="system", values="mqm_avg_score")
+    wide = wide.iloc[:n_segments]
+    rows = []
+    for sa, sb in itertools.combinations(wide.columns, 2):
+        d = wide[sa].to_numpy() - wide[sb].to_numpy()
+        rows.append(pd.DataFrame({"model_a": sa, "model_b": sb, "item": wide.index,
+                                  "winner": np.where(d > 0, "model_a",
+                                                     np.where(d < 0, "model_b", "tie"))}))
+    return pd.concat(rows, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    rng = np.random.default_rng(7)
+    strength = rng.normal(0, 0.8, 20)
+    return strength, simulate_battles(strength, 20_000, seed=1)
+
+
+def design(bt):
+    """Pair rows: +1 for a, -1 for b (system 0 dropped: the reference)."""
+    X = np.zeros((len(bt.ia), len(bt.systems)))
+    X[np.arange(len(bt.ia)), bt.ia] = 1
+    X[np.arange(len(bt.ia)), bt.ib] = -1
+    return X[:, 1:]
+
+
+# ============================================================ Bradley-Terry: the fit
+def test_half_ties_equal_statsmodels_glm(planted):
+    _, battles = planted
+    bt = P.aggregate_battles(battles)
+    beta, _ = P.fit_bradley_terry(bt)
+    c = bt.counts
+    n = c.sum(1)
+    # the logistic regression of the outcome (1, 1/2, 0) on the system indicators:
+    # statsmodels GLM Binomial on the per-pair shares weighted by the battles
+    glm = sm.GLM((c[:, 0] + c[:, 2] / 2) / n, design(bt), family=sm.families.Binomial(),
+                 var_weights=n).fit(tol=1e-13)
+    elo = P.ELO_PER_LOGIT * (beta[1:] - glm.params)
+    assert np.abs(elo).max() < 1e-6  # the issue asks 0.05 Elo points
+
+
+def test_no_ties_equal_statsmodels_logit_per_battle():
+    # per battle, the textbook way: Logit of "a won" on +1/-1 indicators, no intercept
+    rng = np.random.default_rng(3)
+    battles = simulate_battles(rng.normal(0, 1, 8), 3000, p_tie=0.0, seed=4)
+    bt = P.aggregate_battles(battles)
+    idx = {s: i for i, s in enumerate(bt.systems)}
+    X = np.zeros((len(battles), len(bt.systems)))
+    X[np.arange(len(battles)), battles["model_a"].map(idx)] = 1
+    X[np.arange(len(battles)), battles["model_b"].map(idx)] = -1
+    y = (battles["winner"] == "model_a").to_numpy(float)
+    logit = sm.Logit(y, X[:, 1:]).fit(disp=0, tol=1e-12, method="newton")
+    beta, _ = P.fit_bradley_terry(bt)
+    assert np.abs(P.ELO_PER_LOGIT * (beta[1:] - logit.params)).max() < 1e-6
+    board = multistat.bradley_terry(battles, n_resamples=50)
+    ref = 1000 + P.ELO_PER_LOGIT * (np.r_[0, logit.params] - np.r_[0, logit.params].mean())
+    got = board.set_index("system").loc[bt.systems, "score"].to_numpy()
+    assert np.abs(got - ref).max() < 1e-6
+
+
+def test_davidson_equals_scipy_maximum_likelihood():
+    rng = np.random.default_rng(5)
+    battles = simulate_battles(rng.normal(0, 1, 6), 4000, p_tie=0.2, seed=6)
+    bt = P.aggregate_battles(battles)
+    wa, wb, t = bt.counts.T
+
+    def nll(par):  # Davidson (1970), per pair: pi_i / (pi_i + pi_j + nu sqrt(pi_i pi_j))
+        beta = np.r_[0.0, par[:-1]]
+        d = beta[bt.ia] - beta[bt.ib]
+        logD = np.log(np.exp(d / 2) + np.exp(-d / 2) + np.exp(par[-1]))
+        return -np.sum(wa * d / 2 - wb * d / 2 + t * par[-1] - (wa + wb + t) * logD)
+
+    ref = optimize.minimize(nll, np.zeros(len(bt.systems)), method="BFGS",
+                            options={"gtol": 1e-9})
+    beta, nu = P.fit_bradley_terry(bt, "davidson")
+    assert np.abs(P.ELO_PER_LOGIT * (beta[1:] - ref.x[:-1])).max() < 0.05
+    assert nu == pytest.approx(math.exp(ref.x[-1]), rel=1e-4)
+    board = multistat.bradley_terry(battles, ties="davidson", n_resamples=100)
+    assert board.attrs["multistat"]["davidson_nu"] == pytest.approx(nu)
+
+
+def test_planted_strengths_are_recovered(planted):
+    strength, battles = planted
+    board = multistat.bradley_terry(battles, ties="half", n_resamples=300, seed=0)
+    assert list(board.columns[:9]) == ["system", "score", "ci_low", "ci_high", "rank",
+                                       "rank_ci_low", "rank_ci_high", "n_battles",
+                                       "win_rate"]
+    got = board.set_index("system").loc[[f"s{i:02d}" for i in range(20)], "score"]
+    rho = stats.spearmanr(got, strength)[0]
+    assert rho >= 0.95, rho
+    # the Elo scale: 400 / ln 10 points per logit, the mean at 1000
+    assert board["score"].mean() == pytest.approx(1000)
+    assert (board["ci_low"] <= board["score"]).all() and (board["score"] <= board["ci_high"]).all()
+    assert (board["rank_ci_low"] <= board["rank"]).all()
+    assert (board["rank"] <= board["rank_ci_high"]).all()
+    assert board["n_battles"].sum() == 2 * len(battles)
+    assert board["p_best"].sum() == pytest.approx(1)
+
+
+def test_anchor_fixes_one_system_at_1000(planted):
+    _, battles = planted
+    mean = multistat.bradley_terry(battles, n_resamples=100, seed=3)
+    fixed = multistat.bradley_terry(battles, n_resamples=100, seed=3, anchor="s05")
+    row = fixed.set_index("system").loc["s05"]
+    assert row["score"] == pytest.approx(1000) and row["ci_low"] == pytest.approx(1000)
+    assert row["ci_high"] == pytest.approx(1000)
+    m, f = mean.set_index("system")["score"], fixed.set_index("system")["score"]
+    np.testing.assert_allclose((f - f["s05"]).sort_index(), (m - m["s05"]).sort_index(),
+                               atol=1e-9)
+    np.testing.assert_array_equal(mean["rank_ci_low"], fixed["rank_ci_low"])
+    np.testing.assert_array_equal(mean["cluster"], fixed["cluster"])
+
+
+# ========================================================== Bradley-Terry: bootstrap
+def test_bootstrap_agrees_with_resampling_the_battles():
+    # reference: resample battles with replacement, aggregate, refit (a Python loop);
+    # ours draws the pair x outcome counts as one multinomial and fits all at once
+    rng = np.random.default_rng(11)
+    battles = simulate_battles(rng.normal(0, 0.7, 5), 2000, seed=12)
+    ours = P.aggregate_battles(battles)
+    beta, _ = P.fit_bradley_terry(ours)
+    dist, bad = P._bootstrap(ours, beta, 0.0, False, 2000, 0)
+    assert bad == 0
+    ref = []
+    loop_rng = np.random.default_rng(1)
+    for _ in range(400):
+        sample = battles.iloc[loop_rng.integers(0, len(battles), len(battles))]
+        ref.append(P.fit_bradley_terry(P.aggregate_battles(sample))[0])
+    ref = np.array(ref)
+    centre = lambda b: b - b.mean(1, keepdims=True)
+    sd_ours, sd_ref = centre(dist).std(0), centre(ref).std(0)
+    # Monte Carlo error of an SD from 400 resamples: about 1 / sqrt(800) = 3.5 %
+    np.testing.assert_allclose(sd_ours, sd_ref, rtol=0.15)
+    np.testing.assert_allclose(centre(dist).mean(0), centre(beta[None])[0], atol=0.02)
+
+
+def test_seeded_and_independent_of_the_batch_size(planted, monkeypatch):
+    _, battles = planted
+    one = multistat.bradley_terry(battles, n_resamples=120, seed=9)
+    monkeypatch.setattr(P, "FIT_BUDGET", 40_000)  # a few resamples per batch
+    small = multistat.bradley_terry(battles, n_resamples=120, seed=9)
+    pd.testing.assert_frame_equal(one, small)
+    other = multistat.bradley_terry(battles, n_resamples=120, seed=10)
+    assert not np.allclose(one["ci_low"], other["ci_low"])
+
+
+def test_clusters_follow_the_rank_rule():
+    # three tiers far apart, systems within a tier equal: the WMT rule gives the tiers
+    strength = np.repeat([2.0, 0.0, -2.0], 3)
+    battles = simulate_battles(strength, 30_000, seed=2)
+    board = multistat.bradley_terry(battles, n_resamples=400)
+    tiers = board.set_index("system")["cluster"].sort_index().to_numpy()
+    np.testing.assert_array_equal(tiers, np.repeat([1, 2, 3], 3))
+    # rank ranges: a tier-2 system is beaten by the 3 above and beats the 3 below
+    mid = board[board["cluster"] == 2]
+    assert (mid["beaten_by"] == 3).all() and (mid["beats"] == 3).all()
+    assert board.attrs["multistat"]["correction"] == "holm"
+
+
+def test_davidson_and_half_rank_alike_on_real_mqm_battles():
+    battles = mqm_battles(300)
+    half = multistat.bradley_terry(battles, n_resamples=200)
+    dav = multistat.bradley_terry(battles, ties="davidson", n_resamples=200)
+    assert stats.spearmanr(half.set_index("system")["score"].sort_index(),
+                           dav.set_index("system")["score"].sort_index())[0] > 0.95
+    assert dav.attrs["multistat"]["davidson_nu"] > 0
+
+
+def test_reads_csv_parquet_jsonl_alike(tmp_path, planted):
+    _, battles = planted
+    part = battles.iloc[:3000]
+    boards = []
+    for ext in ("csv", "parquet", "jsonl"):
+        path = tmp_path / f"battles.{ext}"
+        if ext == "csv":
+            part.to_csv(path, index=False)
+        elif ext == "parquet":
+            part.to_parquet(path)
+        else:
+            part.to_json(path, orient="records", lines=True)
+        boards.append(multistat.bradley_terry(path, n_resamples=50))
+    pd.testing.assert_frame_equal(boards[0], boards[1])
+    pd.testing.assert_frame_equal(boards[0], boards[2])
+
+
+# ========================================================== Bradley-Terry: bad input
+def frame(rows):
+    return pd.DataFrame(rows, columns=["model_a", "model_b", "winner"])
+
+
+GOOD = [("x", "y", "model_a"), ("y", "x", "model_a"), ("x", "z", "tie"),
+        ("z", "y", "model_a"), ("y", "z", "tie")]
+
+
+@pytest.mark.parametrize("rows, match", [
+    (GOOD + [("x", "y", "model_c")], (r"column 'winner' has unknown value 'model_c' in "
+                                     r"row 6; allowed: 'model_a', 'model_b', 'tie'")),
+    (GOOD + [("x", "x", "tie")], r"system 'x' plays against itself in row 6"),
+    (GOOD + [("u", "v", "tie")], (r"comparison graph is not connected: 2 groups of "
+                                 r"systems never meet \(\{u, v\}; \{x, y, z\}\)")),
+    ([("x", "y", "model_a"), ("x", "z", "model_a"), ("y", "z", "tie")],
+     r"system\(s\) \['x'\] never lose \(nor tie\)"),
+    (GOOD + [("x", None, "tie")], r"column 'model_b' is empty in row 6"),
+])
+def test_bad_battles(rows, match):
+    with pytest.raises(DataValidationError, match=match):
+        multistat.bradley_terry(frame(rows), n_resamples=10)
+
+
+def test_bad_parameters_and_systems():
+    with pytest.raises(DataValidationError, match=r"system\(s\) \['w'\] never play"):
+        multistat.bradley_terry(frame(GOOD), systems=["w", "x", "y", "z"])
+    with pytest.raises(DataValidationError, match=r"no column 'left' \(`model_a`\)"):
+        multistat.bradley_terry(frame(GOOD), model_a="left")
+    with pytest.raises(DataValidationError, match="ties='davidson' needs both ties and "
+                                                  "decided battles; no battle is a tie"):
+        multistat.bradley_terry(frame([("x", "y", "model_a"), ("y", "x", "model_a"),
+                                       ("y", "z", "model_a"), ("z", "y", "model_a"),
+                                       ("x", "z", "model_b")]), ties="davidson")
+    with pytest.raises(ParameterError, match=r"`anchor` 'q' is not a system"):
+        multistat.bradley_terry(frame(GOOD), anchor="q")
+    with pytest.raises(ParameterError, match="ties"):
+        multistat.bradley_terry(frame(GOOD), ties="split")
+
+
+# ================================================================== preference_test
+@pytest.mark.parametrize("wins, losses, ties", [(14, 5, 3), (30, 30, 0), (0, 7, 2),
+                                                (61, 39, 10)])
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_one_judgment_per_item_is_binomtest(wins, losses, ties, alternative):
+    j = pd.DataFrame({"winner": ["A"] * wins + ["B"] * losses + ["tie"] * ties,
+                      "item": np.arange(wins + losses + ties)})
+    ref = stats.binomtest(wins, wins + losses, alternative=alternative)
+    for item_col in (None, "item"):
+        res = multistat.preference_test(j, winner_col="winner", a="A", b="B",
+                                        item_col=item_col, ties="exclude",
+                                        alternative=alternative)
+        assert res.p_value == ref.pvalue  # exactly
+        assert res.win_share == pytest.approx(wins / (wins + losses))
+        ci = ref.proportion_ci(0.95, method="exact")
+        assert res.confidence_interval() == pytest.approx((ci.low, ci.high))
+        assert (res.wins, res.losses, res.ties) == (wins, losses, ties)
+    split = multistat.preference_test(j, a="A", b="B", ties="split",
+                                      alternative=alternative)
+    assert split.p_value == ref.pvalue  # a split tie carries no evidence
+    assert split.win_share == pytest.approx((wins + ties / 2) / (wins + losses + ties))
+
+
+def heterogeneous_items(n_items, raters, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.beta(2, 2, n_items)  # items differ in which system they favour
+    rows = []
+    for i in range(n_items):
+        for r in range(raters):
+            u = rng.random()
+            rows.append((f"item{i}", f"r{r}", "tie" if u < 0.1 else
+                         ("A" if rng.random() < p[i] else "B")))
+    return pd.DataFrame(rows, columns=["item", "rater", "winner"])
+
+
+@pytest.mark.parametrize("n_items", [10, 60])  # exact enumeration, Monte Carlo
+def test_three_copies_of_every_judgment_give_the_same_p(n_items):
+    j = heterogeneous_items(n_items, 3, seed=n_items)
+    one = multistat.preference_test(j, a="A", b="B", item_col="item")
+    three = multistat.preference_test(pd.concat([j, j, j]), a="A", b="B", item_col="item")
+    assert three.p_value == one.p_value
+    assert three.win_share == one.win_share
+    assert "sign-flip" in one.method
+    assert one.method.endswith("(exact enumeration)") == (n_items == 10)
+    # without the item column the copies look independent: p shrinks (why item_col)
+    naive = multistat.preference_test(pd.concat([j, j, j]), a="A", b="B")
+    assert naive.p_value < multistat.preference_test(j, a="A", b="B").p_value
+
+
+def test_sign_flip_exact_by_brute_force():
+    j = heterogeneous_items(9, 4, seed=3)
+    res = multistat.preference_test(j, a="A", b="B", item_col="item")
+    cnt = j.assign(w=j["winner"] == "A", l=j["winner"] == "B").groupby("item")[["w", "l"]].sum()
+    x = (cnt["w"] / (cnt["w"] + cnt["l"]) - 0.5).dropna().to_numpy()
+    x = x[x != 0]
+    null = [abs(np.dot(s, x)) for s in itertools.product([1, -1], repeat=len(x))]
+    ref = np.mean(np.array(null) >= abs(x.sum()) - 1e-12)
+    assert res.p_value == pytest.approx(ref, abs=1e-12)
+    assert res.method == "sign-flip test over units (exact enumeration)"
+    # Monte Carlo agrees within its error
+    mc = P.sign_flip_pvalues(x[None], n_resamples=20_000,
+                             rng=np.random.default_rng(0))[0][0]
+    assert abs(mc - ref) < 4 * math.sqrt(ref * (1 - ref) / 20_000) + 1e-4
+
+
+def test_rater_as_the_unit_and_real_mqm_items():
+    j = heterogeneous_items(30, 5, seed=8)
+    res = multistat.preference_test(j, a="A", b="B", rater_col="rater")
+    assert res.unit == "rater" and res.n_units == 5
+    # real data: MQM zh-en, two systems, one judgment per segment -> binomtest
+    b = mqm_battles(2000)
+    pair = b[(b["model_a"] == "Huoshan_Translate.919") & (b["model_b"] == "WeChat_AI.1525")]
+    pair = pair.assign(winner=pair["winner"].map({"model_a": "Huoshan_Translate.919",
+                                                  "model_b": "WeChat_AI.1525",
+                                                  "tie": "tie"}))
+    res = multistat.preference_test(pair, a="Huoshan_Translate.919", b="WeChat_AI.1525",
+                                    item_col="item")
+    assert res.p_value == stats.binomtest(res.wins, res.wins + res.losses).pvalue
+
+
+def test_type_i_error_respects_items():
+    # null: items favour A or B (Beta(2, 2)), 5 raters each: the sign-flip test over
+    # items holds alpha; the binomial test over judgments does not
+    from multistat._calibration_preferences import preference_rows
+
+    rows = pd.DataFrame(preference_rows(replicates=1000, sizes=(40,), raters=5, seed=1))
+    ours = rows[rows["test"] == "preference_test (items)"].iloc[0]
+    naive = rows[rows["test"] == "binomial over judgments (ignores items)"].iloc[0]
+    assert ours["rate"] <= 0.05 + 3 * ours["se_binomial"]
+    assert naive["rate"] > 0.05 + 3 * naive["se_binomial"]
+    assert naive["verdict"] == "liberal" and naive["reason"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"a": "A", "b": "A"}, r"`a` and `b` are the same system 'A'"),
+    ({"a": "A", "b": "C"}, (r"column 'winner' has value 'B' in rows 3, 4; allowed: 'A', "
+                           r"'C', 'tie'")),
+    ({"a": "A", "b": "B", "item_col": "doc"}, r"no column 'doc' \(`item_col`\)"),
+    ({"a": "A", "b": "B", "ties": "half"}, r"`ties`.*'exclude', 'split'"),
+])
+def test_preference_test_bad_input(kwargs, match):
+    j = pd.DataFrame({"winner": ["A", "A", "B", "B", "tie"]})
+    with pytest.raises((DataValidationError, ParameterError), match=match):
+        multistat.preference_test(j, **kwargs)
+
+
+def test_all_ties_is_an_error():
+    with pytest.raises(DataValidationError, match=r"no judgment prefers 'A' or 'B' \(all "
+                                                  r"ties\)"):
+        multistat.preference_test(pd.DataFrame({"winner": ["tie"] * 4}), a="A", b="B")
+
+
+def test_calibration_suite_includes_the_preference_rows(tmp_path):
+    from multistat import calibration as C
+
+    table = C.run_calibration(distributions=(), sizes=(), replicates=200, seed=2,
+                              preferences=True)
+    assert set(table["test"]) == {"preference_test (items)",
+                                  "binomial over judgments (ignores items)"}
+    assert (table["n"].tolist() == [30, 30, 100, 100]) and (table["replicates"] == 200).all()
+    _, md = C.write_reports(table, tmp_path)
+    assert "preference_test (items)" in md.read_text()
