@@ -243,13 +243,11 @@ def _write_jsonl(frame, path) -> None:
 
 
 def save_study(study, path, flag: str = "--out") -> Path:
-    """Write a study (NetCDF-4) atomically."""
+    """Write a study (NetCDF-4) atomically (:func:`multistat.cube.save` is)."""
     from multistat import cube
-    from multistat._atomic import atomic_path
 
     path = _prepare(study_output(path, flag))
-    with atomic_path(path) as tmp:
-        cube.save(study, tmp)
+    cube.save(study, path)
     return path
 
 

@@ -521,7 +521,9 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning  # one line per warning, no source line
-            app(args=args, standalone_mode=False, prog_name="multistat")
+            status = app(args=args, standalone_mode=False, prog_name="multistat")
+        if status == 130:  # typer turns Ctrl-C into Exit(130) and returns it here
+            raise KeyboardInterrupt
     except MultistatError as exc:
         _fail(cli_message(exc, args))
     except (click.exceptions.UsageError, _TyperUsageError) as exc:

@@ -356,7 +356,15 @@ def save(study: xr.DataTree, path) -> Path:
     tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
                        for n, ds in datasets(study).items()})
     with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file
-        tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
+        try:
+            tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
+        except BaseException as exc:  # disk full, ulimit -f, Ctrl-C: one clear error
+            from multistat._write_faults import netcdf_write_failed
+
+            err = netcdf_write_failed(exc, tmp, path)
+            if err is exc:
+                raise
+            raise err from None
     return path
 
 
