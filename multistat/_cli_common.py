@@ -207,8 +207,10 @@ def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--
             from multistat.io import write_parquet
 
             write_parquet(frame, tmp, metadata=dict(metadata or {}))
-        elif kind == "csv":
-            frame.to_csv(tmp, index=False)
+        elif kind == "csv":  # formula-like cells neutralised (multistat._csv)
+            from multistat._csv import to_csv
+
+            to_csv(frame, tmp)
         else:
             _write_jsonl(frame, tmp)
     return path

@@ -13,9 +13,7 @@ builders share the escaping and figure-embedding helpers defined here.
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -68,11 +66,8 @@ def _e(text) -> str:
 
 
 def _slug(*parts) -> str:
-    raw = "__".join(str(p) for p in parts)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-")[:60] or "x"
-    if safe != raw:
-        safe += "-" + hashlib.sha1(raw.encode()).hexdigest()[:6]
-    return safe
+    """File-name stem of data names: :func:`multistat.report._files.file_stem`."""
+    return _files.file_stem(*parts)
 
 
 def _table(frame: pd.DataFrame, *, cls: str = "", attrs: Mapping[str, str] | None = None,
