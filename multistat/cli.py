@@ -365,6 +365,9 @@ def compare_cmd(
     table_kind(out)
     if systems_out is not None:
         table_kind(systems_out, "--systems-out")
+    from multistat._scheduler import check_scheduler, probe
+
+    probe(check_scheduler(scheduler, "--scheduler"))  # even if no test will use it
 
     data = _open(study)
     _precheck(data, test_list, chosen, metric_list, dataset_list)

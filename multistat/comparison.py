@@ -114,12 +114,9 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
                              f"got {correction!r}")
     if correction in stepdown.CORRECTIONS:
         stepdown.check_westfall_young(tests, statistic)
-    if not (scheduler in ("threads", "processes", "synchronous") or
-            (isinstance(scheduler, str) and "://" in scheduler) or
-            type(scheduler).__name__ == "Client"):
-        raise ParameterError("`scheduler` must be 'threads', 'processes', 'synchronous' or a "
-                             f"dask.distributed address such as 'tcp://host:8786'; got "
-                             f"{scheduler!r}")
+    from multistat._scheduler import check_scheduler
+
+    check_scheduler(scheduler)  # an address too, whether or not a test will use it
     check_choice("ci_method", ci_method, rs.CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, rs.BOOTSTRAP_PVALUES)
     mde_power = check_probability("mde_power", mde_power)
