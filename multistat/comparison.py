@@ -102,6 +102,10 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
     alternative = check_alternative(alternative)
     null_value = check_real("null_value", null_value)
     alpha = check_probability("alpha", alpha)
+    if confidence_level is None and 1 - alpha == 1:  # the default level 1 - alpha rounds
+        raise ParameterError(f"`alpha` {alpha!r} is too small: the intervals' level 1 - "
+                             f"alpha rounds to 1 (alpha must exceed 5.6e-17 = 2**-54, or give "
+                             f"`confidence_level`)")
     confidence_level = (1 - alpha if confidence_level is None
                         else check_probability("confidence_level", confidence_level))
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)

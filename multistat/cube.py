@@ -466,6 +466,13 @@ def _load_group(path: Path, name: str, node, limit: int) -> xr.Dataset:
         except (TypeError, ValueError):
             raise InputFileError(f"{where}: attribute n_runs={_cut(ds.attrs['n_runs'])!r} "
                                  f"is not a count") from None
+    if isinstance(ds.attrs.get("sacrebleu"), str):  # JSON metadata of load-mt studies
+        from multistat._json import loads_metadata
+
+        try:
+            loads_metadata(ds.attrs["sacrebleu"])
+        except ValueError as exc:
+            raise InputFileError(f"{where}: attribute sacrebleu: {exc}") from None
     try:
         validate_dataset(ds)
     except MultistatError as exc:

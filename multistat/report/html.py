@@ -190,7 +190,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     -------
     Path of ``out_dir/report.html``.
     """
-    res = _tables.check_results(_read_frame(results, "results"))
+    from multistat.report._checks import check_systems_matches, check_values
+
+    res = _read_frame(results, "results")
+    check_values(res)  # p-values in [0, 1], reject from p_adjusted and alpha
+    res = _tables.check_results(res)
     analysis = _read_frame(analysis, "analysis")
     if analysis is not None:
         missing = [c for c in ("dataset", "metric", "system_a", "system_b")
@@ -201,6 +205,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     dpi = check_dpi(dpi)
     powers = _power_tables(power)
     scores = _read_frame(systems, "systems")
+    check_systems_matches(res, scores)
     study = _open_study(study)
     check_study_matches(res, study)
     if study is None and histogram_pairs not in (None, "top2"):
