@@ -296,7 +296,9 @@ def compare_cmd(
     scheduler: Annotated[str, typer.Option(
         help="threads | processes | synchronous | tcp://host:port (dask.distributed; the "
              "scheduler and its workers exchange pickled tasks: use only a scheduler you "
-             "trust, on a network you trust)")] =
+             "trust, on a network you trust; checked before the run, and workers whose "
+             "BLAS kernels differ from this process's are restarted with "
+             "OPENBLAS_CORETYPE=Haswell)")] =
     "threads",
     ci_method: Annotated[str, typer.Option(
         help="bootstrap interval: basic (default; inverts the p-value, so decision and "
