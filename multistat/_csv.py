@@ -40,7 +40,8 @@ def _column(col: pd.Series) -> pd.Series | None:
     if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype) \
             or pd.api.types.is_datetime64_any_dtype(col.dtype):
         return None
-    codes, uniques = pd.factorize(col.to_numpy(dtype=object), use_na_sentinel=True)
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    uniques = list(uniques)
     fixed = [neutralise_text(u) for u in uniques]
     if all(f is u for f, u in zip(fixed, uniques)):
         return None
