@@ -5,8 +5,11 @@ file in the *same directory* as the target (so the final rename stays on one fil
 system), flushed and fsync'ed, then moved into place with :func:`os.replace`, which is
 atomic on POSIX and Windows. If anything fails, or the process is killed before the
 rename, the target keeps its old content (or does not exist) and the temporary file is
-removed (after a kill it stays behind as a hidden ``.NAME.*.tmp`` file, never under the
-target's name).
+removed: on an exception (Ctrl-C's ``KeyboardInterrupt`` included) by the ``with`` block,
+on SIGTERM by a handler installed here while a temporary file exists (it removes the
+temporary files, then lets SIGTERM end the process as it would have). Only SIGKILL
+(which no process can catch) leaves it behind, as a hidden ``.NAME.*.tmp`` file, never
+under the target's name.
 
 Use::
 
@@ -24,7 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +70,30 @@ def _temp_name(target: Path) -> Path:
     return Path(name)
 
 
+#: temporary files of the writes under way (removed by the SIGTERM handler)
+_LIVE: set[str] = set()
+
+
+def _on_sigterm(signum, frame) -> None:  # pragma: no cover - runs in a killed subprocess
+    """Remove the temporary files of the writes under way, then end the process the
+    way SIGTERM does (default action: the parent sees "killed by SIGTERM")."""
+    for name in list(_LIVE):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_sigterm() -> None:
+    """Install :func:`_on_sigterm` for SIGTERM if nothing else handles it (a handler the
+    application set is kept; signal handlers can be set in the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with contextlib.suppress(ValueError, OSError):
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _on_sigterm)
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike, *, mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on normal exit move it into place.
@@ -76,7 +105,9 @@ def atomic_path(target: str | os.PathLike, *, mode: int | None = None) -> Iterat
     under the current umask, or the old file's bits when ``target`` exists).
     """
     target = Path(target)
+    _watch_sigterm()
     tmp = _temp_name(target)
+    _LIVE.add(os.fspath(tmp))
     try:
         yield tmp
         if not tmp.exists():
@@ -95,6 +126,8 @@ def atomic_path(target: str | os.PathLike, *, mode: int | None = None) -> Iterat
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+    finally:
+        _LIVE.discard(os.fspath(tmp))
     _fsync_dir(target.parent if str(target.parent) else Path("."))
 
 

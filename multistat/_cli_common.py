@@ -150,7 +150,8 @@ def guard_outputs(inputs: Iterable, outputs: Mapping[str, object] | Iterable[tup
     """Refuse (exit status 2 through :class:`ParameterError`) before any work:
 
     - an output that resolves to an input file (real path, symbolic or hard link);
-    - two outputs that are the same file.
+    - two outputs that are the same file;
+    - an output file that is an existing directory, an output folder that is a file.
 
     ``inputs`` are paths (files, folders -> their files, globs -> their matches; ``None``
     skipped). ``outputs`` maps a flag (``"--out"``) to a path (``None`` skipped).
@@ -160,6 +161,14 @@ def guard_outputs(inputs: Iterable, outputs: Mapping[str, object] | Iterable[tup
     """
     items = list(outputs.items() if isinstance(outputs, Mapping) else outputs)
     items = [(flag, Path(p)) for flag, p in items if p is not None]
+    for flag, out in items:  # before the run, not when its result is written
+        if out.is_dir():
+            raise ParameterError(f"`{flag}` {show(out)} is a directory; give a file path "
+                                 f"(e.g. {show(out / ('results' + out.suffix))})")
+    for flag, (directory, _) in (folders or {}).items():
+        if Path(directory).exists() and not Path(directory).is_dir():
+            raise ParameterError(f"`{flag}` {show(directory)} is a file; give a folder "
+                                 f"(it is created if it does not exist)")
     files = [f for inp in inputs if inp is not None for f in _expand(inp)]
     for flag, out in items:
         for f in files:
@@ -207,8 +216,10 @@ def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--
             from multistat.io import write_parquet
 
             write_parquet(frame, tmp, metadata=dict(metadata or {}))
-        elif kind == "csv":
-            frame.to_csv(tmp, index=False)
+        elif kind == "csv":  # formula-like cells neutralised (multistat._csv)
+            from multistat._csv import to_csv
+
+            to_csv(frame, tmp)
         else:
             _write_jsonl(frame, tmp)
     return path
@@ -243,13 +254,11 @@ def _write_jsonl(frame, path) -> None:
 
 
 def save_study(study, path, flag: str = "--out") -> Path:
-    """Write a study (NetCDF-4) atomically."""
+    """Write a study (NetCDF-4) atomically (:func:`multistat.cube.save` is)."""
     from multistat import cube
-    from multistat._atomic import atomic_path
 
     path = _prepare(study_output(path, flag))
-    with atomic_path(path) as tmp:
-        cube.save(study, tmp)
+    cube.save(study, path)
     return path
 
 

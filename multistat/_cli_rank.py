@@ -57,6 +57,9 @@ def rank_command(
     seed = seed_value(seed)
     guard_outputs([study], {"--out": out})
     table_kind(out)
+    from multistat._scheduler import check_scheduler
+
+    check_scheduler(scheduler, "--scheduler")
     start = time.perf_counter()
     board = rank(cube.load(study), test=test,
                  correction=None if correction == "none" else correction, alpha=alpha,

@@ -27,7 +27,9 @@ report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
 
 def report_command(
     results: Annotated[Path, typer.Argument(help="compare table (Parquet from "
-                                                 "`multistat compare`)")],
+                                                 "`multistat compare`; p-values in [0, 1] "
+                                                 "and reject from p_adjusted and alpha, "
+                                                 "checked)")],
     out: Annotated[Path, typer.Option("--out", help="output directory: report.html, "
                                                      "figures/, tables/")],
     analysis: Annotated[Path | None, typer.Option(
@@ -40,7 +42,8 @@ def report_command(
                         "`units`): score intervals and histograms of A, B and A - B")] = None,
     systems: Annotated[Path | None, typer.Option(
         "--systems", help="per-system scores with intervals (Parquet from `multistat "
-                          "compare --systems-out`) for the leaderboards")] = None,
+                          "compare --systems-out`) for the leaderboards; of the same "
+                          "run as the results (checked)")] = None,
     ranking: Annotated[Path | None, typer.Option(
         "--ranking", help="ranking table (Parquet from `multistat rank`): cluster "
                           "leaderboards and rank-interval figures")] = None,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import unicodedata
 from collections.abc import Iterable
 
 import numpy as np
@@ -132,7 +133,8 @@ def bad_name(name: str, role: str) -> str | None:
     """Why ``name`` cannot name a ``role`` (``"dataset"``, ``"system"``, ``"metric"``), or
     None if it can: blank or whitespace-only names never; a dataset name also becomes a
     NetCDF group and file names, so ``.``, ``..`` and names containing ``/`` or ``\\``
-    are refused too; NUL never. The one naming rule of the loaders
+    are refused too; NUL and other control characters (tab, newline, ESC...) never. The
+    one naming rule of the loaders
     (:mod:`multistat.io`) and of :func:`multistat.cube.make_study`."""
     if not name.strip():
         return "is blank" if not name else "is whitespace only"
@@ -143,4 +145,20 @@ def bad_name(name: str, role: str) -> str | None:
             return "contains a path separator"
     if "\x00" in name:
         return "contains a NUL character"
+    ctrl = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if ctrl is not None:  # tab, newline, escape...: never visible, break lines and files
+        return f"contains the control character U+{ord(ctrl):04X}"
+    return None
+
+
+def whitespace_twins(names) -> tuple[str, str] | None:
+    """Two of ``names`` that differ only by surrounding whitespace (``"a"`` and
+    ``"a "``), or None: they would become two systems (metrics, datasets) that no one
+    can tell apart."""
+    seen: dict[str, str] = {}
+    for name in names:
+        key = name.strip()
+        if key in seen and seen[key] != name:
+            return seen[key], name
+        seen.setdefault(key, name)
     return None

@@ -303,7 +303,9 @@ def compare_cmd(
     scheduler: Annotated[str, typer.Option(
         help="threads | processes | synchronous | tcp://host:port (dask.distributed; the "
              "scheduler and its workers exchange pickled tasks: use only a scheduler you "
-             "trust, on a network you trust)")] =
+             "trust, on a network you trust; checked before the run, and workers whose "
+             "BLAS kernels differ from this process's are restarted with "
+             "OPENBLAS_CORETYPE=Haswell)")] =
     "threads",
     ci_method: Annotated[str, typer.Option(
         help="bootstrap interval: basic (default; inverts the p-value, so decision and "
@@ -372,6 +374,9 @@ def compare_cmd(
     table_kind(out)
     if systems_out is not None:
         table_kind(systems_out, "--systems-out")
+    from multistat._scheduler import check_scheduler, probe
+
+    probe(check_scheduler(scheduler, "--scheduler"))  # even if no test will use it
 
     data = _open(study)
     _precheck(data, test_list, chosen, metric_list, dataset_list)
@@ -536,7 +541,9 @@ def main(argv=None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning  # one line per warning, no source line
-            app(args=args, standalone_mode=False, prog_name="multistat")
+            status = app(args=args, standalone_mode=False, prog_name="multistat")
+        if status == 130:  # typer turns Ctrl-C into Exit(130) and returns it here
+            raise KeyboardInterrupt
     except MultistatError as exc:
         _fail(cli_message(exc, args))
     except (click.exceptions.UsageError, _TyperUsageError) as exc:

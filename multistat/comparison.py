@@ -104,6 +104,10 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
     alternative = check_alternative(alternative)
     null_value = check_real("null_value", null_value)
     alpha = check_probability("alpha", alpha)
+    if confidence_level is None and 1 - alpha == 1:  # the default level 1 - alpha rounds
+        raise ParameterError(f"`alpha` {alpha!r} is too small: the intervals' level 1 - "
+                             f"alpha rounds to 1 (alpha must exceed 5.6e-17 = 2**-54, or give "
+                             f"`confidence_level`)")
     confidence_level = (1 - alpha if confidence_level is None
                         else check_probability("confidence_level", confidence_level))
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
@@ -116,12 +120,9 @@ def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confide
                              f"got {correction!r}")
     if correction in stepdown.CORRECTIONS:
         stepdown.check_westfall_young(tests, statistic)
-    if not (scheduler in ("threads", "processes", "synchronous") or
-            (isinstance(scheduler, str) and "://" in scheduler) or
-            type(scheduler).__name__ == "Client"):
-        raise ParameterError("`scheduler` must be 'threads', 'processes', 'synchronous' or a "
-                             f"dask.distributed address such as 'tcp://host:8786'; got "
-                             f"{scheduler!r}")
+    from multistat._scheduler import check_scheduler
+
+    check_scheduler(scheduler)  # an address too, whether or not a test will use it
     check_choice("ci_method", ci_method, rs.CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, rs.BOOTSTRAP_PVALUES)
     mde_power = check_probability("mde_power", mde_power)

@@ -388,7 +388,15 @@ def save(study: xr.DataTree, path) -> Path:
     tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
                        for n, ds in datasets(study).items()})
     with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file
-        tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
+        try:
+            tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
+        except BaseException as exc:  # disk full, ulimit -f, Ctrl-C: one clear error
+            from multistat._write_faults import netcdf_write_failed
+
+            err = netcdf_write_failed(exc, tmp, path)
+            if err is exc:
+                raise
+            raise err from None
     return path
 
 
@@ -490,6 +498,13 @@ def _load_group(path: Path, name: str, node, limit: int) -> xr.Dataset:
         except (TypeError, ValueError):
             raise InputFileError(f"{where}: attribute n_runs={_cut(ds.attrs['n_runs'])!r} "
                                  f"is not a count") from None
+    if isinstance(ds.attrs.get("sacrebleu"), str):  # JSON metadata of load-mt studies
+        from multistat._json import loads_metadata
+
+        try:
+            loads_metadata(ds.attrs["sacrebleu"])
+        except ValueError as exc:
+            raise InputFileError(f"{where}: attribute sacrebleu: {exc}") from None
     try:
         validate_dataset(ds)
     except MultistatError as exc:

@@ -278,8 +278,12 @@ _WORKER_BLAS_LIMITED = False
 
 
 def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact,
-                parent_pid, max_rows=None):
+                parent_pid, max_rows=None, blas=None):
     global _WORKER_BLAS_LIMITED
+    if blas is not None:  # a dask.distributed worker: the client's BLAS kernels or nothing
+        from multistat._scheduler import check_task_blas
+
+        check_task_blas(blas)
     if os.getpid() != parent_pid and not _WORKER_BLAS_LIMITED:
         # a worker process (dask processes / distributed): BLAS on one thread, as in the
         # caller's process (see `resample`), so every block gives the same bits everywhere
@@ -311,11 +315,15 @@ def get_client(scheduler):
         return
     from distributed import Client
 
+    from multistat._scheduler import match_workers_blas
+
     if isinstance(scheduler, Client):
+        match_workers_blas(scheduler)  # the workers compute with this process's kernels
         yield scheduler
     elif isinstance(scheduler, str):
         client = Client(scheduler, set_as_default=False)
         try:
+            match_workers_blas(client)
             yield client
         except BaseException:
             # the run failed (e.g. the scheduler died): close without distributed's own
@@ -389,11 +397,14 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     # One BLAS thread per block everywhere: a multi-threaded GEMM splits the product
     # differently with the thread count and changes the last bits; parallelism comes from
     # running blocks concurrently instead.
+    from multistat._scheduler import blas_core
+
     with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
             parts = _cluster_run(client, data, groups, progress, lambda g, data_f: (
                 client.submit(_block_task, kind, n, n_resamples, seed, dataset, g, kernel,
-                              data_f, exact, pid, max_rows, pure=False)))
+                              data_f, exact, pid, max_rows, blas_core() or None,
+                              pure=False)))
         elif len(groups) == 1 or scheduler in ("synchronous", "sync", "single-threaded"):
             parts = []
             for g in groups:

@@ -283,8 +283,8 @@ def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
     results = multistat.compare(multistat.load(src), tests=("t",), effect_sizes=False)
     html = write_report(results, tmp_path / "rep", ranking=out).read_text()
     assert 'id="ranking"' in html and "rank intervals of planted score" in html
-    assert (tmp_path / "rep/figures/rank_intervals_planted_score.png").stat().st_size > 1000
-    for f in ("ranking.csv", "ranking_planted_score.md", "ranking_planted_score.tex"):
+    assert (tmp_path / "rep/figures/rank_intervals_planted__score.png").stat().st_size > 1000
+    for f in ("ranking.csv", "ranking_planted__score.md", "ranking_planted__score.tex"):
         assert (tmp_path / "rep/tables" / f).is_file()
 
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from multistat._validation import bad_name
+from multistat._validation import bad_name, whitespace_twins
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io._layouts import _Long
 from multistat.io._sources import _names, _plural, _show, _Source
@@ -285,8 +285,20 @@ def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
 
 
 def _check_names(raw, sources) -> None:
-    """Refuse blank and path-like names where they become dataset or file names."""
+    """Refuse blank, invisible and path-like names, and two names of one role that differ
+    only by surrounding whitespace."""
     for role in ("dataset", "system", "metric"):
+        twins = whitespace_twins(raw.names[role])
+        if twins is not None:
+            places = []
+            for name in twins:
+                code = list(raw.names[role]).index(name)
+                first = int(np.flatnonzero(raw.codes[role] == code)[0])
+                places.append(sources[raw.src[first]].where(int(raw.row[first])))
+            raise DataValidationError(
+                f"{role} names {_show(twins[0])} ({places[0]}) and {_show(twins[1])} "
+                f"({places[1]}) differ only by surrounding whitespace; they would be two "
+                f"{role}s: fix the names")
         for code, name in enumerate(raw.names[role]):
             why = bad_name(name, role)
             if why is None:

@@ -92,10 +92,12 @@ def read_parquet(path) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated classes
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     raw = (table.schema.metadata or {}).get(PARQUET_METADATA_KEY)
+    from multistat._json import loads_metadata
+
     try:
-        meta = json.loads(raw) if raw else {}
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}: corrupt multistat metadata ({exc.msg})") from None
+        meta = loads_metadata(raw) if raw else {}
+    except ValueError as exc:  # not JSON, a repeated key, nested too deep
+        raise InputFileError(f"{path}: corrupt multistat metadata ({exc})") from None
     frame = table.to_pandas()
     frame.attrs = {}
     for key in ("metrics", "dropped", "source"):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from multistat._json import DuplicateKeyError, no_duplicates
 from multistat.errors import (
     DataValidationError,
     InputFileError,
@@ -118,10 +119,15 @@ def _read_json(src: _Source) -> pd.DataFrame:
                     if not line.strip():
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = json.loads(line, object_pairs_hook=no_duplicates)
                     except json.JSONDecodeError as err:
                         raise InputFileError(
                             f"{src.path}, line {lineno}: not valid JSON ({err.msg}): "
+                            f"{_show(line.rstrip())}") from None
+                    except DuplicateKeyError as err:
+                        raise InputFileError(
+                            f"{src.path}, line {lineno}: key {_show(err.key)} appears twice "
+                            f"in one object (JSON keeps only the last value): "
                             f"{_show(line.rstrip())}") from None
                     if not isinstance(obj, dict):
                         raise InputFileError(
@@ -130,10 +136,14 @@ def _read_json(src: _Source) -> pd.DataFrame:
                     records.append(obj)
             else:
                 try:
-                    data = json.load(fh)
+                    data = json.load(fh, object_pairs_hook=no_duplicates)
                 except json.JSONDecodeError as err:
                     raise InputFileError(f"{src.path}, line {err.lineno}: not valid JSON "
                                          f"({err.msg})") from None
+                except DuplicateKeyError as err:
+                    raise InputFileError(
+                        f"{src.path}: key {_show(err.key)} appears twice in one object (JSON "
+                        f"keeps only the last value); each key once per record") from None
                 if not isinstance(data, list):
                     raise InputFileError(f"{src.path}: expected a JSON array of objects "
                                          f"(records), found {_json_type(data)}")
@@ -217,6 +227,7 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         values = values.astype(object)
+    _refuse_booleans(src, values, column, rows, label=label)
     if pd.api.types.is_bool_dtype(values.dtype) or pd.api.types.is_numeric_dtype(values.dtype):
         scores = values.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
@@ -249,6 +260,25 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
             f"({_plural(inf.size, 'infinite score')} in this column); scores must be finite"
         )
     return scores
+
+
+def _refuse_booleans(src: _Source, values: pd.Series, column: str, rows, *, label=None):
+    """A boolean score (a JSON ``true``, a Parquet/Arrow bool column) is refused as the
+    text ``True`` of a CSV file is: a score is a number (1/0 for a binary metric)."""
+    if pd.api.types.is_bool_dtype(values.dtype):
+        flags = values.notna().to_numpy()
+    elif values.dtype == object:
+        flags = np.fromiter((isinstance(v, bool | np.bool_) for v in values), dtype=bool,
+                            count=len(values))
+    else:
+        return
+    if flags.any():
+        pos = int(np.flatnonzero(flags)[0])
+        row = int(pos if rows is None else rows[pos])
+        raise InputFileError(
+            f"{src.where(row, column, label=label)}: non-numeric score "
+            f"{bool(values.iloc[pos])!r} (a boolean); scores must be numbers, 1/0 for a "
+            f"binary metric")
 
 
 def _to_float(value) -> float:

@@ -56,3 +56,106 @@ def check_study_matches(res: pd.DataFrame, study, name: str = "study") -> None:
 def _cut(items, limit: int = 100) -> str:
     text = repr(list(items))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(res: pd.DataFrame, i: int) -> str:
+    row = res.iloc[i]
+    return (f"row {i} ({row['dataset']} / {row['metric']}, {row['system_a']} vs "
+            f"{row['system_b']}, {row['test']})")
+
+
+def _numbers(res: pd.DataFrame, col: str, name: str):
+    """The column as floats; a cell that is neither a number nor missing is refused."""
+    import numpy as np
+
+    raw = res[col]
+    if raw.dtype == bool or str(raw.dtype) == "boolean":
+        raise DataValidationError(f"`{name}`: column {col!r} holds booleans, not numbers")
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    junk = np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
+    if junk.size:
+        i = int(junk[0])
+        raise DataValidationError(f"`{name}`: {_where(res, i)}: {col} {raw.iloc[i]!r} is not "
+                                  f"a number")
+    return values
+
+
+def check_values(res: pd.DataFrame, name: str = "results") -> None:
+    """Refuse a compare table whose numbers cannot be: a p-value (``p_value``,
+    ``p_adjusted``) outside [0, 1], ``alpha`` outside (0, 1), or a ``reject`` that
+    disagrees with ``p_adjusted <= alpha`` (NaN ``p_adjusted``: never rejected). A
+    disagreement within a relative 1e-9 of ``alpha`` is rounding, not an error: Holm's
+    decision compares ``p <= alpha / k``, its adjusted p is ``k p``. The message names the
+    row (dataset, metric, pair, test)."""
+    import numpy as np
+
+    ids = ("dataset", "metric", "system_a", "system_b", "test")
+    if not isinstance(res, pd.DataFrame) or not all(c in res for c in ids):
+        return  # not a compare table at all: check_results says what is missing
+    for col in ("p_value", "p_adjusted"):
+        if col in res:
+            p = _numbers(res, col, name)
+            out = np.flatnonzero((p < 0) | (p > 1))
+            if out.size:
+                i = int(out[0])
+                raise DataValidationError(
+                    f"`{name}`: {_where(res, i)}: {col} {p[i]!r} is outside [0, 1] "
+                    f"({out.size} such row(s)); not a table multistat compare wrote")
+    alpha = _numbers(res, "alpha", name) if "alpha" in res else None
+    if alpha is not None:
+        out = np.flatnonzero(~((alpha > 0) & (alpha < 1)) & ~np.isnan(alpha))
+        if out.size:
+            i = int(out[0])
+            raise DataValidationError(f"`{name}`: {_where(res, i)}: alpha {alpha[i]!r} is "
+                                      f"outside (0, 1)")
+    if "reject" not in res:
+        return
+    try:
+        reject = res["reject"].astype("boolean")
+    except (TypeError, ValueError):
+        raise DataValidationError(f"`{name}`: column 'reject' must hold True/False; got "
+                                  f"values such as {res['reject'].iloc[0]!r}") from None
+    if "p_adjusted" not in res or alpha is None:
+        return
+    p = _numbers(res, "p_adjusted", name)
+    rej = reject.fillna(False).to_numpy(dtype=bool)
+    with np.errstate(invalid="ignore"):
+        wrong = ((rej & ~(p <= alpha * (1 + 1e-9)))
+                 | (~rej & (p < alpha * (1 - 1e-9))))
+    wrong &= ~np.isnan(alpha)
+    if wrong.any():
+        i = int(np.flatnonzero(wrong)[0])
+        raise DataValidationError(
+            f"`{name}`: {_where(res, i)}: reject is {bool(rej[i])} but p_adjusted "
+            f"{p[i]!r} {'>' if rej[i] else '<'} alpha {alpha[i]!r} ({int(wrong.sum())} "
+            f"such row(s)); the decisions do not follow from the p-values")
+
+
+def check_systems_matches(res: pd.DataFrame, scores, name: str = "systems") -> None:
+    """Refuse a per-system score table from another study than the results: a different
+    study hash in the two tables' metadata (``input_sha256``), or a dataset × metric ×
+    system of the results that it lacks (its leaderboard scores would be blank)."""
+    if scores is None:
+        return
+    mine = (res.attrs.get("multistat") or {}).get("input_sha256")
+    theirs = (scores.attrs.get("multistat") or {}).get("input_sha256")
+    if mine and theirs and mine != theirs:
+        raise DataValidationError(
+            f"`{name}` comes from another study than the results (study hash "
+            f"{str(theirs)[:12]}… against {str(mine)[:12]}…); pass the --systems-out table "
+            f"of the same compare run")
+    need = [c for c in ("dataset", "metric", "system", "score") if c not in scores]
+    if need:
+        raise DataValidationError(f"`{name}` lacks column(s) {need}; has "
+                                  f"{list(scores.columns)}")
+    have = set(zip(scores["dataset"].astype(str), scores["metric"].astype(str),
+                   scores["system"].astype(str)))
+    for col in ("system_a", "system_b"):
+        keys = set(zip(res["dataset"], res["metric"], res[col]))
+        missing = sorted(keys - have)
+        if missing:
+            ds, metric, system = missing[0]
+            raise DataValidationError(
+                f"`{name}` does not match the results: it has no score for system "
+                f"{system!r} of dataset {ds!r}, metric {metric!r} ({len(missing)} such); "
+                f"pass the --systems-out table of the same compare run")

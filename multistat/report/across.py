@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat.across import FriedmanResult, friedman, replicability
+from multistat.report import _files
 from multistat.report.tables import to_markdown
 
 __all__ = ["across_section", "cd_diagram", "wide_scores"]
@@ -131,7 +132,7 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
     pw = fr.pairwise[["system_a", "system_b", "rank_difference", "p_adjusted", "reject"]]
     pw = pw.assign(rank_difference=[_fmt(v) for v in pw.rank_difference],
                    p_adjusted=[_fmt(v) for v in pw.p_adjusted])
-    _write(tabdir / "friedman.csv", fr.pairwise.to_csv(index=False))
+    _files.write_csv(tabdir / "friedman.csv", fr.pairwise)
     _write(tabdir / "friedman.md", to_markdown(pw))
     png = save_png(cd_diagram(fr), figdir / "cd_diagram.png", dpi=dpi)
     h = ['<section id="across"><h2>Across test sets</h2>',
@@ -177,6 +178,6 @@ def _replicability_part(results, test, alpha, tabdir):
     b = replicability(sub, alpha=alpha, method="bonferroni")
     f = replicability(sub, alpha=alpha, method="fisher")
     b = b.assign(k_fisher=f["k"].to_numpy())
-    _write(tabdir / "replicability.csv", b.to_csv(index=False))
+    _files.write_csv(tabdir / "replicability.csv", b)
     _write(tabdir / "replicability.md", to_markdown(b))
     return b

@@ -13,9 +13,7 @@ builders share the escaping and figure-embedding helpers defined here.
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -68,11 +66,8 @@ def _e(text) -> str:
 
 
 def _slug(*parts) -> str:
-    raw = "__".join(str(p) for p in parts)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-")[:60] or "x"
-    if safe != raw:
-        safe += "-" + hashlib.sha1(raw.encode()).hexdigest()[:6]
-    return safe
+    """File-name stem of data names: :func:`multistat.report._files.file_stem`."""
+    return _files.file_stem(*parts)
 
 
 def _table(frame: pd.DataFrame, *, cls: str = "", attrs: Mapping[str, str] | None = None,
@@ -202,7 +197,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     -------
     Path of ``out_dir/report.html``.
     """
-    res = _tables.check_results(_read_frame(results, "results"))
+    from multistat.report._checks import check_systems_matches, check_values
+
+    res = _read_frame(results, "results")
+    check_values(res)  # p-values in [0, 1], reject from p_adjusted and alpha
+    res = _tables.check_results(res)
     analysis = _read_frame(analysis, "analysis")
     if analysis is not None:
         missing = [c for c in ("dataset", "metric", "system_a", "system_b")
@@ -213,6 +212,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     dpi = check_dpi(dpi)
     powers = _power_tables(power)
     scores = _read_frame(systems, "systems")
+    check_systems_matches(res, scores)
     study = _open_study(study)
     check_study_matches(res, study)
     if study is None and histogram_pairs not in (None, "top2"):

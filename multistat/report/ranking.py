@@ -172,14 +172,15 @@ def rank_interval_plot(board: pd.DataFrame, dataset=None, metric=None):
 
 
 def _slug(*parts) -> str:
-    import re
+    from multistat.report._files import file_stem
 
-    return "_".join(re.sub(r"[^A-Za-z0-9.-]+", "-", str(p)).strip("-") for p in parts)
+    return file_stem(*parts)
 
 
 def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
-    """Write ``tables/ranking.csv``, ``tables/ranking_<dataset>_<metric>.{md,tex}`` and
-    ``figures/rank_intervals_<dataset>_<metric>.png`` under ``out_dir``; return the HTML
+    """Write ``tables/ranking.csv``, ``tables/ranking_<stem>.{md,tex}`` and
+    ``figures/rank_intervals_<stem>.png`` under ``out_dir`` (``<stem>``:
+    :func:`multistat.report._files.file_stem` of dataset and metric); return the HTML
     section (figures embedded) for the report."""
     from multistat.report.plots import save_png
 
@@ -188,7 +189,10 @@ def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    board.to_csv(tabdir / "ranking.csv", index=False)
+    from multistat import _atomic
+    from multistat.report._files import write_csv
+
+    write_csv(tabdir / "ranking.csv", board)  # atomic: a planted symlink is replaced
     meta = board.attrs.get("multistat", {})
     e = html.escape
     h = ['<section id="ranking"><h2>Leaderboard clusters and rank intervals</h2>',
@@ -204,9 +208,9 @@ def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
         disp = cluster_leaderboard(g)
         cap = (f"Cluster leaderboard: {ds} / {metric} ({meta.get('test', '')} test, "
                f"{meta.get('correction', '')} correction); rules separate clusters.")
-        (tabdir / f"ranking_{slug}.md").write_text(to_markdown(disp), encoding="utf-8")
-        (tabdir / f"ranking_{slug}.tex").write_text(
-            to_latex(disp, caption=cap, label=f"tab:ranking-{slug}"), encoding="utf-8")
+        _atomic.write_text(tabdir / f"ranking_{slug}.md", to_markdown(disp))
+        _atomic.write_text(tabdir / f"ranking_{slug}.tex",
+                           to_latex(disp, caption=cap, label=f"tab:ranking-{slug}"))
         png = save_png(rank_interval_plot(g), figdir / f"rank_intervals_{slug}.png",
                        dpi=dpi)
         h.append(f"<h3>{e(str(ds))} · {e(str(metric))}</h3>")
