@@ -92,7 +92,9 @@ def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
     meta = pooled.attrs.get("multistat", {})
     by = [c for c in meta.get("by", ["metric", "system_a", "system_b", "test"])
           if c in pooled]
-    write_text(tabdir / "meta.csv", pooled.to_csv(index=False))
+    from multistat.report._files import write_csv
+
+    write_csv(tabdir / "meta.csv", pooled)  # atomic, formula-like cells neutralised
     cols = [*by, "k", "estimate", "ci_low", "ci_high", "p_value", "tau2", "i2", "pi_low",
             "pi_high"]
     shown = pooled[cols].copy()

@@ -68,13 +68,16 @@ def _section(board, out: Path, dpi: int, name: str) -> str:
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    board.to_csv(tabdir / "preferences.csv", index=False)
+    from multistat._atomic import write_text
+    from multistat.report._files import write_csv
+
+    write_csv(tabdir / "preferences.csv", board)  # atomic, formula-like cells neutralised
     disp = preference_leaderboard(board, name)
     meta = board.attrs.get("multistat", {})
-    (tabdir / "preferences.md").write_text(_ranking.to_markdown(disp), encoding="utf-8")
+    write_text(tabdir / "preferences.md", _ranking.to_markdown(disp))
     cap = "Bradley-Terry leaderboard (Elo scale); rules separate significance clusters."
-    (tabdir / "preferences.tex").write_text(
-        _ranking.to_latex(disp, caption=cap, label="tab:preferences"), encoding="utf-8")
+    write_text(tabdir / "preferences.tex",
+               _ranking.to_latex(disp, caption=cap, label="tab:preferences"))
     fig = _ranking.rank_interval_plot(_as_ranking(board, name))
     fig.axes[0].set_title(f"{name} · Bradley-Terry (Elo) — rank intervals", fontsize=10)
     png = save_png(fig, figdir / "preference_rank_intervals.png", dpi=dpi)
