@@ -23,8 +23,11 @@ def rank_command(
              "score difference, any metric kind), t, wilcoxon, sign, bootstrap, "
              "permutation")] = "auto",
     correction: Annotated[str, typer.Option(
-        help="correction within each dataset x metric: holm, westfall-young (resampling "
-             "tests), any statsmodels multipletests method, or none")] = "holm",
+        help="correction within each dataset x metric: auto (westfall-young for the "
+             "resampling tests, whose adjusted p is not multiplied by the number of "
+             "pairs; holm for closed-form tests), holm, westfall-young, any statsmodels "
+             "multipletests method, or none. A setting under which no pair can be "
+             "significant warns with the resamples needed")] = "auto",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
     seed: Annotated[int, typer.Option(help="seed of the shared plan (0 is a seed)")] = 0,
     n_resamples: Annotated[int, typer.Option(
@@ -75,4 +78,6 @@ def rank_command(
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={alpha}; "
                f"rank intervals at {confidence_level:g} from {n_resamples} resamples "
                f"(seed {seed})")
+    for note in meta.get("floor_notes", ()):
+        typer.echo(f"note: {note}")
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")

@@ -135,7 +135,8 @@ def test_rank_columns_and_metadata(board):
     assert tuple(board.columns) == ranking.COLUMNS
     meta = board.attrs["multistat"]
     assert meta["test"] == "bootstrap" and meta["test_requested"] == "auto"
-    assert meta["correction"] == "holm" and meta["seed"] == 3
+    assert meta["correction"] == "westfall-young" and meta["seed"] == 3  # "auto"
+    assert meta["floor_notes"] == []
     assert meta["n_resamples"] == 2000 and "boundary" in meta["rule"]
 
 
