@@ -18,6 +18,8 @@ import typer
 MAX_DPI = 1200
 #: what the report writes inside --out (an input there would be overwritten)
 REPORT_FOLDERS = ("report.html", "figures", "tables")
+#: everything the report writes inside --out (checked against a DVC pipeline's outputs)
+REPORT_WRITES = (*REPORT_FOLDERS, "metrics.json", "plots")
 
 report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                          no_args_is_help=True,
@@ -62,6 +64,10 @@ def report_command(
     title: Annotated[str, typer.Option("--title", help="report title")] =
         "multistat significance report",
     dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures (20 to 1200)")] = 110,
+    force: Annotated[bool, typer.Option(
+        "--force", help="write into --out even where a DVC stage of the enclosing project "
+                        "(dvc.yaml/dvc.lock) lists what the report writes as its output "
+                        "(refused without it)")] = False,
 ) -> None:
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
     from multistat._cli_common import guard_outputs
@@ -73,6 +79,9 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
+    from multistat._dvc_outputs import check_not_tracked
+
+    check_not_tracked(out, REPORT_WRITES, force=force)
     guard_outputs([results, analysis, study, systems, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
