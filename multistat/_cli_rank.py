@@ -42,6 +42,11 @@ def rank_command(
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
     scheduler: Annotated[str, typer.Option(
         help="threads | processes | synchronous | tcp://host:port")] = "threads",
+    pairs_out: Annotated[Path | None, typer.Option(
+        "--pairs-out", help="also write the pairwise decisions behind the clusters (the "
+                            "compare rows of the ranking's test, correction and alpha); "
+                            "`multistat report --ranking-pairs` shows them in every "
+                            "section")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
@@ -55,20 +60,26 @@ def rank_command(
         table_kind,
         write_table,
     )
-    from multistat.ranking import rank
+    from multistat.ranking import rank_with_pairs
 
     seed = seed_value(seed)
-    guard_outputs([study], {"--out": out})
+    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
     table_kind(out)
+    if pairs_out is not None:
+        table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    board = rank(cube.load(study), test=test,
-                 correction=None if correction == "none" else correction, alpha=alpha,
-                 seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-                 equivalence_margin=equivalence_margin,
-                 metrics=split_names(metrics, "--metrics"),
-                 datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+    result = rank_with_pairs(
+        cube.load(study), test=test, correction=None if correction == "none" else correction,
+        alpha=alpha, seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
+        equivalence_margin=equivalence_margin, metrics=split_names(metrics, "--metrics"),
+        datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+    board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
+    if pairs_out is not None:
+        write_table(result.pairs, pairs_out, flag="--pairs-out",
+                    metadata=dict(result.pairs.attrs["multistat"], input=str(study),
+                                  stage="rank"))
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
@@ -80,4 +91,5 @@ def rank_command(
                f"(seed {seed})")
     for note in meta.get("floor_notes", ()):
         typer.echo(f"note: {note}")
-    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
+    written = f"{out} and {pairs_out}" if pairs_out is not None else f"{out}"
+    typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")

@@ -46,6 +46,10 @@ def report_command(
     ranking: Annotated[Path | None, typer.Option(
         "--ranking", help="ranking table (Parquet from `multistat rank`): cluster "
                           "leaderboards and rank-interval figures")] = None,
+    ranking_pairs: Annotated[Path | None, typer.Option(
+        "--ranking-pairs", help="the ranking's pairwise decisions (`multistat rank "
+                                "--pairs-out`): every section's beats, heatmap stars, "
+                                "clusters and rank ranges come from them")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -82,7 +86,7 @@ def report_command(
     from multistat._dvc_outputs import check_not_tracked
 
     check_not_tracked(out, REPORT_WRITES, force=force)
-    guard_outputs([results, analysis, study, systems, *(power or ())],
+    guard_outputs([results, analysis, study, systems, ranking, ranking_pairs, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -90,7 +94,7 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi, ranking=ranking)
+                        title=title, dpi=dpi, ranking=ranking, ranking_pairs=ranking_pairs)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

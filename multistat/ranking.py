@@ -22,6 +22,7 @@ decisions). Clusters are numbered 1, 2, ... from the top.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -305,6 +306,53 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=10_00
      sys-i   2.0               1                2        1
      sys-h   3.0               3                4        2
     """
+    return rank_with_pairs(
+        study, test=test, alpha=alpha, correction=correction, n_resamples=n_resamples,
+        seed=seed, metrics=metrics, datasets=datasets, confidence_level=confidence_level,
+        equivalence_margin=equivalence_margin, scheduler=scheduler,
+        n_chunks=n_chunks).table
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """:func:`rank_with_pairs`: the leaderboard and the pairwise decisions behind it."""
+
+    #: the :func:`rank` table (one row per dataset x metric x system)
+    table: pd.DataFrame
+    #: the compare table (one row per dataset x metric x pair) whose ``reject`` gave the
+    #: clusters, rank ranges and ``beats``: the one decision per pair a report shows
+    pairs: pd.DataFrame
+
+
+def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
+                    n_resamples=10_000, seed=0, metrics=None, datasets=None,
+                    confidence_level=0.95, equivalence_margin=None, scheduler="threads",
+                    n_chunks=None) -> RankResult:
+    """:func:`rank` (same parameters) and the compare rows of its decisions.
+
+    Returns
+    -------
+    RankResult
+        ``table``: what :func:`rank` returns; ``pairs``: the compare table of the
+        ranking's test (one row per pair, ``p_adjusted``/``reject`` after the ranking's
+        correction at its ``alpha``), with the same ``attrs["multistat"]`` plus
+        ``kind="ranking_pairs"``. ``multistat rank --pairs-out`` writes it;
+        :func:`multistat.report.write_report` (``ranking_pairs=``) draws every section's
+        decisions from it.
+
+    Examples
+    --------
+    >>> import multistat
+    >>> from multistat.demo import demo_frame
+    >>> study = multistat.from_frame(demo_frame())
+    >>> res = multistat.ranking.rank_with_pairs(study, metrics=["likert"],
+    ...                                         datasets=["newstest"], n_resamples=1000)
+    >>> # every significant pair is one "beats" of its better system
+    >>> int(res.table["beats"].sum()) == int(res.pairs["reject"].sum())
+    True
+    >>> res.pairs.attrs["multistat"]["correction"]
+    'westfall-young'
+    """
     from multistat.comparison import compare, study_hash
 
     if not hasattr(study, "children"):
@@ -325,7 +373,7 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=10_00
     notes = floor_notes(table, test=test, correction=correction, alpha=alpha,
                         n_resamples=n_resamples)
     for note in notes:
-        warnings.warn(note, ResamplingFloorWarning, stacklevel=2)
+        warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
     # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
     known = {(d, g.metrics): g.arrays["dist"] for (d, t, _), g in kept.items()
              if t == "bootstrap"}
@@ -352,7 +400,12 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=10_00
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
                          "averaged) over the shared plan, inverted-cdf quantiles",
         "input_sha256": study_hash(study), "floor_notes": notes}
-    return out
+    pairs = table.copy()
+    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                 **{k: v for k, v in out.attrs["multistat"].items()
+                                    if k not in ("kind", "rule", "rank_interval")},
+                                 "kind": "ranking_pairs"}}
+    return RankResult(out, pairs)
 
 
 def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,
