@@ -38,6 +38,8 @@ _LAZY = {
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),
+    "rank_with_pairs": ("multistat.ranking", "rank_with_pairs"),
+    "pfloor": ("multistat.pfloor", None),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -121,15 +121,9 @@ def test_units_by_group(tmp_path, capsys):
 
 
 def test_friedman_metrics_are_never_blocks(tmp_path, capsys):
-    rng = np.random.default_rng(3)
-    nodes = {}
-    for d in ("newstest", "ted", "wmt", "flores"):
-        score = rng.normal(size=(3, 2, 30)) + np.array([0.5, 0.0, -0.5])[:, None, None]
-        nodes[d] = cube.make_dataset(d, score, systems=["a", "b", "c"],
-                                     metrics=["bleu", "ter"],
-                                     instances=[f"i{j}" for j in range(30)],
-                                     higher_is_better=[True, False])
-    study = cube.make_study(nodes)
+    from test_across import two_metric_study
+
+    study, _ = two_metric_study(("newstest", "ted", "wmt", "flores"), ["bleu", "ter"], 3)
     path = tmp_path / "study.nc"
     cube.save(study, path)
     out, fig = tmp_path / "f.parquet", tmp_path / "cd.png"
