@@ -267,6 +267,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     # ------------------------------------------------------------------ overview
     why = ("the test the data analysis recommends for most pairs" if analysis is not None
            and test is not None and not isinstance(test, str) else "the test shown below")
+    why = "the ranking's test" if dec_settings else why
     parts.append('<section id="overview"><h2>Overview</h2>'
                  f"<p>One line per dataset × metric: {why}, how many pairs "
                  "differ significantly after the multiple-comparison correction, and the "
