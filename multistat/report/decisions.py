@@ -107,7 +107,10 @@ def decision_rows(results: pd.DataFrame, ranking: pd.DataFrame | None, chosen: d
                 "write_report(..., ranking_pairs=...))")
         source = results[match]
     rows = pd.concat([source, results[~in_ranking]], ignore_index=True)
-    rows.attrs = dict(results.attrs)
+    # the run metadata of the decisions (metrics.json "run"): the ranking's
+    rows.attrs = {"multistat": {**_tables._meta(results), **{
+        k: meta[k] for k in ("test", "correction", "alpha", "seed", "n_resamples")
+        if k in meta}}}
     tests = {k: (want["test"] if k in ranked else t) for k, t in chosen.items()}
     return rows, tests, want
 
@@ -150,9 +153,10 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
         if settings and t == settings["test"]:
             continue  # the ranking's own notes (above)
         sel = rows[(rows["test"] == t) & _keys(rows).isin(set(keys))]
-        nres = meta.get("n_resamples")
-        if nres is None and "n_resamples" in sel:
-            nres = pd.to_numeric(sel["n_resamples"], errors="coerce").max()
+        nres = pd.to_numeric(sel["n_resamples"], errors="coerce").max() \
+            if "n_resamples" in sel else None
+        if nres is None or pd.isna(nres):
+            nres = meta.get("n_resamples")
         if nres is None or pd.isna(nres):
             continue
         notes += floor_notes(sel, test=t, correction=None if corr == "none" else corr,
