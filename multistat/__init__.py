@@ -45,6 +45,8 @@ _LAZY = {
     "krippendorff_alpha": ("multistat.agreement", "krippendorff_alpha"),
     "standardize": ("multistat.human", "standardize"),
     "variance_components": ("multistat.human", "variance_components"),
+    "rank_with_pairs": ("multistat.ranking", "rank_with_pairs"),
+    "pfloor": ("multistat.pfloor", None),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

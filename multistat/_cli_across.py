@@ -12,35 +12,45 @@ from typing import Annotated
 
 import typer
 
-from multistat.errors import InputFileError, ParameterError
+from multistat.errors import InputFileError, MultistatError, ParameterError
 
 
 def _compare_table(frame) -> bool:
     return {"system_a", "system_b", "p_value", "dataset"} <= set(frame.columns)
 
 
-def _blocks(input: Path, wide: bool, lower_is_better: bool):
-    """What to rank: a compare table (its score_a/score_b), a wide table (rows = blocks,
-    first column the block name) or a study."""
+def _blocks(input: Path, wide: bool, lower_is_better: bool, metrics):
+    """``({metric: test sets x systems}, higher_is_better)``: a compare table (its
+    score_a/score_b) or a study gives one wide table per metric (blocks are test sets,
+    never metrics); a wide table (rows = blocks, first column the block name) is one, under
+    the metric name ``""``."""
+    from multistat.across import blocks_per_metric
     from multistat.io._parsing import read_table
 
     if wide:
+        if metrics is not None:
+            raise ParameterError("--metrics applies to a study or a compare table; a --wide "
+                                 "table already holds one score per block and system")
         frame = read_table(input)
         if frame.shape[1] < 2:
             raise InputFileError(f"{input}: a wide table needs a block column and at least "
                                  "3 system columns")
-        return frame.set_index(frame.columns[0]), not lower_is_better
+        return {"": frame.set_index(frame.columns[0])}, not lower_is_better
     if input.suffix == ".parquet":
         from multistat.io import read_parquet
 
         frame = read_parquet(input)
         if _compare_table(frame):
-            from multistat.report.across import wide_scores
-
-            return wide_scores(frame), True  # oriented by each metric's direction
+            return blocks_per_metric(frame, metrics), True  # oriented per metric
     from multistat import cube
 
-    return cube.load(input), True
+    return blocks_per_metric(cube.load(input), metrics), True
+
+
+def _figure_path(figure: Path, metric: str, several: bool) -> Path:
+    if not several or not metric:
+        return figure
+    return figure.with_name(f"{figure.stem}_{metric}{figure.suffix}")
 
 
 def friedman_command(
@@ -52,9 +62,8 @@ def friedman_command(
                                                            "(Parquet)")] =
     Path("friedman.parquet"),
     wide: Annotated[bool, typer.Option(
-        "--wide", help="INPUT is a table with one row per block (test set, or test set x "
-                       "metric): first column the block name, one column per system")] =
-    False,
+        "--wide", help="INPUT is a table with one row per block (test set): first column "
+                       "the block name, one column per system")] = False,
     lower_is_better: Annotated[bool, typer.Option(
         "--lower-is-better", help="with --wide: smaller scores are better")] = False,
     posthoc: Annotated[str, typer.Option(
@@ -62,45 +71,78 @@ def friedman_command(
     control: Annotated[str | None, typer.Option(
         help="control system of bonferroni-dunn (default: the best mean rank)")] = None,
     alpha: Annotated[float, typer.Option(help="level of the critical difference")] = 0.05,
+    metrics: Annotated[str | None, typer.Option(
+        "--metrics", help="comma-separated metrics, one Friedman test each (default: "
+                          "every metric); the blocks are the test sets")] = None,
     figure: Annotated[Path | None, typer.Option(
-        "--figure", help="also draw the critical-difference diagram (PNG)")] = None,
+        "--figure", help="also draw the critical-difference diagram (PNG; with several "
+                         "metrics one per metric, named FIGURE_<metric>.png)")] = None,
 ):
-    """Friedman test over blocks (test sets x metrics) with a post-hoc test; prints the
-    statistic, Iman-Davenport F, mean ranks and the Nemenyi critical difference."""
-    from multistat._cli_common import guard_outputs, table_kind, write_table
+    """Friedman test over blocks (the test sets, one test per metric: metrics are never
+    blocks) with a post-hoc test; prints the statistic, Iman-Davenport F, mean ranks and
+    the Nemenyi critical difference. The table has a ``metric`` column."""
+    import pandas as pd
+
+    from multistat._cli_common import guard_outputs, split_names, table_kind, write_table
     from multistat.across import friedman
 
     guard_outputs([input], {"--out": out, "--figure": figure})
     table_kind(out)
-    scores, hib = _blocks(input, wide, lower_is_better)
-    r = friedman(scores, higher_is_better=hib, alpha=alpha, posthoc=posthoc,
-                 control=control)
+    per, hib = _blocks(input, wide, lower_is_better, split_names(metrics, "--metrics"))
+    several = len(per) > 1
+    results, tables, figures = {}, [], []
+    for metric, scores in per.items():
+        try:
+            r = friedman(scores, higher_is_better=hib, alpha=alpha, posthoc=posthoc,
+                         control=control)
+        except MultistatError as exc:
+            raise type(exc)(f"metric {metric!r}: {exc}" if metric else str(exc)) from None
+        results[metric] = r
+        tables.append(r.pairwise if wide else r.pairwise.assign(metric=metric))
+    for metric, r in results.items():
+        head = f"{metric}: " if metric else ""
+        typer.echo(f"{head}Friedman chi2 = {r.statistic:.4g}, p = {r.p_value:.4g}; "
+                   f"Iman-Davenport F = {r.iman_davenport:.4g}, p = "
+                   f"{r.iman_davenport_p_value:.4g} ({r.n_systems} systems, {r.n_blocks} "
+                   "blocks)")
+        typer.echo(f"{head}Nemenyi critical difference (alpha={alpha:g}): "
+                   f"{r.critical_difference:.4g}")
+        typer.echo(f"{head}mean ranks (1 = best): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in r.mean_ranks.items()))
+        sig = r.pairwise[r.pairwise["reject"]]
+        typer.echo(f"{head}{len(sig)} of {len(r.pairwise)} pairs differ ({posthoc}): " +
+                   ", ".join(f"{a} vs {b}" for a, b in zip(sig.system_a, sig.system_b)))
+        if figure is not None:
+            from multistat._atomic import write_bytes
+            from multistat.report.across import cd_diagram
+            from multistat.report.plots import save_png
+
+            path = _figure_path(figure, metric, several)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_bytes(path, save_png(cd_diagram(r)))
+            figures.append(path)
+
+    def stats(r):
+        return {"statistic": r.statistic, "p_value": r.p_value,
+                "iman_davenport": r.iman_davenport,
+                "iman_davenport_p_value": r.iman_davenport_p_value,
+                "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
+                "control": r.control or "",
+                "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
+
     meta = {"stage": "friedman", "input": str(input), "posthoc": posthoc, "alpha": alpha,
-            "control": r.control or "", "statistic": r.statistic, "p_value": r.p_value,
-            "iman_davenport": r.iman_davenport,
-            "iman_davenport_p_value": r.iman_davenport_p_value,
-            "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
-            "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
-    write_table(r.pairwise, out, metadata=meta)
-    typer.echo(f"Friedman chi2 = {r.statistic:.4g}, p = {r.p_value:.4g}; Iman-Davenport F "
-               f"= {r.iman_davenport:.4g}, p = {r.iman_davenport_p_value:.4g} "
-               f"({r.n_systems} systems, {r.n_blocks} blocks)")
-    typer.echo(f"Nemenyi critical difference (alpha={alpha:g}): "
-               f"{r.critical_difference:.4g}")
-    typer.echo("mean ranks (1 = best): " + ", ".join(f"{k} {v:.2f}"
-                                                     for k, v in r.mean_ranks.items()))
-    sig = r.pairwise[r.pairwise["reject"]]
-    typer.echo(f"{len(sig)} of {len(r.pairwise)} pairs differ ({posthoc}): " +
-               ", ".join(f"{a} vs {b}" for a, b in zip(sig.system_a, sig.system_b)))
-    if figure is not None:
-        from multistat.report.across import cd_diagram
-        from multistat.report.plots import save_png
-
-        figure.parent.mkdir(parents=True, exist_ok=True)
-        from multistat._atomic import write_bytes
-
-        write_bytes(figure, save_png(cd_diagram(r)))
-        typer.echo(f"wrote {figure}")
+            "blocks": "rows of the wide table" if wide else "test sets (datasets), one "
+                                                           "Friedman test per metric",
+            "metrics": [m for m in results if m]}
+    if not several:  # one test: its numbers at the top level
+        meta.update(stats(next(iter(results.values()))))
+    meta["per_metric"] = {m: stats(r) for m, r in results.items() if m}
+    table = pd.concat(tables, ignore_index=True)
+    if not wide:
+        table = table[["metric", *[c for c in table.columns if c != "metric"]]]
+    write_table(table, out, metadata=meta)
+    for path in figures:
+        typer.echo(f"wrote {path}")
     typer.echo(f"wrote {out}")
 
 

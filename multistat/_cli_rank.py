@@ -23,8 +23,11 @@ def rank_command(
              "score difference, any metric kind), t, wilcoxon, sign, bootstrap, "
              "permutation")] = "auto",
     correction: Annotated[str, typer.Option(
-        help="correction within each dataset x metric: holm, westfall-young (resampling "
-             "tests), any statsmodels multipletests method, or none")] = "holm",
+        help="correction within each dataset x metric: auto (westfall-young for the "
+             "resampling tests, whose adjusted p is not multiplied by the number of "
+             "pairs; holm for closed-form tests), holm, westfall-young, any statsmodels "
+             "multipletests method, or none. A setting under which no pair can be "
+             "significant warns with the resamples needed")] = "auto",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
     seed: Annotated[int, typer.Option(help="seed of the shared plan (0 is a seed)")] = 0,
     n_resamples: Annotated[int, typer.Option(
@@ -39,6 +42,11 @@ def rank_command(
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
     scheduler: Annotated[str, typer.Option(
         help="threads | processes | synchronous | tcp://host:port")] = "threads",
+    pairs_out: Annotated[Path | None, typer.Option(
+        "--pairs-out", help="also write the pairwise decisions behind the clusters (the "
+                            "compare rows of the ranking's test, correction and alpha); "
+                            "`multistat report --ranking-pairs` shows them in every "
+                            "section")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
@@ -52,23 +60,29 @@ def rank_command(
         table_kind,
         write_table,
     )
-    from multistat.ranking import rank
+    from multistat.ranking import rank_with_pairs
 
     seed = seed_value(seed)
-    guard_outputs([study], {"--out": out})
+    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
     table_kind(out)
     from multistat._scheduler import check_scheduler
 
     check_scheduler(scheduler, "--scheduler")
+    if pairs_out is not None:
+        table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    board = rank(cube.load(study), test=test,
-                 correction=None if correction == "none" else correction, alpha=alpha,
-                 seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-                 equivalence_margin=equivalence_margin,
-                 metrics=split_names(metrics, "--metrics"),
-                 datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+    result = rank_with_pairs(
+        cube.load(study), test=test, correction=None if correction == "none" else correction,
+        alpha=alpha, seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
+        equivalence_margin=equivalence_margin, metrics=split_names(metrics, "--metrics"),
+        datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+    board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
+    if pairs_out is not None:
+        write_table(result.pairs, pairs_out, flag="--pairs-out",
+                    metadata=dict(result.pairs.attrs["multistat"], input=str(study),
+                                  stage="rank"))
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
@@ -78,4 +92,7 @@ def rank_command(
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={alpha}; "
                f"rank intervals at {confidence_level:g} from {n_resamples} resamples "
                f"(seed {seed})")
-    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
+    for note in meta.get("floor_notes", ()):
+        typer.echo(f"note: {note}")
+    written = f"{out} and {pairs_out}" if pairs_out is not None else f"{out}"
+    typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")

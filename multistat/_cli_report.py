@@ -18,6 +18,8 @@ import typer
 MAX_DPI = 1200
 #: what the report writes inside --out (an input there would be overwritten)
 REPORT_FOLDERS = ("report.html", "figures", "tables")
+#: everything the report writes inside --out (checked against a DVC pipeline's outputs)
+REPORT_WRITES = (*REPORT_FOLDERS, "metrics.json", "plots")
 
 report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                          no_args_is_help=True,
@@ -54,6 +56,10 @@ def report_command(
         "--preferences", help="Bradley-Terry leaderboard (Parquet from `multistat "
                               "preferences`): leaderboard table and rank-interval "
                               "figure")] = None,
+    ranking_pairs: Annotated[Path | None, typer.Option(
+        "--ranking-pairs", help="the ranking's pairwise decisions (`multistat rank "
+                                "--pairs-out`): every section's beats, heatmap stars, "
+                                "clusters and rank ranges come from them")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -72,6 +78,10 @@ def report_command(
     title: Annotated[str, typer.Option("--title", help="report title")] =
         "multistat significance report",
     dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures (20 to 1200)")] = 110,
+    force: Annotated[bool, typer.Option(
+        "--force", help="write into --out even where a DVC stage of the enclosing project "
+                        "(dvc.yaml/dvc.lock) lists what the report writes as its output "
+                        "(refused without it)")] = False,
 ) -> None:
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
     from multistat._cli_common import guard_outputs
@@ -83,7 +93,11 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
-    guard_outputs([results, analysis, study, systems, meta, preferences, *(power or ())],
+    from multistat._dvc_outputs import check_not_tracked
+
+    check_not_tracked(out, REPORT_WRITES, force=force)
+    guard_outputs([results, analysis, study, systems, ranking, ranking_pairs, meta,
+                   preferences, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -91,8 +105,8 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi, ranking=ranking, pooled=meta,
-                        preferences=preferences)
+                        title=title, dpi=dpi, ranking=ranking, ranking_pairs=ranking_pairs,
+                        pooled=meta, preferences=preferences)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

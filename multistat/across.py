@@ -1,7 +1,7 @@
 """Across test sets: Friedman test with post-hoc comparisons, and replicability analysis.
 
-* :func:`friedman` ranks systems within each *block* (a test set, or a test set x metric,
-  one score per system) and tests whether the mean ranks differ (Demšar 2006), with the
+* :func:`friedman` ranks systems within each *block* (a test set, one score per system;
+  one test per metric, :func:`blocks_per_metric`: metrics are never blocks) and tests whether the mean ranks differ (Demšar 2006), with the
   Iman-Davenport F correction, the Nemenyi critical difference from the studentized range
   distribution, and pairwise post-hoc tests (Nemenyi, Bonferroni-Dunn against a control,
   or Wilcoxon signed-rank tests on the block scores with Holm's correction as Benavoli,
@@ -93,24 +93,68 @@ class FriedmanResult:
             "alpha": self.alpha})
 
 
-def _wide_from_study(study, higher_is_better):
-    """Blocks = dataset x metric from :func:`multistat.comparison.system_scores`; scores of
-    lower-is-better metrics are negated so that larger is better in every block."""
-    from multistat.comparison import system_scores
+def _long_scores(source) -> pd.DataFrame:
+    """``dataset, metric, system, score`` (oriented: larger is better) from a study
+    (:func:`multistat.comparison.system_scores`) or a compare table (its
+    ``score_a``/``score_b``, oriented by ``higher_is_better``)."""
+    if hasattr(source, "children"):
+        from multistat.comparison import system_scores
 
-    table = system_scores(study, n_resamples=1, seed=0)
-    sign = np.where(table["higher_is_better"].astype(bool), 1.0, -1.0)
-    table = table.assign(block=table["dataset"].astype(str) + "/" + table["metric"].astype(str),
-                         oriented=table["score"] * sign)
-    wide = table.pivot(index="block", columns="system", values="oriented")
-    return wide, True
+        table = system_scores(source, n_resamples=1, seed=0)
+        sign = np.where(table["higher_is_better"].astype(bool), 1.0, -1.0)
+        return pd.DataFrame({"dataset": table["dataset"].astype(str),
+                             "metric": table["metric"].astype(str),
+                             "system": table["system"].astype(str),
+                             "score": table["score"].to_numpy(float) * sign})
+    hib = (source["higher_is_better"].astype(bool) if "higher_is_better" in source
+           else pd.Series(True, index=source.index))
+    sign = np.where(hib, 1.0, -1.0)
+    parts = [pd.DataFrame({"dataset": source["dataset"].astype(str),
+                           "metric": source["metric"].astype(str),
+                           "system": source[f"system_{s}"].astype(str),
+                           "score": source[f"score_{s}"].to_numpy(float) * sign})
+             for s in ("a", "b")]
+    return pd.concat(parts, ignore_index=True)
 
 
-def _friedman_iv(scores, higher_is_better, alpha, posthoc):
+def blocks_per_metric(source, metrics=None) -> dict[str, pd.DataFrame]:
+    """``{metric: test sets x systems}`` of oriented scores (larger is better): the blocks
+    of one Friedman test per metric. Blocks are test sets (datasets), never metrics: two
+    metrics of one test set score the same outputs and are not independent replications
+    (Demšar 2006, section 3.2.2, treats data sets as the blocks).
+
+    ``source``: a study or a compare table (:func:`multistat.compare`); ``metrics``:
+    restrict to these names (an unknown name is an error naming the known ones). Systems
+    not scored on every test set of a metric are left out of that metric's blocks."""
+    long = _long_scores(source)
+    known = list(dict.fromkeys(long["metric"]))
+    if metrics is not None:
+        metrics = [str(m) for m in ([metrics] if isinstance(metrics, str) else metrics)]
+        unknown = [m for m in metrics if m not in known]
+        if unknown:
+            raise ParameterError(f"`metrics`: unknown metric(s) {unknown}; the scores have "
+                                 f"{known}")
+        known = metrics
+    out = {}
+    for m in known:
+        sub = long[long["metric"] == m]
+        wide = sub.groupby(["dataset", "system"], sort=False)["score"].first().unstack(
+            "system")
+        out[m] = wide.dropna(axis=1, how="any")
+    return out
+
+
+def _friedman_iv(scores, higher_is_better, alpha, posthoc, metric=None):
     alpha = check_probability("alpha", alpha)
     check_choice("posthoc", posthoc, POSTHOCS)
-    if hasattr(scores, "children"):  # a study
-        wide, higher_is_better = _wide_from_study(scores, higher_is_better)
+    if hasattr(scores, "children"):  # a study: the test sets of one metric are the blocks
+        per = blocks_per_metric(scores, None if metric is None else [metric])
+        if len(per) > 1:
+            raise ParameterError(f"`metric`: the study has metrics {list(per)}; a Friedman "
+                                 "test blocks on the test sets of one metric (metrics are "
+                                 "not blocks): name one with metric=... "
+                                 "(multistat.across.blocks_per_metric gives them all)")
+        wide, higher_is_better = next(iter(per.values())), True
     elif isinstance(scores, pd.DataFrame):
         wide = scores
     else:
@@ -130,8 +174,8 @@ def _friedman_iv(scores, higher_is_better, alpha, posthoc):
                                   f"Friedman test (two systems: use a paired test such as "
                                   f"Wilcoxon over the blocks); got {wide.shape[1]}")
     if wide.shape[0] < 2:
-        raise DataValidationError(f"`scores` needs at least 2 blocks (rows: test sets or "
-                                  f"test set x metric); got {wide.shape[0]}")
+        raise DataValidationError(f"`scores` needs at least 2 blocks (rows: test sets); "
+                                  f"got {wide.shape[0]}")
     if pd.Index(wide.columns).has_duplicates:
         raise DataValidationError(f"`scores`: duplicated system columns "
                                   f"{list(wide.columns[wide.columns.duplicated()])[:3]}")
@@ -146,15 +190,16 @@ def _friedman_iv(scores, higher_is_better, alpha, posthoc):
 
 
 def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
-             control=None) -> FriedmanResult:
+             control=None, metric=None) -> FriedmanResult:
     """Friedman test of k systems over N blocks, with a post-hoc test.
 
     Parameters
     ----------
-    scores : DataFrame with one row per block (a test set, or test set x metric) and one
-        column per system; or a study, whose per-system scores
-        (:func:`multistat.system_scores`) make one block per dataset x metric (each metric's
-        own ``higher_is_better`` then orients its block, and the argument is ignored)
+    scores : DataFrame with one row per block (a test set) and one column per system; or
+        a study, whose per-system scores (:func:`multistat.system_scores`) of one metric
+        make one block per dataset (the metric's own ``higher_is_better`` orients it, and
+        the argument is ignored). Metrics are never blocks: one Friedman test per metric
+        (:func:`blocks_per_metric`)
     higher_is_better : whether larger scores are better (rank 1 = best)
     alpha : level of the critical difference and of ``reject``
     posthoc : ``"nemenyi"`` (all pairs, studentized range), ``"bonferroni-dunn"`` (each
@@ -163,6 +208,8 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
         Holm-corrected; Benavoli et al. 2016)
     control : system compared against with ``"bonferroni-dunn"`` (default: the best
         mean rank)
+    metric : with a study: the metric whose test sets are the blocks (needed when the
+        study has several metrics)
 
     Returns
     -------
@@ -193,7 +240,7 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
     (6.0, ['A', 'B', 'C'])
     """
     wide, values, higher_is_better, alpha = _friedman_iv(scores, higher_is_better, alpha,
-                                                         posthoc)
+                                                         posthoc, metric)
     systems = [str(c) for c in wide.columns]
     n_blocks, k = values.shape
     oriented = values if higher_is_better else -values

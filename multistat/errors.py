@@ -112,3 +112,9 @@ class PowerParameterError(PowerError, ParameterError):
     """A power-analysis parameter is outside its allowed range (alpha, power,
     probabilities, agreement, an accuracy difference larger than the discordant share,
     or not exactly one quantity left ``None`` to solve for)."""
+
+
+class ResamplingFloorWarning(MultistatWarning):
+    """A resampling test's smallest possible p-value, after the correction over its
+    family, is above alpha: no pair can be significant whatever the data (the message
+    names the family, the floor and the number of resamples that would be needed)."""

@@ -21,17 +21,31 @@ decisions). Clusters are numbered 1, 2, ... from the top.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from multistat import cube
 from multistat._validation import check_choice, check_int, check_probability, check_seed
+from multistat.errors import ResamplingFloorWarning
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
            "rank_range_high", "cluster", "beats", "beaten_by")
 #: what ``test="auto"`` runs (see :func:`rank`)
 AUTO_TEST = "bootstrap"
+
+
+def auto_correction(test: str) -> str:
+    """What ``correction="auto"`` means for ``test``: the Westfall-Young step-down for
+    the resampling tests (its adjusted p is a count over the shared plan, at least
+    ``1/(B + 1)``, never multiplied by the number of pairs, so it scales with the number
+    of systems), Holm for closed-form tests (whose p-values have no resampling floor)."""
+    from multistat.stepdown import TESTS
+
+    return "westfall-young" if test in TESTS else "holm"
 
 
 # ----------------------------------------------------------------------------- array cores
@@ -164,6 +178,8 @@ def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
     if test == "auto":
         test = AUTO_TEST
     check_choice("test", test, ("auto", *sorted(REGISTRY)))
+    if correction == "auto":
+        correction = auto_correction(test)
     alpha = check_probability("alpha", alpha)
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
@@ -171,7 +187,33 @@ def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
     from multistat.equivalence import check_margin
 
     equivalence_margin = check_margin(equivalence_margin)
-    return test, alpha, n_resamples, seed, confidence_level, equivalence_margin
+    return test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin
+
+
+def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
+                n_resamples: int) -> list[str]:
+    """The :func:`multistat.pfloor.floor_note` of every ``dataset x metric`` family of a
+    compare table whose corrected p-values cannot reach ``alpha`` (families of one size
+    share one sentence naming them all)."""
+    from multistat.pfloor import floor_note
+
+    if test not in ("bootstrap", "permutation") or not len(table):
+        return []
+    alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
+        "two-sided"
+    pvalue = table.attrs.get("multistat", {}).get("bootstrap_pvalue", "shifted")
+    by_size: dict = {}
+    for (ds, metric), g in table.groupby(["dataset", "metric"], sort=False):
+        m = int(np.isfinite(g["p_value"].to_numpy(float)).sum())
+        n = int(g["n"].max()) if "n" in g and g["n"].notna().any() else None
+        by_size.setdefault((m, n), []).append(f"{ds} / {metric}")
+    notes = []
+    for (m, n), where in by_size.items():
+        note = floor_note(test, n_resamples, m, correction, alpha, alternative=alternative,
+                          bootstrap_pvalue=pvalue, n_units=n, where=", ".join(where))
+        if note is not None:
+            notes.append(note)
+    return notes
 
 
 def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, datasets=None,
@@ -201,7 +243,7 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
                    ds.higher_is_better.values[ms].astype(bool), obs, dist, d.sysnames)
 
 
-def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_000, seed=0,
+def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=10_000, seed=0,
          metrics=None, datasets=None, confidence_level=0.95, equivalence_margin=None,
          scheduler="threads", n_chunks=None) -> pd.DataFrame:
     """A leaderboard per dataset x metric: clusters, rank ranges and rank intervals.
@@ -217,7 +259,16 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
         test name is accepted (e.g. ``"wilcoxon"``, WMT's choice, or ``"t"``).
     alpha : level of the corrected pairwise decisions
     correction : correction of the pairwise p-values within each dataset x metric
-        (``compare``'s ``correction``; ``"holm"`` default)
+        (``compare``'s ``correction``, or None). ``"auto"`` (default): the
+        Westfall-Young step-down for the resampling tests (bootstrap, permutation), Holm
+        for closed-form tests (:func:`auto_correction`). A resampling p-value is at
+        least ``1/(B + 1)`` and Holm multiplies the smallest by the number of pairs, so
+        bootstrap + Holm with ``B = 10,000`` cannot reject anything from 29 systems on;
+        the step-down's adjusted p is a count over the same resamples, not multiplied.
+        Any configuration whose smallest attainable adjusted p-value is above ``alpha``
+        warns (:class:`~multistat.errors.ResamplingFloorWarning`, with the number of
+        resamples that would be needed; :mod:`multistat.pfloor`) and stores the sentence
+        in ``table.attrs["multistat"]["floor_notes"]``.
     n_resamples, seed : the shared bootstrap plan (and the resampling test's)
     metrics, datasets : restrict to these names
     confidence_level : level of the score and rank intervals
@@ -255,13 +306,61 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
      sys-i   2.0               1                2        1
      sys-h   3.0               3                4        2
     """
+    return rank_with_pairs(
+        study, test=test, alpha=alpha, correction=correction, n_resamples=n_resamples,
+        seed=seed, metrics=metrics, datasets=datasets, confidence_level=confidence_level,
+        equivalence_margin=equivalence_margin, scheduler=scheduler,
+        n_chunks=n_chunks).table
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """:func:`rank_with_pairs`: the leaderboard and the pairwise decisions behind it."""
+
+    #: the :func:`rank` table (one row per dataset x metric x system)
+    table: pd.DataFrame
+    #: the compare table (one row per dataset x metric x pair) whose ``reject`` gave the
+    #: clusters, rank ranges and ``beats``: the one decision per pair a report shows
+    pairs: pd.DataFrame
+
+
+def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
+                    n_resamples=10_000, seed=0, metrics=None, datasets=None,
+                    confidence_level=0.95, equivalence_margin=None, scheduler="threads",
+                    n_chunks=None) -> RankResult:
+    """:func:`rank` (same parameters) and the compare rows of its decisions.
+
+    Returns
+    -------
+    RankResult
+        ``table``: what :func:`rank` returns; ``pairs``: the compare table of the
+        ranking's test (one row per pair, ``p_adjusted``/``reject`` after the ranking's
+        correction at its ``alpha``), with the same ``attrs["multistat"]`` plus
+        ``kind="ranking_pairs"``. ``multistat rank --pairs-out`` writes it;
+        :func:`multistat.report.write_report` (``ranking_pairs=``) draws every section's
+        decisions from it.
+
+    Examples
+    --------
+    >>> import multistat
+    >>> from multistat.demo import demo_frame
+    >>> study = multistat.from_frame(demo_frame())
+    >>> res = multistat.ranking.rank_with_pairs(study, metrics=["likert"],
+    ...                                         datasets=["newstest"], n_resamples=1000)
+    >>> # every significant pair is one "beats" of its better system
+    >>> int(res.table["beats"].sum()) == int(res.pairs["reject"].sum())
+    True
+    >>> res.pairs.attrs["multistat"]["correction"]
+    'westfall-young'
+    """
     from multistat.comparison import compare, study_hash
 
     if not hasattr(study, "children"):
         study = cube.load(study)
     requested = test
-    test, alpha, n_resamples, seed, confidence_level, equivalence_margin = _rank_iv(
-        test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin)
+    test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin = \
+        _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
+                 equivalence_margin)
     kw = {}
     if equivalence_margin is not None:
         kw["equivalence_margin"] = equivalence_margin
@@ -271,6 +370,10 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
                     seed=seed, correction=correction, scheduler=scheduler, n_chunks=n_chunks,
                     ci_method="percentile", effect_sizes=False,
                     _resampled=kept if test == "bootstrap" else None, **kw)
+    notes = floor_notes(table, test=test, correction=correction, alpha=alpha,
+                        n_resamples=n_resamples)
+    for note in notes:
+        warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
     # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
     known = {(d, g.metrics): g.arrays["dist"] for (d, t, _), g in kept.items()
              if t == "bootstrap"}
@@ -296,8 +399,13 @@ def rank(study, *, test="auto", alpha=0.05, correction="holm", n_resamples=10_00
                 f"alpha {alpha})",
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
                          "averaged) over the shared plan, inverted-cdf quantiles",
-        "input_sha256": study_hash(study)}
-    return out
+        "input_sha256": study_hash(study), "floor_notes": notes}
+    pairs = table.copy()
+    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                 **{k: v for k, v in out.attrs["multistat"].items()
+                                    if k not in ("kind", "rule", "rank_interval")},
+                                 "kind": "ranking_pairs"}}
+    return RankResult(out, pairs)
 
 
 def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,

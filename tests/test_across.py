@@ -127,26 +127,39 @@ def test_wilcoxon_holm_matches_scipy_and_statsmodels():
         multipletests(ps, method="holm")[1])
 
 
-def test_friedman_from_study_uses_system_scores_and_orientation():
-    rng = np.random.default_rng(0)
+def two_metric_study(datasets, metrics, seed):
+    """Systems a > b > c (0.5 apart) on each test set; the first metric higher is better,
+    the second lower is better. Returns ``(study, {dataset: node})``."""
+    rng = np.random.default_rng(seed)
     nodes = {}
-    for d in ("newstest", "ted", "wmt"):
+    for d in datasets:
         score = rng.normal(size=(3, 2, 30)) + np.array([0.5, 0.0, -0.5])[:, None, None]
-        nodes[d] = cube.make_dataset(d, score, systems=["a", "b", "c"],
-                                     metrics=["up", "down"],
+        nodes[d] = cube.make_dataset(d, score, systems=["a", "b", "c"], metrics=metrics,
                                      instances=[f"i{j}" for j in range(30)],
                                      higher_is_better=[True, False])
-    study = cube.make_study(nodes)
-    r = multistat.friedman(study)
-    assert r.n_blocks == 6 and r.n_systems == 3
-    # build the same wide table by hand: block means, "down" negated (lower is better)
-    rows = []
-    for d, ds in nodes.items():
-        for m, sign in (("up", 1), ("down", -1)):
-            rows.append(sign * ds.score.sel(metric=m).mean("instance").values)
-    ref = stats.friedmanchisquare(*np.array(rows).T)
-    assert r.statistic == pytest.approx(ref.statistic)
-    assert r.ranks.index.tolist()[0] == "newstest/down"
+    return cube.make_study(nodes), nodes
+
+
+def test_friedman_from_study_uses_system_scores_and_orientation():
+    study, nodes = two_metric_study(("newstest", "ted", "wmt"), ["up", "down"], 0)
+    # blocks are the test sets of one metric, never metrics (one Friedman per metric)
+    with pytest.raises(ParameterError, match=r"the study has metrics \['up', 'down'\]; "
+                                             "a Friedman test blocks on the test sets"):
+        multistat.friedman(study)
+    with pytest.raises(ParameterError, match=r"unknown metric\(s\) \['bleu'\]"):
+        multistat.friedman(study, metric="bleu")
+    for m, sign in (("up", 1), ("down", -1)):
+        r = multistat.friedman(study, metric=m)
+        assert r.n_blocks == 3 and r.n_systems == 3
+        assert r.ranks.index.tolist() == ["newstest", "ted", "wmt"]
+        # the same wide table by hand: block means, "down" negated (lower is better)
+        rows = [sign * ds.score.sel(metric=m).mean("instance").values
+                for ds in nodes.values()]
+        ref = stats.friedmanchisquare(*np.array(rows).T)
+        assert r.statistic == pytest.approx(ref.statistic)
+        assert r.p_value == pytest.approx(ref.pvalue)
+    per = multistat.across.blocks_per_metric(study)
+    assert list(per) == ["up", "down"] and per["down"].shape == (3, 3)
 
 
 def test_friedman_errors():

@@ -118,3 +118,40 @@ def test_units_by_group(tmp_path, capsys):
     assert got.instance.values.tolist() == ["doc0", "doc1", "doc2"]
     # means of 4 consecutive values: 1.5, 5.5, 9.5 (system a), + 12 for b
     np.testing.assert_allclose(got.score.values[:, 0], [[1.5, 5.5, 9.5], [13.5, 17.5, 21.5]])
+
+
+def test_friedman_metrics_are_never_blocks(tmp_path, capsys):
+    from test_across import two_metric_study
+
+    study, _ = two_metric_study(("newstest", "ted", "wmt", "flores"), ["bleu", "ter"], 3)
+    path = tmp_path / "study.nc"
+    cube.save(study, path)
+    out, fig = tmp_path / "f.parquet", tmp_path / "cd.png"
+    status, stdout, err = run(["friedman", path, "--metrics", "ter", "-o", out,
+                               "--figure", fig], capsys)
+    assert status == 0, err
+    ref = multistat.friedman(study, metric="ter")  # 4 test sets are the blocks
+    assert stdout.splitlines()[0] == (
+        f"ter: Friedman chi2 = {ref.statistic:.4g}, p = {ref.p_value:.4g}; Iman-Davenport "
+        f"F = {ref.iman_davenport:.4g}, p = {ref.iman_davenport_p_value:.4g} (3 systems, "
+        "4 blocks)")
+    pw = read_parquet(out)
+    assert set(pw.metric) == {"ter"} and len(pw) == 3 and fig.stat().st_size > 1000
+    assert pw.attrs["multistat"]["n_blocks"] == 4
+    # default: one test per metric, never 8 blocks of test set x metric
+    status, stdout, err = run(["friedman", path, "-o", out, "--figure", fig], capsys)
+    assert status == 0, err
+    assert "bleu: Friedman chi2" in stdout and "ter: Friedman chi2" in stdout
+    assert stdout.count("(3 systems, 4 blocks)") == 2 and "8 blocks" not in stdout
+    pw = read_parquet(out)
+    assert pw.groupby("metric").size().to_dict() == {"bleu": 3, "ter": 3}
+    assert pw.attrs["multistat"]["per_metric"]["bleu"]["n_blocks"] == 4
+    assert (tmp_path / "cd_bleu.png").is_file() and (tmp_path / "cd_ter.png").is_file()
+    one_line_error(*run(["friedman", path, "--metrics", "chrf"], capsys)[::2],
+                   "`--metrics`: unknown metric(s) ['chrf']; the scores have "
+                   "['bleu', 'ter']")
+    wide = tmp_path / "wide.csv"
+    pd.DataFrame({"block": ["s1", "s2"], "A": [1, 2], "B": [2, 3], "C": [0, 1]}).to_csv(
+        wide, index=False)
+    one_line_error(*run(["friedman", wide, "--wide", "--metrics", "bleu"], capsys)[::2],
+                   "--metrics applies to a study or a compare table")

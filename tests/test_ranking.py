@@ -135,7 +135,8 @@ def test_rank_columns_and_metadata(board):
     assert tuple(board.columns) == ranking.COLUMNS
     meta = board.attrs["multistat"]
     assert meta["test"] == "bootstrap" and meta["test_requested"] == "auto"
-    assert meta["correction"] == "holm" and meta["seed"] == 3
+    assert meta["correction"] == "westfall-young" and meta["seed"] == 3  # "auto"
+    assert meta["floor_notes"] == []
     assert meta["n_resamples"] == 2000 and "boundary" in meta["rule"]
 
 
@@ -280,7 +281,10 @@ def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
     tex = rr.to_latex(disp, caption="c")
     assert tex.count(r"\midrule") == 3  # header rule + 2 cluster boundaries
     # and the HTML report with the section, figure and files
-    results = multistat.compare(multistat.load(src), tests=("t",), effect_sizes=False)
+    # the compare run decides as the ranking does (t, Holm, alpha 0.01): one decision per
+    # pair in every section (tests/test_report_decisions.py covers a mismatch)
+    results = multistat.compare(multistat.load(src), tests=("t",), effect_sizes=False,
+                                alpha=0.01)
     html = write_report(results, tmp_path / "rep", ranking=out).read_text()
     assert 'id="ranking"' in html and "rank intervals of planted score" in html
     assert (tmp_path / "rep/figures/rank_intervals_planted__score.png").stat().st_size > 1000

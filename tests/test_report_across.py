@@ -8,6 +8,7 @@ import pytest
 
 import multistat
 from multistat import cube
+from multistat.errors import ParameterError
 from multistat.report.across import _cliques, cd_diagram, wide_scores
 
 
@@ -25,13 +26,15 @@ def table():
     return multistat.compare(cube.make_study(nodes), tests=("t",), effect_sizes=False)
 
 
-def test_wide_scores_are_oriented_block_means(table):
-    wide = wide_scores(table)
-    assert wide.shape == (8, 4)
+def test_wide_scores_are_oriented_test_set_means(table):
+    wide = wide_scores(table, "ter")  # blocks: the 4 test sets of one metric
+    assert wide.shape == (4, 4)
     row = table[(table.dataset == "ted") & (table.metric == "ter")
                 & (table.system_a == "A") & (table.system_b == "B")].iloc[0]
-    assert wide.loc["ted/ter", "A"] == pytest.approx(-row.score_a)  # lower is better
-    assert wide.loc["ted/ter", "B"] == pytest.approx(-row.score_b)
+    assert wide.loc["ted", "A"] == pytest.approx(-row.score_a)  # lower is better
+    assert wide.loc["ted", "B"] == pytest.approx(-row.score_b)
+    with pytest.raises(ParameterError, match=r"the table has metrics \['bleu', 'ter'\]"):
+        wide_scores(table)
 
 
 def test_report_has_the_section_and_its_files(table, tmp_path):
@@ -41,23 +44,36 @@ def test_report_has_the_section_and_its_files(table, tmp_path):
     html = path.read_text(encoding="utf-8")
     assert '<section id="across"><h2>Across test sets</h2>' in html
     assert 'href="#across"' in html
-    assert (tmp_path / "figures" / "cd_diagram.png").stat().st_size > 1000
-    fr = multistat.friedman(wide_scores(table))
+    # one Friedman test per metric over the 4 test sets, never metrics as blocks
+    assert html.count("<h3>bleu: 4 test sets</h3>") == 1
+    assert html.count("<h3>ter: 4 test sets</h3>") == 1
+    assert "blocks (dataset × metric)" not in html
     saved = pd.read_csv(tmp_path / "tables" / "friedman.csv")
-    assert saved.p_value.to_numpy() == pytest.approx(fr.pairwise.p_value.to_numpy())
+    for m in ("bleu", "ter"):
+        assert (tmp_path / "figures" / f"cd_diagram_{m}.png").stat().st_size > 1000
+        fr = multistat.friedman(wide_scores(table, m))
+        assert fr.n_blocks == 4
+        assert saved[saved.metric == m].p_value.to_numpy() == pytest.approx(
+            fr.pairwise.p_value.to_numpy())
+    assert not (tmp_path / "figures" / "cd_diagram.png").exists()
     rep = pd.read_csv(tmp_path / "tables" / "replicability.csv")
     assert set(rep.columns) >= {"k", "k_fisher", "datasets", "better"}
     assert len(rep) == 2 * 6 * 2  # 2 metrics x 6 pairs x 2 claims
 
 
 def test_no_section_with_one_dataset(tmp_path):
+    from multistat.report import write_report
     from multistat.report.across import across_section
 
     rng = np.random.default_rng(1)
-    ds = cube.make_dataset("only", rng.normal(size=(3, 1, 20)), systems=list("abc"),
-                           metrics=["m"], instances=[f"i{j}" for j in range(20)])
+    # one test set, several metrics: metric blocks would make a Friedman test; none runs
+    ds = cube.make_dataset("only", rng.normal(size=(3, 2, 20)), systems=list("abc"),
+                           metrics=["bleu", "chrf"], instances=[f"i{j}" for j in range(20)])
     t = multistat.compare(cube.make_study([ds]), tests=("t",), effect_sizes=False)
-    assert across_section(t, tmp_path, tmp_path) == ""  # one block only
+    assert across_section(t, tmp_path, tmp_path) == ""
+    html = write_report(t, tmp_path / "rep", histogram_pairs=None).read_text()
+    assert 'id="across"' not in html and "Friedman" not in html
+    assert not list((tmp_path / "rep" / "figures").glob("cd_diagram*"))
 
 
 def test_cliques_and_diagram():

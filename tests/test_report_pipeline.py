@@ -164,11 +164,14 @@ def test_power_parameter_reruns_power_and_report(project):
 
 
 def test_dvc_metrics_diff_and_exp_show(project):
-    """After `compare.alpha` changed (test above): `dvc metrics diff` shows the change in
-    significant pairs, `dvc plots diff` and `dvc exp show` work on the committed baseline."""
+    """After `compare.alpha` and `rank.alpha` changed: `dvc metrics diff` shows the change
+    in significant pairs (the report's decisions are the ranking's: rank.alpha), `dvc
+    plots diff` and `dvc exp show` work on the committed baseline."""
     import json
 
     project, _, _ = project
+    _set(project, "rank.alpha", 0.01)
+    assert _ran(_run([str(BIN / "dvc"), "repro"], project)) == {"rank", "report"}
     diff = json.loads(_run([str(BIN / "dvc"), "metrics", "diff", "--json"], project).stdout)
     changed = diff["reports/metrics.json"]
     assert changed["run.alpha"]["old"] == 0.05 and changed["run.alpha"]["new"] == 0.01

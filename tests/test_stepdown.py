@@ -340,8 +340,12 @@ def test_rank_with_westfall_young(demo_study):
 
     b = multistat.rank(demo_study, correction="westfall-young", n_resamples=1000,
                        datasets=["newstest"], metrics=["likert"])
-    h = multistat.rank(demo_study, correction="holm", n_resamples=1000,
-                       datasets=["newstest"], metrics=["likert"])
+    from multistat.errors import ResamplingFloorWarning
+
+    with pytest.warns(ResamplingFloorWarning, match=r"holm correction over 45 pairs .* "
+                                                    r"n_resamples >= 1,799"):
+        h = multistat.rank(demo_study, correction="holm", n_resamples=1000,
+                           datasets=["newstest"], metrics=["likert"])
     assert b.attrs["multistat"]["correction"] == "westfall-young"
     # at B = 1000 the smallest two-sided bootstrap p is 2/1001, so Holm's smallest
     # adjusted p over 45 pairs is 0.09: no decision; the step-down decides many pairs

@@ -1,19 +1,20 @@
 """The report's "Across test sets" section: Friedman/Nemenyi table, critical-difference
 diagram (Demšar 2006, figure 1 style) and replicability table (Dror et al. 2017).
 
-Blocks are the dataset x metric combinations of a compare table, with each system's
-score from the ``score_a``/``score_b`` columns (oriented by the metric's
-``higher_is_better``). The section is left out when there are fewer than 2 blocks or
-fewer than 3 systems scored in every block.
+Blocks are the test sets (datasets) of a compare table, one Friedman test per metric
+(:func:`multistat.across.blocks_per_metric`; metrics are never blocks: two metrics of one
+test set score the same outputs), with each system's score from the ``score_a``/
+``score_b`` columns (oriented by the metric's ``higher_is_better``). The section appears
+only with at least 2 test sets, and shows the metrics with at least 3 systems scored on
+every test set.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from multistat.across import FriedmanResult, friedman, replicability
+from multistat.across import FriedmanResult, blocks_per_metric, friedman, replicability
 from multistat.report import _files
 from multistat.report.tables import to_markdown
 
@@ -23,23 +24,20 @@ _INK = "#1a1a1a"
 _CLIQUE = "#0072B2"  # Okabe-Ito blue
 
 
-def wide_scores(results: pd.DataFrame) -> pd.DataFrame:
-    """Blocks (``dataset/metric``) x systems of oriented scores (larger is better) from a
-    compare table; only systems scored in every block are kept."""
+def wide_scores(results: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """Test sets x systems of oriented scores (larger is better) of one metric from a
+    compare table (``metric`` may be left out when the table has one); only systems
+    scored on every test set are kept."""
+    from multistat.errors import ParameterError
+
     cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
     if not cols <= set(results.columns):
         return pd.DataFrame()
-    hib = (results["higher_is_better"].astype(bool) if "higher_is_better" in results
-           else pd.Series(True, index=results.index))
-    sign = np.where(hib, 1.0, -1.0)
-    block = results["dataset"].astype(str) + "/" + results["metric"].astype(str)
-    long = pd.concat([
-        pd.DataFrame({"block": block, "system": results["system_a"].astype(str),
-                      "score": results["score_a"].to_numpy(float) * sign}),
-        pd.DataFrame({"block": block, "system": results["system_b"].astype(str),
-                      "score": results["score_b"].to_numpy(float) * sign})])
-    wide = long.groupby(["block", "system"], sort=False)["score"].first().unstack("system")
-    return wide.dropna(axis=1, how="any")
+    per = blocks_per_metric(results, None if metric is None else [metric])
+    if len(per) > 1:
+        raise ParameterError(f"`metric`: the table has metrics {list(per)}; name one "
+                             "(each metric is its own Friedman test)")
+    return next(iter(per.values()))
 
 
 def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
@@ -111,45 +109,59 @@ def _write(path, text: str) -> None:
 def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
                    test: str | None = None, alpha: float | None = None) -> str:
     """HTML of the section (empty string when it does not apply); writes
-    ``figures/cd_diagram.png``, ``tables/friedman.{csv,md}`` and
+    ``figures/cd_diagram_<metric>.png`` (one per metric), ``tables/friedman.{csv,md}`` and
     ``tables/replicability.{csv,md}``."""
     from multistat.report.html import _e, _img, _table
     from multistat.report.plots import save_png
 
-    wide = wide_scores(results)
-    if wide.shape[0] < 2 or wide.shape[1] < 3:
-        return ""
+    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
+    if not cols <= set(results.columns) or results["dataset"].nunique() < 2:
+        return ""  # one test set: nothing across test sets
     if alpha is None:
         alpha = float(results["alpha"].iloc[0]) if "alpha" in results else 0.05
-    fr = friedman(wide, alpha=alpha)
-    ranks = fr.to_frame()[["system", "mean_rank"]]
-    summary = pd.DataFrame({
-        "quantity": ["blocks (dataset × metric)", "systems", "Friedman χ²", "p-value",
-                     "Iman-Davenport F", "p-value (F)", f"Nemenyi CD (α = {alpha:g})"],
-        "value": [str(fr.n_blocks), str(fr.n_systems), _fmt(fr.statistic),
-                  _fmt(fr.p_value), _fmt(fr.iman_davenport),
-                  _fmt(fr.iman_davenport_p_value), _fmt(fr.critical_difference)]})
-    pw = fr.pairwise[["system_a", "system_b", "rank_difference", "p_adjusted", "reject"]]
-    pw = pw.assign(rank_difference=[_fmt(v) for v in pw.rank_difference],
-                   p_adjusted=[_fmt(v) for v in pw.p_adjusted])
-    _files.write_csv(tabdir / "friedman.csv", fr.pairwise)
-    _write(tabdir / "friedman.md", to_markdown(pw))
-    png = save_png(cd_diagram(fr), figdir / "cd_diagram.png", dpi=dpi)
+    frs = {m: friedman(w, alpha=alpha) for m, w in blocks_per_metric(results).items()
+           if w.shape[0] >= 2 and w.shape[1] >= 3}
+    if not frs:
+        return ""
+    _slug = _files.file_stem
+    _files.write_csv(tabdir / "friedman.csv", pd.concat(
+        [fr.pairwise.assign(metric=m) for m, fr in frs.items()], ignore_index=True))
     h = ['<section id="across"><h2>Across test sets</h2>',
-         (f"<p>Systems ranked within each of the {fr.n_blocks} dataset × metric blocks "
-          "(1 = best, ties averaged); the Friedman test asks whether the mean ranks "
-          "differ, the Nemenyi critical difference (studentized range) says which pairs "
-          "do (Demšar 2006). Mean-rank post-hoc tests depend on the other systems "
-          "compared; <code>multistat friedman --posthoc wilcoxon-holm</code> compares the "
-          "block scores directly (Benavoli et al. 2016).</p>"),
-         '<div class="grid">', _table(summary, cls="friedman"),
-         _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
-                cls="mean-ranks", numeric=("mean_rank",)), "</div>",
-         _img(png, "critical-difference diagram",
-              "Mean ranks (1 = best, left); systems joined by a thick bar differ by less "
-              "than the critical difference (not significantly different)."),
-         f"<details><summary>{len(pw)} Nemenyi comparisons</summary>",
-         _table(pw, cls="nemenyi"), "</details>"]
+         ("<p>One Friedman test per metric: systems ranked within each test set (1 = "
+          "best, ties averaged); the blocks are the test sets, never the metrics (two "
+          "metrics of one test set score the same outputs). The Friedman test asks "
+          "whether the mean ranks differ, the Nemenyi critical difference (studentized "
+          "range) says which pairs do (Demšar 2006). Mean-rank post-hoc tests depend on "
+          "the other systems compared; <code>multistat friedman --posthoc "
+          "wilcoxon-holm</code> compares the block scores directly (Benavoli et al. "
+          "2016). These are tests across test sets, not the pairwise decisions of the "
+          "sections above.</p>")]
+    md = []
+    for m, fr in frs.items():
+        ranks = fr.to_frame()[["system", "mean_rank"]]
+        summary = pd.DataFrame({
+            "quantity": ["blocks (test sets)", "systems", "Friedman χ²", "p-value",
+                         "Iman-Davenport F", "p-value (F)", f"Nemenyi CD (α = {alpha:g})"],
+            "value": [str(fr.n_blocks), str(fr.n_systems), _fmt(fr.statistic),
+                      _fmt(fr.p_value), _fmt(fr.iman_davenport),
+                      _fmt(fr.iman_davenport_p_value), _fmt(fr.critical_difference)]})
+        pw = fr.pairwise[["system_a", "system_b", "rank_difference", "p_adjusted",
+                          "reject"]]
+        pw = pw.assign(rank_difference=[_fmt(v) for v in pw.rank_difference],
+                       p_adjusted=[_fmt(v) for v in pw.p_adjusted])
+        md.append(f"### {m}\n\n" + to_markdown(pw))
+        png = save_png(cd_diagram(fr), figdir / f"cd_diagram_{_slug(m)}.png", dpi=dpi)
+        h += [f"<h3>{_e(m)}: {fr.n_blocks} test sets</h3>",
+              '<div class="grid">', _table(summary, cls="friedman"),
+              _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
+                     cls="mean-ranks", numeric=("mean_rank",)), "</div>",
+              _img(png, f"critical-difference diagram of {m}",
+                   "Mean ranks over the test sets (1 = best, left); systems joined by a "
+                   "thick bar differ by less than the critical difference (not "
+                   "significantly different)."),
+              f"<details><summary>{len(pw)} Nemenyi comparisons ({_e(m)})</summary>",
+              _table(pw, cls="nemenyi"), "</details>"]
+    _write(tabdir / "friedman.md", "\n".join(md))
     rep = _replicability_part(results, test, alpha, tabdir)
     if rep is not None:
         shown = rep[rep["k"] > 0]

@@ -147,8 +147,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24, ranking=None, pooled=None,
-                 preferences=None) -> Path:
+                 max_power_figures: int = 24, ranking=None, ranking_pairs=None,
+                 pooled=None, preferences=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -185,7 +185,13 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     ranking : optional :func:`multistat.rank` table (DataFrame or Parquet path): a section
         with the cluster leaderboards and rank-interval figures
         (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
-        ``figures/rank_intervals_*.png``)
+        ``figures/rank_intervals_*.png``). Its test, correction and alpha then decide
+        every pair in every section ("beats", heatmap stars, clusters, rank ranges; see
+        :mod:`multistat.report.decisions`); the compare table must hold those rows, or
+        pass ``ranking_pairs``
+    ranking_pairs : the pairwise decisions behind ``ranking``
+        (:func:`multistat.ranking.rank_with_pairs`, ``multistat rank --pairs-out``;
+        DataFrame or Parquet path)
     pooled : optional pooled table (:func:`multistat.meta_analysis` of ``results``;
         DataFrame or Parquet path from ``multistat meta``): a section with the pooled
         table and forest plots (:mod:`multistat.report.meta`)
@@ -232,7 +238,14 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     chosen = _tables.primary_tests(res, test)
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
-    lb_all = _tables.leaderboard(res, study=study, scores=scores, test=test)
+    from multistat.report import decisions as _decisions
+    from multistat.report.ranking import check_ranking
+
+    board = check_ranking(ranking) if ranking is not None else None
+    dec, dec_tests, dec_settings = _decisions.decision_rows(
+        res, board, chosen, _read_frame(ranking_pairs, "ranking_pairs"))
+    dec_text, dec_notes = _decisions.decision_text(dec, dec_tests, dec_settings, board)
+    lb_all = _tables.leaderboard(dec, study=study, scores=scores, test=dec_tests)
     pw_all = _tables.pairwise_table(res, test=test, effect=effect)
     ck_all = _tables.checklist(res, effect=effect)
     det_all = _detect.detectability(res, study=study, leaderboard=lb_all, test=test)
@@ -244,10 +257,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     _files.write_csv(tabdir / "detectability.csv", det_all)
     # the full compare table for R and spreadsheet users (every test, every column)
     _files.write_csv(tabdir / "results.csv", _read_frame(results, "results"))
-    _files.write_dvc_files(out, res, lb_all, det_all, curves, test)
+    _files.write_dvc_files(out, dec, lb_all, det_all, curves, dec_tests)
 
     meta = _tables._meta(res)
-    parts: list[str] = []
+    parts: list[str] = [f'<p class="decision"><strong>{_e(dec_text)}</strong></p>']
+    parts += [f'<p class="note">Note: {_e(n)}</p>' for n in dec_notes]
     toc: list[tuple[str, str]] = [("summary", "Study summary"), ("overview", "Overview")]
     if analysis is not None:
         toc.append(("analysis", "Data analysis and recommendations"))
@@ -260,11 +274,12 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     # ------------------------------------------------------------------ overview
     why = ("the test the data analysis recommends for most pairs" if analysis is not None
            and test is not None and not isinstance(test, str) else "the test shown below")
+    why = "the ranking's test" if dec_settings else why
     parts.append('<section id="overview"><h2>Overview</h2>'
                  f"<p>One line per dataset × metric: {why}, how many pairs "
                  "differ significantly after the multiple-comparison correction, and the "
                  "leader.</p>")
-    parts.append(_table(_overview(res, lb_all, chosen,
+    parts.append(_table(_overview(dec, lb_all, dec_tests,
                                   small.set_index(["dataset", "metric"])), cls="overview",
                         numeric=("systems", "pairs", "significant pairs")))
     parts.append("</section>")
@@ -272,8 +287,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     if ranking is not None:  # cluster leaderboards (multistat.report.ranking)
         from multistat.report.ranking import write_ranking
 
-        parts.append(write_ranking(ranking, out, dpi=dpi))
-        _files.write_rank_plots(out, ranking)
+        parts.append(write_ranking(board, out, dpi=dpi))
+        _files.write_rank_plots(out, board)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
     if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
         from multistat.report.preferences import write_preferences
@@ -292,7 +307,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
     # ------------------------------------------------------------------ families
     fam_html = []
-    by_family = dict(list(res.groupby(["dataset", "metric"], sort=False)))
+    by_family = dict(list(dec.groupby(["dataset", "metric"], sort=False)))
     for (ds, metric), t in chosen.items():
         slug = _slug(ds, metric)
         anchor = "dm-" + slug
@@ -301,10 +316,15 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         pw = pw_all[(pw_all["dataset"] == ds) & (pw_all["metric"] == metric)]
         ck = ck_all[(ck_all["dataset"] == ds) & (ck_all["metric"] == metric)]
         ck_shown = ck[ck["test"].str.rsplit(" (", n=1).str[0] == t]
+        td = dec_tests[(ds, metric)]
+        other = _decisions.other_label(t, td, ranking_pairs is not None and
+                                       bool(dec_settings) and (ds, metric) in set(
+                                           zip(board["dataset"].astype(str),
+                                               board["metric"].astype(str))))
         lbd = _tables.leaderboard_display(lb)
         pwd = _tables.pairwise_display(pw)
         cap = f"{ds} / {metric}"
-        _write_table(tabdir, "leaderboard", slug, lbd, f"Leaderboard: {cap} ({t} test).")
+        _write_table(tabdir, "leaderboard", slug, lbd, f"Leaderboard: {cap} ({td} test).")
         _write_table(tabdir, "pairwise", slug, pwd, f"Pairwise comparisons: {cap} ({t} "
                                                     f"test).")
         ckd = ck.drop(columns=["dataset", "metric"])
@@ -312,7 +332,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
         h = [f'<section class="family" id="{_e(anchor)}"><h2>{_e(ds)} · {_e(metric)}</h2>']
         h.append(f"<h3>Leaderboard</h3><p>Ranked by score; “Beats” counts the systems "
-                 f"it is significantly better than ({_e(t)} test after correction).</p>")
+                 f"it is significantly better than ({_e(td)} test after correction).</p>")
         png = _plots.save_png(_plots.leaderboard_plot(lb),
                               figdir / f"leaderboard_{slug}.png", dpi=dpi)
         h.append('<div class="grid">')
@@ -322,7 +342,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                       "Scores with confidence intervals, best at the top."))
         h.append("</div>")
         h.append("<h3>Who beats whom</h3>")
-        fig = _plots.heatmap(by_family[(ds, metric)], ds, metric, test=t, annotate=annotate,
+        fig = _plots.heatmap(by_family[(ds, metric)], ds, metric, test=td, annotate=annotate,
                              order=list(lb["system"]))
         png = _plots.save_png(fig, figdir / f"heatmap_{slug}.png", dpi=dpi)
         h.append(_img(png, f"pairwise heatmap of {ds} {metric}",
@@ -330,12 +350,12 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                       "orange: A significantly worse, grey: not significant (after "
                       "correction)."))
         h.append(f"<h3>Pairwise results</h3><details><summary>{len(pwd)} comparisons "
-                 f"({_e(t)} test)</summary>")
+                 f"({_e(t)} test{_e(other)})</summary>")
         h.append(_table(pwd, cls="pairwise", attrs={"data-dataset": ds,
                                                     "data-metric": metric}))
         h.append("</details>")
         h.append(f"<h3>Reporting checklist</h3><details><summary>{len(ck_shown)} "
-                 f"comparisons ({_e(t)} test; every test in <code>tables/checklist_"
+                 f"comparisons ({_e(t)} test{_e(other)}; every test in <code>tables/checklist_"
                  f"{_e(slug)}.md</code>): test, α, n, estimate and effect size with CI, p "
                  "before and after correction, power</summary>")
         h.append(_table(ck_shown.drop(columns=["dataset", "metric"]), cls="checklist"))
