@@ -92,6 +92,13 @@ class _Tables(HTMLParser):
         if self._cell is not None:
             self._cell.append(data)
 
+    def by_class(self) -> dict[str, list]:
+        """{class: [body rows of each table of that class]}"""
+        out: dict[str, list] = {}
+        for cls, rows in self.tables:
+            out.setdefault(cls, []).append(rows)
+        return out
+
 
 def _dom(path: Path, tmp_path) -> tuple[_Tables, list[str]]:
     out = _run(["--dump-dom", path.as_uri()], tmp_path)
@@ -157,9 +164,7 @@ def test_realsumm_report_renders_readably(realsumm, tmp_path, capsys):
     elapsed = time.perf_counter() - start
     parser, console = _dom(path, tmp_path)
     assert console == []
-    by_class: dict[str, list] = {}
-    for cls, rows in parser.tables:
-        by_class.setdefault(cls, []).append(rows)
+    by_class = parser.by_class()
     # one leaderboard per metric, 25 systems each, ranked 1..; 300 pairs per metric
     assert [len(t) for t in by_class["leaderboard"]] == [25, 25]
     assert [len(t) for t in by_class["pairwise"]] == [300, 300]
@@ -215,9 +220,7 @@ def test_report_at_100_systems_in_browser(tmp_path, capsys):
     t_report = time.perf_counter() - start
     parser, console = _dom(path, tmp_path)
     assert console == []
-    by_class: dict[str, list] = {}
-    for cls, rows in parser.tables:
-        by_class.setdefault(cls, []).append(rows)
+    by_class = parser.by_class()
     assert [len(t) for t in by_class["leaderboard"]] == [k]
     assert [len(t) for t in by_class["ranking"]] == [k]
     # every adjacent pair in the table, at most MAX_POWER_PANELS of them drawn
@@ -239,18 +242,19 @@ def test_report_at_100_systems_in_browser(tmp_path, capsys):
     with Image.open(path.parent / "figures" / Path(full[0]).name.replace(
             "heatmap-full_", "heatmap_")) as im:
         assert im.size[0] <= plots.PAGE_WIDTH * 110 + 1  # the page's fits the page
-    # screenshots of the heatmap and of the rank intervals: the report in a 1400 x 2400
-    # frame scrolled to the section (headless chromium paints nothing when the page itself
-    # is opened at a #fragment)
+    # screenshots of the heatmap and of the cluster table with its rank intervals: the
+    # report in a frame scrolled to the section (headless chromium paints nothing when the
+    # page itself is opened at a #fragment)
     slug = re.findall(r'id="heatmap-([^"]+)"', html_text)[0]
     shots = {}
-    for name, anchor in (("heatmap", f"heatmap-{slug}"), ("ranking", "ranking")):
+    for name, anchor, tall in (("heatmap", f"heatmap-{slug}", 1700),
+                               ("ranking", "ranking", 5200)):
         frame = tmp_path / f"frame_{name}.html"
         frame.write_text('<!DOCTYPE html><html><body style="margin:0"><iframe '
-                         'style="border:0;width:1400px;height:2400px" '
+                         f'style="border:0;width:1400px;height:{tall}px" '
                          f'src="{path.as_uri()}#{anchor}"></iframe></body></html>')
         shots[name] = tmp_path / f"report_100_systems_{name}.png"
-        _run(["--window-size=1400,2400", f"--screenshot={shots[name]}", frame.as_uri()],
+        _run([f"--window-size=1400,{tall}", f"--screenshot={shots[name]}", frame.as_uri()],
              tmp_path)
     shot = shots["heatmap"]
     assert shot.exists() and shot.stat().st_size > 10_000

@@ -200,6 +200,15 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     Returns
     -------
     Path of ``out_dir/report.html``.
+
+    Notes
+    -----
+    Sized for shared tasks of 15–150 systems: heatmaps follow the ranking's order (else
+    the leaderboard's); beyond about 30 systems the page shows a compact heatmap
+    (:data:`~multistat.report.plots.PAGE_WIDTH` wide, one system in m labelled) linked to
+    ``figures/heatmap-full_<dataset>__<metric>.png`` with every label and number; power
+    panels are drawn for the first :data:`~multistat.report.plots.MAX_POWER_PANELS` (12)
+    adjacent pairs in rank order, and every adjacent pair is listed in a table.
     """
     res = _tables.check_results(_read_frame(results, "results"))
     analysis = _read_frame(analysis, "analysis")

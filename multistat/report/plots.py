@@ -120,7 +120,10 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     Full size: font sizes and cell sizes shrink with the number of systems k (cells 0.62,
     0.5, then 0.42 in from 15 systems on; labels ``clip(11 − 0.16 k, 6.5, 10)`` pt,
     annotation ``clip(11.5 − 0.2 k, 6, 9)`` pt), so every label has a slot of at least
-    1.25 em at any k; the figure grows with k (150 systems: 66 in, 7,200 px at 110 dpi).
+    1.25 em at any k; the figure grows with k. A figure wider than the page allows
+    (:data:`PAGE_WIDTH` / :data:`PAGE_SHRINK`, about 30 systems) is one to zoom into: 8 pt
+    labels, numbers as large as the widest fits in 85 % of its cell, up to 9 pt (150
+    systems: 66 in, 7,300 px at 110 dpi).
     Compact: labels 7 pt, cell = (max_width − label margin) / k, label step
     ``m = ceil(1.25 · 7 pt / (cell · sin 60°))`` (x labels are set at 60°; the same m on
     both axes). The label margins are measured with matplotlib's font metrics.
@@ -276,6 +279,13 @@ def _heatmap_layout(order, max_width, cell_texts) -> dict:
         fit = min(9.0, 0.85 * cell * 72 / unit if unit else 9.0,
                   cell * 72 / _layout.LINE)
         fs_annot = fit if fit >= 6 else 0.0
+    elif max(w + 0.15 + k * cell + 0.35, 7.0) > PAGE_WIDTH / PAGE_SHRINK:
+        # too wide for the page: a figure to zoom into, so larger type (8 pt labels,
+        # numbers as large as their cells allow up to 9 pt)
+        fs_label = 8.0
+        w = _layout.text_width_pt(names, fs_label) / 72
+        unit = _layout.text_width_pt(cell_texts, 1.0)
+        fs_annot = max(fs_annot, min(9.0, 0.85 * cell * 72 / unit)) if unit else fs_annot
     step = _layout.label_step(cell * 72, fs_label, 60)
     return {"cell": cell, "fs_label": fs_label, "fs_annot": fs_annot, "step": step,
             "labels": _layout.thin(names, step), "label_w": w + 0.15,
