@@ -168,7 +168,14 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     left = label_w + max(0.0, (width - label_w - side - 0.35) / 2)
     ax = fig.add_axes((left / width, (legend + label_h) / height, side / width,
                        side / height))
-    ax.imshow(code, cmap=cmap, vmin=-0.5, vmax=3.5, aspect="equal", interpolation="nearest")
+    # one quad per cell, white edges for the grid (an image would be resampled to the
+    # output size in float RGBA: 1.9 GB at 150 systems, against 0.3 GB for the quads)
+    edges = np.arange(k + 1) - 0.5
+    ax.pcolormesh(edges, edges, code, cmap=cmap, vmin=-0.5, vmax=3.5, edgecolors="white",
+                  linewidth=min(1.2, 0.08 * cell * 72), antialiased=False)
+    ax.set_xlim(-0.5, k - 0.5)
+    ax.set_ylim(k - 0.5, -0.5)
+    ax.set_aspect("equal")
     names = lay["labels"]
     ax.set_xticks(np.arange(k), names, rotation=60, ha="right", rotation_mode="anchor",
                   fontsize=fs_label)
@@ -177,10 +184,6 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         for axis in (ax.xaxis, ax.yaxis):
             for i, tick in enumerate(axis.get_major_ticks()):
                 tick.tick1line.set_visible(i % step == 0)
-    ax.set_xticks(np.arange(k + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(k + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", linewidth=min(1.2, 0.08 * cell * 72))
-    ax.tick_params(which="minor", length=0)
     ax.tick_params(which="major", length=2)
     for spine in ax.spines.values():
         spine.set_visible(False)
