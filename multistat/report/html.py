@@ -6,7 +6,7 @@ under ``out_dir/figures/`` and the tables as Markdown, LaTeX (booktabs) and CSV 
 ``out_dir/tables/``. Every user-supplied string (dataset, metric, system and test names,
 titles) goes through :func:`html.escape`; nothing from the data is ever markup.
 
-Length (about 610 lines): one page assembled from its sections in order; the section
+Length (about 700 lines): one page assembled from its sections in order; the section
 builders share the escaping and figure-embedding helpers defined here.
 """
 
