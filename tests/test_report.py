@@ -263,7 +263,7 @@ def test_heatmap_cells_order_and_title(results, study):
                 got = texts[(i, j)]
                 assert got == want or (float(want) == 0 and float(got) == 0)
     # cell colours: imshow codes 2 = row better, 0 = row worse, 1 = n.s.
-    codes = ax.images[0].get_array()
+    codes = np.asarray(ax.collections[0].get_array()).reshape(k, k)  # one quad a cell
     d = dec.to_numpy()
     off = ~np.eye(k, dtype=bool)
     np.testing.assert_array_equal(codes[off], (d[off] + 1))
@@ -453,7 +453,7 @@ def test_heatmap_baseline_pairs_leave_cells_empty(study):
     fig = plots.heatmap(res, "realsumm", "rouge_1_f_score", study=study)
     ax = fig.axes[0]
     k = len(SYSTEMS)
-    codes = ax.images[0].get_array()
+    codes = np.asarray(ax.collections[0].get_array()).reshape(k, k)  # one quad a cell
     # only the baseline's row and column are filled: 2 (k - 1) cells
     assert int((codes != 3).sum()) == 2 * (k - 1)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]

@@ -8,6 +8,7 @@ CI installs chromium (``.ci/run``); without it these tests fail rather than skip
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -91,6 +92,13 @@ class _Tables(HTMLParser):
         if self._cell is not None:
             self._cell.append(data)
 
+    def by_class(self) -> dict[str, list]:
+        """{class: [body rows of each table of that class]}"""
+        out: dict[str, list] = {}
+        for cls, rows in self.tables:
+            out.setdefault(cls, []).append(rows)
+        return out
+
 
 def _dom(path: Path, tmp_path) -> tuple[_Tables, list[str]]:
     out = _run(["--dump-dom", path.as_uri()], tmp_path)
@@ -156,9 +164,7 @@ def test_realsumm_report_renders_readably(realsumm, tmp_path, capsys):
     elapsed = time.perf_counter() - start
     parser, console = _dom(path, tmp_path)
     assert console == []
-    by_class: dict[str, list] = {}
-    for cls, rows in parser.tables:
-        by_class.setdefault(cls, []).append(rows)
+    by_class = parser.by_class()
     # one leaderboard per metric, 25 systems each, ranked 1..; 300 pairs per metric
     assert [len(t) for t in by_class["leaderboard"]] == [25, 25]
     assert [len(t) for t in by_class["pairwise"]] == [300, 300]
@@ -178,3 +184,88 @@ def test_realsumm_report_renders_readably(realsumm, tmp_path, capsys):
     with capsys.disabled():
         print(f"\nREALSumm report: 25 systems x 2 metrics written in {elapsed:.1f} s; "
               f"screenshot: {shot}")
+
+
+def _links(path: Path, tmp_path) -> list[str]:
+    """The href of every <a> in the rendered DOM."""
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.hrefs: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "a" and dict(attrs).get("href"):
+                self.hrefs.append(dict(attrs)["href"])
+
+    out = _run(["--dump-dom", path.as_uri()], tmp_path)
+    links = Links()
+    links.feed(out.stdout)
+    return links.hrefs
+
+
+def test_report_at_100_systems_in_browser(tmp_path, capsys):
+    # issue 23 item 3: a shared task's size; 10 planted tiers of 10 systems
+    from _tiers import tiered_study
+
+    from multistat.report import plots
+
+    k = 100
+    study = tiered_study(k)
+    start = time.perf_counter()
+    res = ms.compare(study, tests=("t",), effect_sizes=False)
+    board = ms.rank(study, test="t", n_resamples=1000)
+    t_stats = time.perf_counter() - start
+    start = time.perf_counter()
+    path = write_report(res, tmp_path / "r100", study=study, ranking=board)
+    t_report = time.perf_counter() - start
+    parser, console = _dom(path, tmp_path)
+    assert console == []
+    by_class = parser.by_class()
+    assert [len(t) for t in by_class["leaderboard"]] == [k]
+    assert [len(t) for t in by_class["ranking"]] == [k]
+    # every adjacent pair in the table, at most MAX_POWER_PANELS of them drawn
+    adjacent = by_class["adjacent"][0]
+    assert len(adjacent) == k - 1
+    drawn = [row for row in adjacent if row[-1] == "drawn"]
+    assert [row[0] for row in drawn] == [f"{i} → {i + 1}"
+                                         for i in range(1, plots.MAX_POWER_PANELS + 1)]
+    # the page's heatmap links its full-size image, which exists and has every system
+    full = [h for h in _links(path, tmp_path) if h.startswith("figures/heatmap-full_")]
+    assert len(set(full)) == 1
+    from PIL import Image
+
+    with Image.open(path.parent / full[0]) as im:
+        w, h = im.size
+    html_text = path.read_text()
+    assert f"Full-size image ({w:,} × {h:,} px)." in html_text
+    assert w >= k * 0.42 * 110  # 0.42 in per cell at 110 dpi
+    with Image.open(path.parent / "figures" / Path(full[0]).name.replace(
+            "heatmap-full_", "heatmap_")) as im:
+        assert im.size[0] <= plots.PAGE_WIDTH * 110 + 1  # the page's fits the page
+    # screenshots of the heatmap and of the cluster table with its rank intervals: the
+    # report in a frame scrolled to the section (headless chromium paints nothing when the
+    # page itself is opened at a #fragment)
+    slug = re.findall(r'id="heatmap-([^"]+)"', html_text)[0]
+    shots = {}
+    for name, anchor, tall in (("heatmap", f"heatmap-{slug}", 1700),
+                               ("ranking", "ranking", 5200)):
+        frame = tmp_path / f"frame_{name}.html"
+        frame.write_text('<!DOCTYPE html><html><body style="margin:0"><iframe '
+                         f'style="border:0;width:1400px;height:{tall}px" '
+                         f'src="{path.as_uri()}#{anchor}"></iframe></body></html>')
+        shots[name] = tmp_path / f"report_100_systems_{name}.png"
+        _run([f"--window-size=1400,{tall}", f"--screenshot={shots[name]}", frame.as_uri()],
+             tmp_path)
+    shot = shots["heatmap"]
+    assert shot.exists() and shot.stat().st_size > 10_000
+    img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    blue = np.all(np.abs(img - np.array([0, 114, 178])) <= 3, axis=-1).sum()
+    orange = np.all(np.abs(img - np.array([230, 159, 0])) <= 3, axis=-1).sum()
+    assert blue > 100_000 and orange > 100_000  # the heatmap is painted, not shrunk away
+    ARTIFACTS.mkdir(exist_ok=True)
+    for shot in shots.values():
+        shutil.copyfile(shot, ARTIFACTS / shot.name)
+    with capsys.disabled():
+        print(f"\n100-system report: compare + rank {t_stats:.1f} s, report "
+              f"{t_report:.1f} s; screenshots: {shots['heatmap']}, {shots['ranking']} "
+              f"(copies in {ARTIFACTS})")

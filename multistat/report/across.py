@@ -57,40 +57,63 @@ def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
 def cd_diagram(result: FriedmanResult, *, title: str | None = None) -> Figure:
     """Critical-difference diagram: the rank axis (1 = best, on the left), each system at
     its mean rank, the Nemenyi critical difference as a bar, and thick bars joining
-    systems whose mean ranks differ by less than the CD (not significantly different)."""
-    from multistat.report.plots import _t
+    systems whose mean ranks differ by less than the CD (not significantly different).
+
+    Laid out in points from the number of systems k so labels never overlap: the better
+    half of the systems is labelled on the left, the rest on the right (Demšar 2006),
+    rows :data:`~multistat.report._layout.LINE` × 1.15 × 9 pt apart, the label columns as
+    wide as their widest label (matplotlib's font metrics), the clique bars between the
+    axis and the first label, axis numbers at the nice step of
+    :func:`multistat.report._layout.nice_step`.
+    """
+    from multistat.report import _layout
+    from multistat.report.plots import _short, _t
 
     mr = result.mean_ranks.sort_values(kind="stable")
     k = len(mr)
     half = (k + 1) // 2
-    fig = Figure(figsize=(7.5, 1.3 + 0.3 * half))
-    ax = fig.add_subplot()
-    lo, hi = 1, k
-    ax.set_xlim(lo - 0.3, hi + 0.3)
-    ax.set_ylim(-(half * 0.55 + 0.35), 1.75)
+    fs, pitch = 9.0, _layout.LINE * 1.15 * 9.0  # label size and row pitch, points
+    names = [_t(f"{_short(name)} ({r:.2f})") for name, r in mr.items()]
+    left_w = _layout.text_width_pt(names[:half], fs) / 72
+    right_w = _layout.text_width_pt(names[half:], fs) / 72
+    plot_w, gap = max(4.5, min(9.0, 0.06 * k)), 0.2  # inches
+    lo, hi = 1, max(k, 2)
+    per_in = (hi - lo) / plot_w  # rank units per inch
+    cd = result.critical_difference
+    cliques = _cliques(mr, cd)
+    first = -(8 + 5 * len(cliques) + pitch)  # y of the first label row, points
+    bottom = first - (half - 1) * pitch - pitch
+    top = 24 + fs + 6 + 2 * 12  # axis numbers, CD bar and its label, two title lines
+    width = left_w + right_w + plot_w + 2 * gap + 0.2
+    fig = Figure(figsize=(width, (top - bottom) / 72))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(lo - (left_w + gap + 0.1) * per_in, hi + (right_w + gap + 0.1) * per_in)
+    ax.set_ylim(bottom, top)
     ax.axis("off")
     ax.hlines(0, lo, hi, color=_INK, lw=1.2)
-    for t in range(lo, hi + 1):
-        ax.vlines(t, 0, 0.18, color=_INK, lw=1)
-        ax.text(t, 0.3, str(t), ha="center", va="bottom", fontsize=9)
-    cd = result.critical_difference
-    ax.hlines(1.2, lo, lo + cd, color=_INK, lw=1.5)
-    ax.vlines([lo, lo + cd], 1.1, 1.3, color=_INK, lw=1.5)
-    ax.text(lo + cd / 2, 1.35, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=9)
-    for i, (name, r) in enumerate(mr.items()):
+    step = _layout.nice_step(hi, plot_w * 72, fs)
+    marks = sorted({1, *range(step, hi + 1, step)})
+    if plot_w * 72 / max(hi - 1, 1) >= 3:  # unlabelled marks at every rank when 3 pt apart
+        ax.vlines(range(lo, hi + 1), 0, 3, color=_INK, lw=0.6)
+    ax.vlines(marks, 0, 5, color=_INK, lw=1)
+    for t in marks:
+        ax.text(t, 7, str(t), ha="center", va="bottom", fontsize=fs)
+    bar = 7 + fs + 10
+    ax.hlines(bar, lo, lo + cd, color=_INK, lw=1.5)
+    ax.vlines([lo, lo + cd], bar - 3, bar + 3, color=_INK, lw=1.5)
+    ax.text(lo + cd / 2, bar + 4, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=fs)
+    for i, (name, r) in enumerate(zip(names, mr.to_numpy())):
         left = i < half
-        y = -(i + 1) * 0.55 if left else -(k - i) * 0.55
-        x_text = lo - 0.25 if left else hi + 0.25
+        y = first - (i if left else k - 1 - i) * pitch
+        x_text = lo - gap * per_in if left else hi + gap * per_in
         ax.plot([r, r, x_text], [0, y, y], color=_INK, lw=0.8)
-        ax.text(x_text, y, f"{_t(name)} ({r:.2f})", ha="right" if left else "left",
-                va="center", fontsize=9)
-    for n, (a, b) in enumerate(_cliques(mr, cd)):
-        y = -0.2 - 0.14 * n
-        ax.hlines(y, a - 0.03, b + 0.03, color=_CLIQUE, lw=3.5)
+        ax.text(x_text, y, name, ha="right" if left else "left", va="center", fontsize=fs)
+    for n, (a, b) in enumerate(cliques):
+        ax.hlines(-8 - 5 * n, a - 0.03, b + 0.03, color=_CLIQUE, lw=3.5)
     head = title or (f"Friedman χ² = {result.statistic:.2f}, p = {result.p_value:.3g}; "
                      f"N = {result.n_blocks} blocks; α = {result.alpha:g}")
-    ax.set_title(_t(head), fontsize=9.5, pad=4)
-    fig.subplots_adjust(left=0.22, right=0.78, top=0.84, bottom=0.03)
+    ax.text((ax.get_xlim()[0] + ax.get_xlim()[1]) / 2, top - 4, _t(head), ha="center",
+            va="top", fontsize=9.5)
     return fig
 
 

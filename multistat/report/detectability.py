@@ -47,24 +47,46 @@ def _paired_t_power(delta: np.ndarray, n: int, sd: float, alpha: float) -> np.nd
     return _st.nct.sf(crit, df, nc) + _st.nct.cdf(-crit, df, nc)
 
 
-def _study_sd(study, dataset, metric, a, b) -> tuple[int, float]:
+def _study_sds(study, dataset, metric, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """``(n, sd)`` per ``(a, b)`` of ``pairs``: the number of instances both scored and the
+    standard deviation of A − B over them (n 0 and sd NaN where the study cannot tell:
+    unknown dataset, metric or system, corpus metric). Scores are read once per dataset ×
+    metric (per system first); the differences are formed in slabs of pairs within the
+    default memory budget."""
+    n_out, sd = np.zeros(len(pairs), dtype=int), np.full(len(pairs), np.nan)
     from multistat import cube
     dss = cube.datasets(study)
-    if dataset not in dss:
-        return 0, float("nan")
+    if dataset not in dss or not pairs:
+        return n_out, sd
     ds = dss[dataset]
     if metric not in ds["metric"].values or "stats" in ds and \
             str(ds["kind"].sel(metric=metric).values) == "corpus":
-        return 0, float("nan")
-    systems = [str(s) for s in ds["system"].values]
-    if a not in systems or b not in systems:
-        return 0, float("nan")
-    x = np.asarray(ds["score"].sel(metric=metric, system=a).values, dtype=float)
-    y = np.asarray(ds["score"].sel(metric=metric, system=b).values, dtype=float)
-    d = (x - y)[~(np.isnan(x) | np.isnan(y))]
-    if d.size < 2:
-        return int(d.size), float("nan")
-    return int(d.size), float(np.std(d, ddof=1))
+        return n_out, sd
+    index = {str(s): i for i, s in enumerate(ds["system"].values)}
+    known = np.array([a in index and b in index for a, b in pairs])
+    if not known.any():
+        return n_out, sd
+    x = np.asarray(ds["score"].sel(metric=metric).values, dtype=float)  # (S, instances)
+    x = x[:, ~np.isnan(x).all(axis=0)]
+    partial = bool(np.isnan(x).any())  # NaN of some systems only: drop pairwise
+    ia = np.array([index[a] for (a, _), k in zip(pairs, known) if k], dtype=int)
+    ib = np.array([index[b] for (_, b), k in zip(pairs, known) if k], dtype=int)
+    n_k, sd_k = np.full(ia.size, x.shape[1]), np.empty(ia.size)
+    from multistat._budget import Budget
+    for sl in Budget.of(None).slabs(ia.size, 8.0 * x.shape[1] * 3):
+        d = x[ia[sl]] - x[ib[sl]]
+        if not partial:
+            sd_k[sl] = np.std(d, axis=1, ddof=1) if x.shape[1] > 1 else np.nan
+            continue
+        ok = ~np.isnan(d)
+        cnt = ok.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(ok, d, 0).sum(axis=1) / cnt
+            ss = (np.where(ok, d - mean[:, None], 0) ** 2).sum(axis=1)
+            sd_k[sl] = np.where(cnt > 1, np.sqrt(ss / (cnt - 1)), np.nan)
+        n_k[sl] = cnt
+    n_out[known], sd[known] = n_k, sd_k
+    return n_out, sd
 
 
 def _t_row_sd(row) -> float:
@@ -117,7 +139,7 @@ def detectability(results: pd.DataFrame, *, study=None, leaderboard=None, test=N
         adjacent = {(order[i], order[i + 1]) for i in range(len(order) - 1)}
         shown = part[part["test"] == t]
         t_rows = part[part["test"] == "t"]
-        block = []
+        block, records = [], []
         for r in shown.to_dict("records"):
             a, b = str(r["system_a"]), str(r["system_b"])
             diff = float(r["estimate"]) if pd.notna(r.get("estimate")) else float("nan")
@@ -126,11 +148,13 @@ def detectability(results: pd.DataFrame, *, study=None, leaderboard=None, test=N
             adj = (a, b) in adjacent
             if pairs == "adjacent" and not adj:
                 continue
-            n = int(r["n"]) if pd.notna(r.get("n")) else 0
-            sd, mde, source = float("nan"), float("nan"), ""
-            if study is not None:
-                n_s, sd = _study_sd(study, ds, metric, a, b)
-                n = n_s or n
+            records.append((r, a, b, diff, adj))
+        n_s, sds = (_study_sds(study, ds, metric, [(a, b) for _, a, b, _, _ in records])
+                    if study is not None else (np.zeros(len(records), dtype=int),
+                                               np.full(len(records), np.nan)))
+        for (r, a, b, diff, adj), n_pair, sd in zip(records, n_s, sds):
+            n = int(n_pair) or (int(r["n"]) if pd.notna(r.get("n")) else 0)
+            mde, source, sd = float("nan"), "", float(sd)
             if not np.isfinite(sd) and len(t_rows):
                 tr = t_rows[((t_rows["system_a"] == a) & (t_rows["system_b"] == b))
                             | ((t_rows["system_a"] == b) & (t_rows["system_b"] == a))]

@@ -6,7 +6,7 @@ under ``out_dir/figures/`` and the tables as Markdown, LaTeX (booktabs) and CSV 
 ``out_dir/tables/``. Every user-supplied string (dataset, metric, system and test names,
 titles) goes through :func:`html.escape`; nothing from the data is ever markup.
 
-Length (about 610 lines): one page assembled from its sections in order; the section
+Length (about 700 lines): one page assembled from its sections in order; the section
 builders share the escaping and figure-embedding helpers defined here.
 """
 
@@ -87,11 +87,17 @@ def _table(frame: pd.DataFrame, *, cls: str = "", attrs: Mapping[str, str] | Non
             + "".join(rows) + "</tbody></table>")
 
 
-def _img(png: bytes, alt: str, caption: str = "") -> str:
+def _img(png: bytes, alt: str, caption: str = "", full: tuple[str, str] | None = None) -> str:
     data = base64.b64encode(png).decode("ascii")
-    cap = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
-    return (f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">{cap}'
-            "</figure>")
+    img = f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+    link = ""
+    if full is not None:  # (relative href, link text): the full-size file beside the page
+        img = f'<a class="full" href="{_e(full[0])}">{img}</a>'
+        link = f' <a class="full" href="{_e(full[0])}">{_e(full[1])}</a>'
+    cap = f"<figcaption>{_e(caption)}{link}</figcaption>" if caption or link else ""
+    # never narrower than the image (or the page): a flex row would squeeze tall figures
+    style = f' style="min-width:min(100%,{_png_size(png)[0]}px)"'
+    return f"<figure{style}>{img}{cap}</figure>"
 
 
 def _read_frame(obj, name: str) -> pd.DataFrame | None:
@@ -202,6 +208,15 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     Returns
     -------
     Path of ``out_dir/report.html``.
+
+    Notes
+    -----
+    Sized for shared tasks of 15–150 systems: heatmaps follow the ranking's order (else
+    the leaderboard's); beyond about 30 systems the page shows a compact heatmap
+    (:data:`~multistat.report.plots.PAGE_WIDTH` wide, one system in m labelled) linked to
+    ``figures/heatmap-full_<dataset>__<metric>.png`` with every label and number; power
+    panels are drawn for the first :data:`~multistat.report.plots.MAX_POWER_PANELS` (12)
+    adjacent pairs in rank order, and every adjacent pair is listed in a table.
     """
     from multistat.report._checks import check_systems_matches, check_values
 
@@ -341,14 +356,10 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         h.append(_img(png, f"leaderboard of {ds} {metric}",
                       "Scores with confidence intervals, best at the top."))
         h.append("</div>")
-        h.append("<h3>Who beats whom</h3>")
-        fig = _plots.heatmap(by_family[(ds, metric)], ds, metric, test=td, annotate=annotate,
-                             order=list(lb["system"]))
-        png = _plots.save_png(fig, figdir / f"heatmap_{slug}.png", dpi=dpi)
-        h.append(_img(png, f"pairwise heatmap of {ds} {metric}",
-                      "Row system A vs column system B; blue: A significantly better, "
-                      "orange: A significantly worse, grey: not significant (after "
-                      "correction)."))
+        h.append(f'<h3 id="heatmap-{_e(slug)}">Who beats whom</h3>')
+        h.append(_heatmaps(by_family[(ds, metric)], ds, metric, td, annotate,
+                           _rank_order(board, ds, metric, list(lb["system"])),
+                           figdir, slug, dpi))
         h.append(f"<h3>Pairwise results</h3><details><summary>{len(pwd)} comparisons "
                  f"({_e(t)} test{_e(other)})</summary>")
         h.append(_table(pwd, cls="pairwise", attrs={"data-dataset": ds,
@@ -380,14 +391,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                      f"metric, {_e(_detect.statement(sm.iloc[0]))}.</p>")
         cv = curves[(curves["dataset"] == ds) & (curves["metric"] == metric)]
         if len(cv):
-            png = _plots.save_png(_plots.adjacent_power(cv, ds, metric),
-                                  figdir / f"power_adjacent_{slug}.png", dpi=dpi)
-            h.append(_img(png, f"power against the true difference, adjacent pairs of "
-                               f"{ds} {metric}",
-                          "Paired-t power at this test set's size against the true "
-                          "difference, for each pair adjacent in the leaderboard (the pairs "
-                          "that decide where a cluster ends); dashed: 80 % power, dotted: "
-                          "the pair's smallest detectable difference."))
+            h.append(_adjacent_power(cv, det_all, list(lb["system"]), ds, metric, figdir,
+                                     slug, dpi))
         hp = _hist_pairs(histogram_pairs, study, ds, metric, lb)
         for a, b in hp:
             png = _plots.save_png(_plots.histograms(study, ds, metric, a, b),
@@ -442,6 +447,85 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     path = out / "report.html"
     _atomic.write_text(path, "\n".join(doc))
     return path
+
+
+def _rank_order(board, ds, metric, fallback: list) -> list:
+    """Systems of one dataset × metric in the ranking's order (rank, then name), else
+    ``fallback`` (the leaderboard's)."""
+    if board is None:
+        return fallback
+    b = board[(board["dataset"].astype(str) == ds) & (board["metric"].astype(str) == metric)]
+    if len(b) != len(fallback) or set(b["system"].astype(str)) != set(fallback):
+        return fallback
+    return list(b.sort_values(["rank", "system"], kind="stable")["system"].astype(str))
+
+
+def _heatmaps(part, ds, metric, test, annotate, order, figdir, slug, dpi) -> str:
+    """The page's heatmap and, linked from it, the full-size one: the same PNG when the
+    page shrinks it by at most :data:`~multistat.report.plots.PAGE_SHRINK` (up to about 30
+    systems), else a compact one at most :data:`~multistat.report.plots.PAGE_WIDTH` wide
+    (labels thinned) and ``figures/heatmap-full_<slug>.png`` with every label and
+    number."""
+    cap = ("Row system A vs column system B, in rank order; blue: A significantly better, "
+           "orange: A significantly worse, grey: not significant (after correction).")
+    if _plots.heatmap_fits(order, _plots.PAGE_WIDTH / _plots.PAGE_SHRINK):
+        # the full-size figure shrinks by at most PAGE_SHRINK on the page: it is the page's
+        page = _plots.heatmap(part, ds, metric, test=test, annotate=annotate, order=order)
+        png = _plots.save_png(page, figdir / f"heatmap_{slug}.png", dpi=dpi)
+        name, size = f"heatmap_{slug}.png", _png_size(png)
+    else:
+        page = _plots.heatmap(part, ds, metric, test=test, annotate=annotate, order=order,
+                              max_width=_plots.PAGE_WIDTH)
+        png = _plots.save_png(page, figdir / f"heatmap_{slug}.png", dpi=dpi)
+        name = f"heatmap-full_{slug}.png"
+        full = _plots.heatmap(part, ds, metric, test=test, annotate=annotate, order=order)
+        size = _png_size(_plots.save_png(full, figdir / name, dpi=dpi))
+        cap += (" The page shows a reduced image; the full-size image has every system's "
+                "name and every number.")
+    w, h = size
+    return _img(png, f"pairwise heatmap of {ds} {metric}", cap,
+                full=(f"figures/{name}", f"Full-size image ({int(w):,} × {int(h):,} px)."))
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height in pixels, from the PNG header (IHDR)."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _adjacent_power(cv, det_all, order, ds, metric, figdir, slug, dpi) -> str:
+    """Power panels of the first :data:`~multistat.report.plots.MAX_POWER_PANELS` adjacent
+    pairs in rank order, and a table of every adjacent pair."""
+    png = _plots.save_png(_plots.adjacent_power(cv, ds, metric),
+                          figdir / f"power_adjacent_{slug}.png", dpi=dpi)
+    adj = det_all[(det_all["dataset"] == ds) & (det_all["metric"] == metric)
+                  & det_all["adjacent"]]
+    cap = _plots.MAX_POWER_PANELS
+    h = [_img(png, f"power against the true difference, adjacent pairs of {ds} {metric}",
+              "Paired-t power at this test set's size against the true difference, for "
+              f"pairs adjacent in the leaderboard (the pairs that decide where a cluster "
+              f"ends; at most the first {cap} in rank order are drawn, every adjacent pair "
+              "is in the table below); dashed: 80 % power, dotted: the pair's smallest "
+              "detectable difference.")]
+    drawn = set(map(tuple, cv[["system_a", "system_b"]].drop_duplicates()
+                    .to_numpy()[:cap].tolist()))
+    f, pos = _tables._fmt, {s: i + 1 for i, s in enumerate(order)}
+    table = pd.DataFrame({
+        "Positions": [f"{pos.get(a, '?')} → {pos.get(b, '?')}"
+                      for a, b in zip(adj["system_a"], adj["system_b"])],
+        "System A": adj["system_a"].to_numpy(), "System B": adj["system_b"].to_numpy(),
+        "n": adj["n"].to_numpy(),
+        "A − B": [f(v) for v in adj["difference"]],
+        "sd of A − B": [f(v) for v in adj["sd"]],
+        f"smallest detectable ({100 * float(adj['power_level'].iloc[0]):g} % power)"
+        if len(adj) else "smallest detectable": [f(v) for v in adj["mde"]],
+        "panel": ["drawn" if (a, b) in drawn else "" for a, b in
+                  zip(adj["system_a"], adj["system_b"])]})
+    h.append(f"<details><summary>{len(adj)} adjacent pairs ({min(cap, len(drawn))} drawn "
+             "above): difference, its standard deviation and the smallest detectable "
+             "difference</summary>")
+    h.append(_table(table, cls="adjacent", numeric=("n", "A − B", "sd of A − B")))
+    h.append("</details>")
+    return "".join(h)
 
 
 def _write_table(tabdir: Path, kind: str, slug: str, frame: pd.DataFrame, caption: str):

@@ -27,6 +27,7 @@ import seaborn as sns
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from multistat.errors import DataValidationError, ParameterError, UnknownSystemError
 from multistat.report import tables as _tables
@@ -37,8 +38,8 @@ WORSE = "#E69F00"  # orange: row system significantly worse
 NS = "#E8E8E8"  # light grey: not significant
 MISSING = "#FFFFFF"
 
-__all__ = ["adjacent_power", "heatmap", "histograms", "leaderboard_plot", "power_curve",
-           "save_png"]
+__all__ = ["MAX_POWER_PANELS", "PAGE_SHRINK", "PAGE_WIDTH", "adjacent_power", "heatmap", "heatmap_fits", "histograms", "leaderboard_plot",
+           "power_curve", "save_png"]
 
 
 def _t(text) -> str:
@@ -80,7 +81,7 @@ def _scale(values: np.ndarray, standardized: bool) -> tuple[float, int]:
 
 def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | None = None,
             annotate: str | None = "auto", study=None, scores=None,
-            order=None) -> Figure:
+            order=None, max_width: float | None = None) -> Figure:
     """Pairwise heatmap of one dataset × metric: who significantly beats whom.
 
     Parameters
@@ -98,7 +99,14 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         (medians of binary or Likert differences) and the score difference is known
     study, scores : sources of the per-system scores that order the axes (see
         :func:`multistat.report.tables.system_scores`)
-    order : explicit system order (best first) instead
+    order : explicit system order (best first) instead, e.g. the ranking's
+    max_width : widest figure wanted, in inches (the report's page takes
+        :data:`PAGE_WIDTH` = 13 in, 1,430 px at 110 dpi). ``None`` (default): the full-size
+        figure, every label and every number drawn, as wide as the systems need. When the
+        full-size figure would be wider, a compact one: cells shrink to fit, every
+        ``m``-th system is labelled (``"rank. name"``; ``m`` by
+        :func:`multistat.report._layout.label_step`, so labels never overlap) and the
+        numbers are left out unless they fit their cells.
 
     Returns
     -------
@@ -109,8 +117,16 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
 
     Notes
     -----
-    Font sizes and cell sizes shrink with the number of systems k (annotation
-    ``clip(11.5 − 0.2 k, 6, 9)`` pt) so 25 systems stay legible.
+    Full size: font sizes and cell sizes shrink with the number of systems k (cells 0.62,
+    0.5, then 0.42 in from 15 systems on; labels ``clip(11 − 0.16 k, 6.5, 10)`` pt,
+    annotation ``clip(11.5 − 0.2 k, 6, 9)`` pt), so every label has a slot of at least
+    1.25 em at any k; the figure grows with k. A figure wider than the page allows
+    (:data:`PAGE_WIDTH` / :data:`PAGE_SHRINK`, about 30 systems) is one to zoom into: 8 pt
+    labels, numbers as large as the widest fits in 85 % of its cell, up to 9 pt (150
+    systems: 66 in, 7,300 px at 110 dpi).
+    Compact: labels 7 pt, cell = (max_width − label margin) / k, label step
+    ``m = ceil(1.25 · 7 pt / (cell · sin 60°))`` (x labels are set at 60°; the same m on
+    both axes). The label margins are measured with matplotlib's font metrics.
     """
     df = _tables.check_results(results)
     sub = df[(df["dataset"] == str(dataset)) & (df["metric"] == str(metric))]
@@ -140,14 +156,10 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     code[d == 1] = 2
     cmap = ListedColormap([WORSE, NS, BETTER, MISSING])
 
-    cell = 0.62 if k <= 8 else (0.5 if k <= 14 else 0.42)
-    fs_annot = float(np.clip(11.5 - 0.2 * k, 6, 9))
-    fs_label = float(np.clip(11 - 0.16 * k, 6.5, 10))
-    longest = max(len(_short(s)) for s in order)
-    # fixed layout (a layout engine would draw the k² annotations twice): label widths
-    # are estimated at 0.6 em per character, x labels are rotated by 60 degrees
-    label_w = longest * fs_label * 0.6 / 72 + 0.15
-    label_h = longest * fs_label * 0.5 / 72 * 0.87 + 0.25
+    vals = eff.to_numpy(dtype=float) * factor
+    lay = _heatmap_layout(order, max_width, _cell_texts(vals, decimals) if annotate else [])
+    cell, fs_label, fs_annot, step = lay["cell"], lay["fs_label"], lay["fs_annot"], lay["step"]
+    label_w, label_h = lay["label_w"], lay["label_h"]
     top, legend = 1.05, 0.45
     side = k * cell
     width = max(label_w + side + 0.35, 7.0)
@@ -156,19 +168,26 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     left = label_w + max(0.0, (width - label_w - side - 0.35) / 2)
     ax = fig.add_axes((left / width, (legend + label_h) / height, side / width,
                        side / height))
-    ax.imshow(code, cmap=cmap, vmin=-0.5, vmax=3.5, aspect="equal", interpolation="nearest")
-    ax.set_xticks(np.arange(k), _labels(order), rotation=60, ha="right",
-                  rotation_mode="anchor", fontsize=fs_label)
-    ax.set_yticks(np.arange(k), _labels(order), fontsize=fs_label)
-    ax.set_xticks(np.arange(k + 1) - 0.5, minor=True)
-    ax.set_yticks(np.arange(k + 1) - 0.5, minor=True)
-    ax.grid(which="minor", color="white", linewidth=1.2)
-    ax.tick_params(which="minor", length=0)
+    # one quad per cell, white edges for the grid (an image would be resampled to the
+    # output size in float RGBA: 1.9 GB at 150 systems, against 0.3 GB for the quads)
+    edges = np.arange(k + 1) - 0.5
+    ax.pcolormesh(edges, edges, code, cmap=cmap, vmin=-0.5, vmax=3.5, edgecolors="white",
+                  linewidth=min(1.2, 0.08 * cell * 72), antialiased=False)
+    ax.set_xlim(-0.5, k - 0.5)
+    ax.set_ylim(k - 0.5, -0.5)
+    ax.set_aspect("equal")
+    names = lay["labels"]
+    ax.set_xticks(np.arange(k), names, rotation=60, ha="right", rotation_mode="anchor",
+                  fontsize=fs_label)
+    ax.set_yticks(np.arange(k), names, fontsize=fs_label)
+    if step > 1:  # tick marks only where a label is
+        for axis in (ax.xaxis, ax.yaxis):
+            for i, tick in enumerate(axis.get_major_ticks()):
+                tick.tick1line.set_visible(i % step == 0)
     ax.tick_params(which="major", length=2)
-    for side in ax.spines.values():
-        side.set_visible(False)
-    if annotate:
-        vals = eff.to_numpy(dtype=float) * factor
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if annotate and fs_annot:
         for i in range(k):
             for j in range(k):
                 if i == j or not np.isfinite(vals[i, j]):
@@ -179,9 +198,10 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
                     txt = f"{0:.{decimals}f}"
                 ax.text(j, i, txt, ha="center", va="center", fontsize=fs_annot,
                         color=colour, in_layout=False)
-    for i in range(k):
-        ax.text(i, i, "—", ha="center", va="center", fontsize=fs_annot, color="#999999",
-                in_layout=False)
+    if fs_annot:
+        for i in range(k):
+            ax.text(i, i, "—", ha="center", va="center", fontsize=fs_annot,
+                    color="#999999", in_layout=False)
 
     alpha = _one(part["alpha"], "α")
     corr = _one(part["correction"], "") if "correction" in part else \
@@ -201,9 +221,12 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         what = f"{what} of A − B"
     fig.suptitle(_t(f"{_short(dataset, 60)} · {_short(metric, 60)}"), fontsize=12,
                  fontweight="bold", y=1 - 0.12 / height, va="top")
+    cell_text = (f"cell: {what}, A = row, B = column" if annotate and fs_annot else
+                 "A = row, B = column; numbers in the full-size image")
+    thinned = f"; one system in {step} labelled" if step > 1 else ""
     ax.set_title(_t(f"{test} test, α = {alpha}, {corr} correction · "
                     f"{'higher' if hib else 'lower'} is better\n"
-                    f"cell: {what}, A = row, B = column; best first"),
+                    f"{cell_text}; best first{thinned}"),
                  fontsize=9, pad=8)
     handles = [Patch(facecolor=BETTER, label="row significantly better"),
                Patch(facecolor=WORSE, label="row significantly worse"),
@@ -213,6 +236,63 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False,
                fontsize=8, bbox_to_anchor=(0.5, 0.02 / height))
     return fig
+
+
+#: width of the report's page for figures, in inches (1,430 px at 110 dpi)
+PAGE_WIDTH = 13.0
+#: the report shows the full-size heatmap on its page while the page shrinks it to no less
+#: than this share (25 systems: 13.3 in, 98 %); wider ones get a compact page figure
+PAGE_SHRINK = 0.8
+_SIN60 = math.sin(math.radians(60))
+
+
+def _cell_texts(vals: np.ndarray, decimals: int) -> list[str]:
+    """The widest-looking cell numbers (the longest strings) for sizing the cells."""
+    finite = vals[np.isfinite(vals)]
+    if finite.size == 0:
+        return []
+    return [f"{v:+.{decimals}f}" for v in (finite.min(), finite.max())]
+
+
+def heatmap_fits(order, max_width: float = PAGE_WIDTH) -> bool:
+    """Whether the full-size :func:`heatmap` of systems ``order`` is at most ``max_width``
+    inches wide (then ``heatmap(..., max_width=max_width)`` draws it unchanged)."""
+    lay = _heatmap_layout(list(order), None, [])
+    return max(lay["label_w"] + len(order) * lay["cell"] + 0.35, 7.0) <= max_width
+
+
+def _heatmap_layout(order, max_width, cell_texts) -> dict:
+    """Cell size (in), label and number font sizes (pt), label step and margins (in) of
+    :func:`heatmap` (its Notes state the rules)."""
+    from multistat.report import _layout
+
+    k = len(order)
+    names = _labels(order)
+    cell = 0.62 if k <= 8 else (0.5 if k <= 14 else 0.42)
+    fs_label = float(np.clip(11 - 0.16 * k, 6.5, 10))
+    fs_annot = float(np.clip(11.5 - 0.2 * k, 6, 9))
+    w = _layout.text_width_pt(names, fs_label) / 72
+    if max_width is not None and max(w + 0.15 + k * cell + 0.35, 7.0) > max_width + 1e-9:
+        fs_label = 7.0
+        names = [f"{i + 1}. {n}" for i, n in enumerate(names)]
+        w = _layout.text_width_pt(names, fs_label) / 72
+        cell = max(max_width - w - 0.15 - 0.35, 2.0) / k
+        # numbers only where the widest fits its cell with a margin, at 6 pt or more
+        unit = _layout.text_width_pt(cell_texts, 1.0)
+        fit = min(9.0, 0.85 * cell * 72 / unit if unit else 9.0,
+                  cell * 72 / _layout.LINE)
+        fs_annot = fit if fit >= 6 else 0.0
+    elif max(w + 0.15 + k * cell + 0.35, 7.0) > PAGE_WIDTH / PAGE_SHRINK:
+        # too wide for the page: a figure to zoom into, so larger type (8 pt labels,
+        # numbers as large as their cells allow up to 9 pt)
+        fs_label = 8.0
+        w = _layout.text_width_pt(names, fs_label) / 72
+        unit = _layout.text_width_pt(cell_texts, 1.0)
+        fs_annot = max(fs_annot, min(9.0, 0.85 * cell * 72 / unit)) if unit else fs_annot
+    step = _layout.label_step(cell * 72, fs_label, 60)
+    return {"cell": cell, "fs_label": fs_label, "fs_annot": fs_annot, "step": step,
+            "labels": _layout.thin(names, step), "label_w": w + 0.15,
+            "label_h": w * _SIN60 + _layout.LINE * fs_label / 72 * 0.5 + 0.25}
 
 
 def _one(col: pd.Series, name: str) -> str:
@@ -420,21 +500,30 @@ def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str
     return fig
 
 
+#: at most this many adjacent pairs get a power panel (the first in rank order); the
+#: report lists every adjacent pair in a table
+MAX_POWER_PANELS = 12
+
+
 def adjacent_power(curves: pd.DataFrame, dataset: str, metric: str, *,
-                   target: float = 0.8, cols: int = 3) -> Figure:
+                   target: float = 0.8, cols: int = 3,
+                   max_panels: int = MAX_POWER_PANELS) -> Figure:
     """Power against the true difference, one panel per pair adjacent in the ranking.
 
     ``curves``: :func:`multistat.report.detectability.power_curves` rows of one dataset ×
-    metric (columns ``system_a, system_b, n, delta, power, mde``). Each panel is titled
-    with the dataset, the metric and its pair; the dashed line is ``target`` power, the
+    metric (columns ``system_a, system_b, n, delta, power, mde``), pairs in rank order.
+    Only the first ``max_panels`` pairs are drawn (:data:`MAX_POWER_PANELS` = 12: 4 rows
+    of 3); the title says how many of how many. The dashed line is ``target`` power, the
     dotted one the pair's smallest detectable difference.
     """
     pairs = list(curves.groupby(["system_a", "system_b"], sort=False))
     if not pairs:
         raise DataValidationError(f"no power curves for {dataset} / {metric}")
+    total = len(pairs)
+    pairs = pairs[:max(1, int(max_panels))]
     cols = max(1, min(cols, len(pairs)))
     rows = math.ceil(len(pairs) / cols)
-    fig = Figure(figsize=(3.3 * cols, 2.5 * rows + 0.3))
+    fig = Figure(figsize=(3.3 * cols, 2.5 * rows + 0.6))
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     for ax, ((a, b), g) in zip(axes, pairs):
         ax.plot(g["delta"], g["power"], color=BETTER, lw=1.8)
@@ -443,14 +532,17 @@ def adjacent_power(curves: pd.DataFrame, dataset: str, metric: str, *,
         if np.isfinite(mde):
             ax.axvline(mde, color="0.4", ls=":", lw=0.9)
         ax.set_ylim(0, 1.02)
-        ax.set_title(_t(f"{_short(dataset, 18)} · {_short(metric, 18)}\n"
-                        f"{_short(a, 18)} vs {_short(b, 18)} (n = {int(g['n'].iloc[0])})"),
+        ax.set_title(_t(f"{_short(a, 30)} vs\n{_short(b, 30)} (n = {int(g['n'].iloc[0])})"),
                      fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # tick labels never collide
         ax.set_xlabel(_t(f"true difference ({_short(metric, 20)})"), fontsize=8)
         ax.set_ylabel("power", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes[len(pairs):]:
         ax.set_visible(False)
+    shown = (f"all {total} adjacent pairs" if len(pairs) == total else
+             f"the first {len(pairs)} of {total} adjacent pairs, in rank order")
+    fig.suptitle(_t(f"{_short(dataset, 40)} · {_short(metric, 40)}: {shown}"), fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -471,12 +563,22 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
     from PIL import Image
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    if colors:
-        img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    if colors:  # Agg's RGBA buffer straight into the quantizer: no PNG encode + decode
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        canvas, old_dpi = FigureCanvasAgg(fig), fig.dpi
+        try:
+            fig.set_dpi(dpi)
+            canvas.draw()
+            img = Image.frombuffer("RGBA", canvas.get_width_height(physical=True),
+                                   canvas.buffer_rgba(), "raw", "RGBA", 0, 1).convert("RGB")
+        finally:
+            fig.set_dpi(old_dpi)
         img = img.quantize(colors=colors, method=Image.Quantize.FASTOCTREE)
         buf = io.BytesIO()
         img.save(buf, format="PNG")
+    else:
+        fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     data = buf.getvalue()
     if path is not None:
         from multistat import _atomic

@@ -131,43 +131,63 @@ def to_latex(display: pd.DataFrame, *, caption=None, label=None) -> str:
 
 def rank_interval_plot(board: pd.DataFrame, dataset=None, metric=None):
     """Each system's bootstrap rank interval (thick), rank range from the pairwise
-    decisions (thin, light) and point rank, best at the top, coloured by cluster."""
+    decisions (thin, light) and point rank, best at the top, coloured by cluster.
+
+    Sized from the number of systems k so no label overlaps another: rows 0.3 in apart
+    (0.2 in from 41 systems on; labels 8 pt), the left margin as wide as the widest label
+    (matplotlib's font metrics), rank ticks at the nice step of
+    :func:`multistat.report._layout.nice_step`, repeated on top from 41 systems on.
+    """
     import seaborn as sns
     from matplotlib.figure import Figure
 
+    from multistat.report import _layout
+    from multistat.report.plots import _short, _t
+
     b = _one(check_ranking(board), dataset, metric)
     k = len(b)
-    fig = Figure(figsize=(7.5, 0.3 * k + 1.4))
-    ax = fig.add_subplot()
-    y = np.arange(k)
+    fs, pitch = 8.0, (0.3 if k <= 40 else 0.2)
     clusters = b["cluster"].astype(int).to_numpy()
+    labels = [_t(f"{_short(s)} (c{c})") for s, c in zip(b["system"], clusters)]
+    left = _layout.text_width_pt(labels, fs) / 72 + 0.25
+    plot_w, top, bottom = 5.5, (0.85 if k > 40 else 0.5), 0.6
+    width, height = left + plot_w + 0.3, pitch * k + top + bottom
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((left / width, bottom / height, plot_w / width,
+                       pitch * k / height))
+    y = np.arange(k)
     palette = sns.color_palette("colorblind", max(3, int(clusters.max())))
     colours = [palette[(c - 1) % len(palette)] for c in clusters]
     ax.hlines(y, b["rank_range_low"], b["rank_range_high"], colors=colours, alpha=0.3,
-              linewidth=9, label="rank range (significance)")
+              linewidth=min(9.0, 0.55 * pitch * 72), label="rank range (significance)")
     ax.hlines(y, b["rank_ci_low"], b["rank_ci_high"], colors=colours, linewidth=2.5,
               label="bootstrap rank interval")
     frame = pd.DataFrame({"rank": b["rank"].to_numpy(float), "y": y,
                           "cluster": clusters.astype(str)})
-    sns.scatterplot(data=frame, x="rank", y="y", hue="cluster", ax=ax, s=40, zorder=3,
+    sns.scatterplot(data=frame, x="rank", y="y", hue="cluster", ax=ax,
+                    s=40 if k <= 40 else 22, zorder=3,
                     palette={str(c): palette[(c - 1) % len(palette)]
                              for c in np.unique(clusters)}, edgecolor="black", legend=False)
     for i in np.flatnonzero(np.diff(clusters)):
         ax.axhline(i + 0.5, color="#444444", linewidth=0.8, linestyle="--")
-    ax.set_yticks(y, [f"{s} (c{c})" for s, c in zip(b["system"], clusters)], fontsize=8)
+    ax.set_yticks(y, labels, fontsize=fs)
     ax.set_ylim(k - 0.5, -0.5)
     ax.set_xlim(0.5, k + 0.5)
-    ax.set_xticks(np.arange(1, k + 1))
-    ax.set_xlabel("rank (1 = best); dot: rank of the observed scores")
+    step = _layout.nice_step(k, plot_w * 72, fs)
+    ax.set_xticks(sorted({1, *range(step, k + 1, step)}))
+    ax.tick_params(axis="x", labelsize=fs, top=k > 40, labeltop=k > 40)
+    ax.set_xlabel("rank (1 = best); dot: rank of the observed scores", fontsize=9)
     ax.set_ylabel("")
     ax.grid(axis="x", color="#e0e0e0", linewidth=0.6)
     ax.set_axisbelow(True)
-    ax.legend(loc="lower right", fontsize=7, frameon=False)
+    # lower left: better ranks (left) belong to the rows at the top, so it stays empty
+    ax.legend(loc="lower left", fontsize=7, frameon=True, framealpha=0.9,
+              edgecolor="none")
     meta = b.attrs.get("multistat", {})
-    ax.set_title(f"{b['dataset'].iloc[0]} · {b['metric'].iloc[0]} — rank intervals"
-                 + (f" ({meta['test']} test, {meta['correction']})" if "test" in meta
-                    else ""), fontsize=10)
-    fig.tight_layout()
+    ax.set_title(_t(f"{_short(b['dataset'].iloc[0], 40)} · {_short(b['metric'].iloc[0], 40)}"
+                    " — rank intervals"
+                    + (f" ({meta['test']} test, {meta['correction']})" if "test" in meta
+                       else "")), fontsize=10, pad=24 if k > 40 else 6)
     return fig
 
 
@@ -215,7 +235,8 @@ def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
                        dpi=dpi)
         h.append(f"<h3>{e(str(ds))} · {e(str(metric))}</h3>")
         h.append('<div class="grid">' + _html_table(disp))
-        h.append(f'<figure><img src="data:image/png;base64,'
+        h.append(f'<figure style="min-width:min(100%,{int.from_bytes(png[16:20], "big")}px)">'
+                 f'<img src="data:image/png;base64,'
                  f'{base64.b64encode(png).decode()}" alt="rank intervals of {e(str(ds))} '
                  f'{e(str(metric))}"><figcaption>Thick: bootstrap rank interval; light: '
                  "rank range from the significance decisions; dashed: cluster boundaries."
