@@ -29,13 +29,10 @@ def _grid_pairs(rows=3, n=40, seed=0):
 
 
 def _run(name, x, y, **kw):
-    spec = REGISTRY[name]
-    if spec.resampling:
-        kw.setdefault("n_resamples", 999)
-        kw.setdefault("seed", 0)
+    plan = {"n_resamples": 999, "seed": 0} if REGISTRY[name].resampling else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return spec.func(x, y, **kw)
+        return REGISTRY[name].func(x, y, **plan, **kw)
 
 
 @pytest.mark.parametrize("shift", SHIFTS)
@@ -122,3 +119,44 @@ def test_systems_table_levels_move_with_the_shift():
         # place of 2^40 (1/4096 each), far below the 1/8 grid of the scores
         assert np.all(np.abs(moved - (ref[col].to_numpy() + 2.0**40))
                       <= 4 * np.spacing(moved)), col
+
+
+@pytest.mark.parametrize("bb,n,S", [(1000, 300, 7), (37, 2000, 40), (8, 50, 3)])
+def test_mean_kernel_with_a_centre_is_linear_kernel_on_centred_data_bit_for_bit(bb, n, S):
+    # the centred rows are formed one column slab at a time (no centred copy of the
+    # cube); rows whose centre is 0 keep their bits, the rows of ones are not centred
+    from threadpoolctl import threadpool_limits
+
+    from multistat import resampling as eng
+
+    rng = np.random.default_rng(bb + n)
+    X = rng.normal(size=(S, 3, n)) + np.array([1e6, 0.0, -3.0])[:, None]
+    k = np.array([1e6 - 5.0, 0.0, -7.5])
+    with threadpool_limits(limits=1, user_api="blas"):
+        for kind in ("bootstrap", "permutation"):
+            plan = eng.plan_block(kind, n, bb, 3, "d", 0)
+            centred = X - k[:, None]
+            centred[:, 1] = X[:, 1]  # (x - 0 is x)
+            assert np.array_equal(eng.mean_kernel(plan, X, centre=k),
+                                  eng.linear_kernel(plan, centred / n))
+            aug = np.concatenate([centred, np.ones((1,) + X.shape[1:])], 0) / n
+            assert np.array_equal(eng.mean_kernel(plan, X, ones=True, centre=k),
+                                  eng.linear_kernel(plan, aug))
+            assert np.array_equal(eng.mean_kernel(plan, X, centre=np.zeros(3)),
+                                  eng.mean_kernel(plan, X))
+
+
+def test_centre_is_a_data_value_or_zero():
+    from multistat._centre import CANDIDATES, metric_centres
+
+    # the lower median of every system's scores on up to 16 instances (NaN and inf left
+    # out): here all instances, values 2.5, 2.75, 3, 4, 9
+    X = np.array([[[3.0, 2.5, np.nan]], [[4.0, 2.75, 9.0]]])
+    assert metric_centres(X)[0] == 3.0
+    assert metric_centres(np.array([[[-np.inf, 1.0, 2.0, 5.0]]]))[0] == 2.0
+    big = np.arange(1000.0)[None, None]  # 16 evenly spread: 0, 67, ..., 999
+    pos = np.linspace(0, 999, CANDIDATES).round()
+    assert metric_centres(big)[0] == pos[(CANDIDATES - 1) // 2]
+    assert metric_centres(np.full((2, 1, 3), np.nan))[0] == 0.0
+    assert metric_centres(np.array([[[1e300, -1e300]]]))[0] == -1e300  # 2e300: no overflow
+    assert metric_centres(np.array([[[6e300, -6e300]]]))[0] == 0.0  # 2 x 6e300 > 2^1000

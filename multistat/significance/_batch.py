@@ -247,12 +247,16 @@ class Slab:
 
     def centres(self) -> np.ndarray:
         """The per-metric constant ``k`` ``(M,)`` every sum over instances subtracts
-        first: the smallest finite score of the metric, or 0
+        first: the lower median of every system's scores on a few instances, or 0
         (:mod:`multistat._centre`: shift invariance, issue 24.1)."""
         if "centres" not in self._memo:
-            from multistat._centre import centre_from_extremes
+            from multistat._centre import candidate_positions, centre_of
 
-            self._memo["centres"] = centre_from_extremes(*self._extremes(), self.n)
+            pos = candidate_positions(self.n)
+            order = self.__dict__.get("order")
+            given = self._given()  # the canonical positions, without gathering the cube
+            cand = given[..., pos if order is None else order[pos]]
+            self._memo["centres"] = centre_of(cand, *self._extremes(), self.n)
         return self._memo["centres"]
 
     def spread(self) -> np.ndarray:
