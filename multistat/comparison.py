@@ -782,7 +782,10 @@ def system_observed(ds, kind, ms, valid, X) -> np.ndarray:
     if kind == "corpus":
         cm, stats = _corpus_stats(ds, ms, valid)
         return cm.fn(stats.sum(1))[:, None]
-    return X.mean(-1)
+    from multistat._centre import centred_means, levels, metric_centres
+
+    k = metric_centres(X)  # mean(x - k) + k, as Slab.means (issue 24.1)
+    return levels(centred_means(X, k), k)
 
 
 def system_bootstrap(ds, kind, ms, valid, X, **run):
@@ -801,7 +804,12 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
         dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
                                   **run))[..., None]
         return cm.fn(stats.sum(1))[:, None], dist
-    return X.mean(-1), eng.resample("bootstrap", eng.mean_kernel, X, **run)
+    # the resampled means of x - k, plus k: as compare's bootstrap test (issue 24.1)
+    from multistat._centre import levels, metric_centres
+
+    k = metric_centres(X)
+    dist = eng.resample("bootstrap", functools.partial(eng.mean_kernel, centre=k), X, **run)
+    return system_observed(ds, kind, ms, valid, X), levels(dist, k)
 
 
 def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,

@@ -375,8 +375,11 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     for note in notes:
         warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
     # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
-    known = {(d, g.metrics): g.arrays["dist"] for (d, t, _), g in kept.items()
-             if t == "bootstrap"}
+    # (centred means plus the metric's centre: levels, multistat._centre)
+    from multistat._centre import levels
+
+    known = {(d, g.metrics): levels(g.arrays["dist"], g.arrays.get("centre", 0.0))
+             for (d, t, _), g in kept.items() if t == "bootstrap"}
     parts = []
     by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
     for name, mnames, hibs, obs, dist, sysnames in system_distributions(

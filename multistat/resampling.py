@@ -180,7 +180,8 @@ def _column_slabs(rows: int, width: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False) -> np.ndarray:
+def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False,
+                centre: np.ndarray | None = None) -> np.ndarray:
     """``linear_kernel(plan, data / n)`` bit for bit, without the scaled copy of ``data``.
 
     With a count plan this is every resampled mean of every column, with a sign plan every
@@ -194,9 +195,17 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False) -> np
     ``ones=True``: ``data`` ``(S, ..., n)`` gets a last system of ones, i.e. the result
     is ``linear_kernel(plan, concatenate([data, ones((1,) + data.shape[1:])]) / n)``
     (``(Bb, S + 1, ...)``; the permutation's sum of signs).
+    ``centre``: constants ``data.shape[1:-1]`` (one per metric, common to the systems,
+    :mod:`multistat._centre`) subtracted from every system's scores first: the result is
+    then the resampled means of ``data - centre`` (the rows of ones are not centred);
+    rows whose constant is 0 are computed as without it, bit for bit.
     """
     n = data.shape[-1]
     flat = data.reshape(-1, n)
+    shift = None
+    if centre is not None and np.any(centre):
+        shift = np.broadcast_to(np.asarray(centre, dtype=float),
+                                data.shape[:-1]).reshape(-1, 1)
     extra = int(np.prod(data.shape[1:-1], dtype=np.int64)) if ones else 0
     lead = ((data.shape[0] + 1,) + data.shape[1:-1]) if ones else data.shape[:-1]
     rows = flat.shape[0] + extra
@@ -205,9 +214,17 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False) -> np
     out = None
     for start, stop in _column_slabs(rows, width):
         part = flat[start:min(stop, flat.shape[0])]
+        fresh = False  # part is a temporary of this slab: scaled in place
+        if shift is not None:  # x - k (k = 0 leaves x as it is)
+            part, fresh = part - shift[start:min(stop, flat.shape[0])], True
         if stop > flat.shape[0]:  # the slab with the rows of ones
             part = np.concatenate([part, np.ones((stop - max(start, flat.shape[0]), n))])
-        prod = plan @ (part / n).T
+            fresh = True
+        if fresh:
+            part /= n
+        else:
+            part = part / n
+        prod = plan @ part.T
         if stop - start == rows:
             return prod.reshape((plan.shape[0],) + lead)
         if out is None:

@@ -67,8 +67,8 @@ class ASOResult:
     ----------
     eps_min : upper confidence bound of the violation ratio of A over B; < 0.5: A is
         almost stochastically dominant ("better", in the metric's direction)
-    eps_min_reverse : the same bound for B over A (from the same bootstrap:
-        eps_W2(B, A) = 1 - eps_W2(A, B), same sigma)
+    eps_min_reverse : the same bound for B over A, from the same bootstraps: equal to
+        ``aso(b, a).eps_min`` (its own violation ratio and sigma)
     violation_ratio : the observed eps_W2(A, B)
     sigma : bootstrap standard deviation of the violation ratio (sigma_hat / sqrt(nm/(n+m)))
     confidence_level, n_resamples, seed : as given
@@ -144,23 +144,40 @@ def bootstrap_quantiles(x: np.ndarray, take: np.ndarray) -> np.ndarray:
 def violation_ratio(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     """eps_W2 of A over B from quantile functions on a common uniform grid (last axis);
     0.5 where the two quantile functions coincide (deepsig's convention)."""
+    return violation_ratios(qa, qb)[0]
+
+
+def violation_ratios(qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(eps_W2(A, B), eps_W2(B, A))`` from one pass over the quantile functions. Each is
+    deepsig's ratio of its own direction, so the second is ``violation_ratio(qb, qa)``
+    bit for bit: with the first grid point left out of the violation integral, the two
+    do not add up to 1 (they miss that point's share), which made ``eps_min_reverse`` =
+    ``1 - eps_W2(A, B) + ...`` differ from ``aso(b, a).eps_min`` by up to 0.002."""
     diff = qb - qa
     violated = diff > 0  # F_A^{-1}(t) < F_B^{-1}(t)
+    reverse = diff < 0  # F_B^{-1}(t) < F_A^{-1}(t): -diff > 0, as violation_ratio(qb, qa)
     np.multiply(diff, diff, out=diff)  # squared, in place (one temporary for the slab)
     w2 = diff.sum(-1)
     # deepsig's convention: the violation integral starts at the second grid point
     viol = np.einsum("...t,...t->...", diff[..., 1:], violated[..., 1:])
+    viol_rev = np.einsum("...t,...t->...", diff[..., 1:], reverse[..., 1:])
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(w2 > 0, viol / np.where(w2 > 0, w2, 1.0), 0.5)
+        safe = np.where(w2 > 0, w2, 1.0)
+        return (np.where(w2 > 0, viol / safe, 0.5), np.where(w2 > 0, viol_rev / safe, 0.5))
 
 
-def eps_min_from(observed, boot, confidence_level: float):
+def eps_min_from(observed, boot, confidence_level: float, observed_rev=None,
+                 boot_rev=None):
     """``(eps_min, eps_min_reverse, sigma)`` from the observed ratio and bootstrap ratios
-    (resamples on axis 0)."""
+    (resamples on axis 0); the reverse bound from the reverse ratios
+    (:func:`violation_ratios`) when given, else from ``1 - observed`` and ``sigma``."""
     sigma = boot.std(axis=0)  # ddof 0, as deepsig's np.std
     z = stats.norm.ppf(confidence_level)
     eps = np.clip(observed + z * sigma, 0.0, 1.0)
-    rev = np.clip(1.0 - observed + z * sigma, 0.0, 1.0)
+    if observed_rev is None:
+        rev = np.clip(1.0 - observed + z * sigma, 0.0, 1.0)
+    else:
+        rev = np.clip(observed_rev + z * boot_rev.std(axis=0), 0.0, 1.0)
     return eps, rev, sigma
 
 
@@ -169,17 +186,21 @@ def pair_eps(qa_obs, qb_obs, qa_boot, qb_boot, ia, ib, confidence_level):
 
     ``q*_obs`` are ``(S, T)``, ``q*_boot`` ``(B, S, T)``; pair p compares system
     ``ia[p]`` of the first set with system ``ib[p]`` of the second. Returns arrays
-    ``(P,)``: eps_min, eps_min_reverse, violation ratio, sigma.
+    ``(P,)``: eps_min, eps_min_reverse, violation ratio, sigma. ``eps_min_reverse`` is
+    the eps_min of B over A from the same quantile functions (the reverse ratio itself,
+    not one minus this one: see :func:`violation_ratios`), so it equals the eps_min of
+    the pair ``(ib, ia)`` bit for bit.
     """
     B, _, T = qa_boot.shape
     P = len(ia)
-    obs = violation_ratio(qa_obs[ia], qb_obs[ib])
+    obs, obs_rev = violation_ratios(qa_obs[ia], qb_obs[ib])
     eps, rev, sig = (np.empty(P) for _ in range(3))
-    slab = max(1, int(_SLAB_BYTES // (8 * 3 * B * T)))
+    slab = max(1, int(_SLAB_BYTES // (8 * 4 * B * T)))
     for s in range(0, P, slab):
         sl = slice(s, min(P, s + slab))
-        boot = violation_ratio(qa_boot[:, ia[sl]], qb_boot[:, ib[sl]])  # (B, slab)
-        eps[sl], rev[sl], sig[sl] = eps_min_from(obs[sl], boot, confidence_level)
+        boot, boot_rev = violation_ratios(qa_boot[:, ia[sl]], qb_boot[:, ib[sl]])
+        eps[sl], rev[sl], sig[sl] = eps_min_from(obs[sl], boot, confidence_level,
+                                                 obs_rev[sl], boot_rev)
     return eps, rev, obs, sig
 
 
@@ -213,6 +234,18 @@ def _aso_iv(a, b, confidence_level, n_resamples, seed, higher_is_better):
     return out[0], out[1], lead, confidence_level, n_resamples, seed
 
 
+def _second_first(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row, whether ``b`` comes before ``a`` in a fixed order of samples (shorter
+    first, then lexicographic in the given order): ``_second_first(b, a)`` is its
+    negation except where the two are identical (both False; nothing depends on the order
+    then)."""
+    if a.shape[-1] != b.shape[-1]:
+        return np.full(a.shape[0], a.shape[-1] > b.shape[-1])
+    differ = a != b
+    first = np.argmax(differ, axis=-1)[:, None]
+    return (np.take_along_axis(a, first, -1) > np.take_along_axis(b, first, -1))[:, 0]
+
+
 def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
         higher_is_better=True) -> ASOResult:
     """Almost Stochastic Order: is A almost stochastically better than B?
@@ -239,8 +272,17 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
     -----
     eps_min = clip(eps_W2 + Phi^{-1}(confidence_level) sigma_hat / sqrt(nm/(n+m)), 0, 1),
     see the module docstring. Unlike a p-value, eps_min is not corrected for the number
-    of pairs here; deepsig's ``multi_aso`` raises the confidence level to
-    1 - (1 - level) / #pairs (pass that level to do the same).
+    of pairs here. deepsig 1.2.8 (``aso(..., num_comparisons=k)`` and ``multi_aso`` with
+    k = #pairs) raises the confidence level to ``level + (1 - level) / k`` (its
+    ``confidence_level += (1 - confidence_level) / num_comparisons``; not Bonferroni's
+    ``1 - (1 - level) / k``): pass ``confidence_level=level + (1 - level) / k`` to get
+    deepsig's numbers (``tests/test_stochastic_order.py``).
+
+    ``eps_min_reverse`` is the eps_min of B over A: ``aso(b, a).eps_min`` exactly. Both
+    are computed from the same two bootstraps, one stream per sample assigned in an
+    order that does not depend on the argument order, and each from its own violation
+    ratio (deepsig leaves the first grid point out of the violation integral, so
+    eps_W2(B, A) is not exactly 1 - eps_W2(A, B)).
 
     Examples
     --------
@@ -257,19 +299,30 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
     b = np.broadcast_to(b, lead + b.shape[-1:]).reshape(-1, b.shape[-1])
     ss = np.random.SeedSequence(seed.entropy if isinstance(seed, np.random.SeedSequence)
                                 else seed)
-    rng_a, rng_b = (np.random.default_rng(s) for s in ss.spawn(2))
+    streams = ss.spawn(2)
     t = grid()
-    take_a = resample_positions(a.shape[-1], n_resamples, rng_a, t)
-    take_b = resample_positions(b.shape[-1], n_resamples, rng_b, t)
+
+    def take(stream, n):  # the resample positions of one stream for a sample of size n
+        return resample_positions(n, n_resamples, np.random.default_rng(streams[stream]), t)
+
     P = a.shape[0]
     eps, rev, obs, sig = (np.empty(P) for _ in range(4))
-    slab = max(1, int(_SLAB_BYTES // (8 * 3 * n_resamples * len(t))))
-    for s in range(0, P, slab):  # bounded memory whatever the number of pairs
-        sl = slice(s, min(P, s + slab))
-        idx = np.arange(sl.stop - sl.start)
-        eps[sl], rev[sl], obs[sl], sig[sl] = pair_eps(
-            quantiles(a[sl], t), quantiles(b[sl], t), bootstrap_quantiles(a[sl], take_a),
-            bootstrap_quantiles(b[sl], take_b), idx, idx, confidence_level)
+    slab = max(1, int(_SLAB_BYTES // (8 * 4 * n_resamples * len(t))))
+    # the two samples of a row draw from streams 0 and 1 in an order that does not depend
+    # on which is A: aso(b, a) then resamples both exactly as aso(a, b) did, and its
+    # eps_min is aso(a, b).eps_min_reverse, bit for bit (issue 24.7)
+    swapped = _second_first(a, b)
+    for rows, (sa, sb) in ((np.flatnonzero(~swapped), (0, 1)),
+                           (np.flatnonzero(swapped), (1, 0))):
+        if not rows.size:
+            continue
+        take_a, take_b = take(sa, a.shape[-1]), take(sb, b.shape[-1])
+        for s in range(0, rows.size, slab):  # bounded memory whatever the number of pairs
+            sl = rows[s:s + slab]
+            idx = np.arange(sl.size)
+            eps[sl], rev[sl], obs[sl], sig[sl] = pair_eps(
+                quantiles(a[sl], t), quantiles(b[sl], t), bootstrap_quantiles(a[sl], take_a),
+                bootstrap_quantiles(b[sl], take_b), idx, idx, confidence_level)
 
     def shaped(v):
         return float(v[0]) if lead == () else v.reshape(lead)
@@ -291,10 +344,12 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     not counted in a correction family), ``estimate`` the difference of the sample means;
     ``alternative`` and ``null_value`` do not apply (ASO tests dominance, not a shift).
     """
+    from multistat._centre import pair_centre
     from multistat.significance._base import TestResult
 
     r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
-    est = np.mean(x, -1) - np.mean(y, -1)
+    k = pair_centre(x, y)  # a common constant: means of moved scores (issue 24.1)
+    est = np.mean(np.asarray(x, float) - k, -1) - np.mean(np.asarray(y, float) - k, -1)
     nan = np.full(np.shape(est), np.nan)
     return TestResult(test="aso", statistic=r.eps_min, p_value=nan, estimate=est,
                       ci_low=nan, ci_high=nan, confidence_level=confidence_level,
@@ -373,7 +428,13 @@ def aso_batch(slab, ia, ib, ctx):
         cols["eps_min"][:, m], cols["eps_min_reverse"][:, m] = eps, rev
         cols["violation_ratio"][:, m] = obs
         ctx.tick(1)
-    means = np.nanmean(samples, -1)  # (S, M)
+    # mean(x - k): means of scores moved by a constant (issue 24.1, multistat._centre)
+    if slab.run_scores is not None:
+        from multistat._centre import nan_centred_means
+
+        means = nan_centred_means(samples)  # (S, M)
+    else:
+        means = slab.centred_means()
     out = {"statistic": cols["eps_min"], "p_value": np.full((P, M), np.nan),
            "estimate": means[ia] - means[ib], "ci_low": np.full((P, M), np.nan),
            "ci_high": np.full((P, M), np.nan), "n": np.full((P, M), samples.shape[-1]),

@@ -236,6 +236,9 @@ def redrawn_null(study, dataset, test, rows, n_resamples, seed):
     sysnames = walked.sysnames
     slab = _slab(walked, kind, ms, valid)
     X, n = slab.scores, slab.n
+    # the resampled means are those of x - k, k the metric's smallest score (issue 24.1:
+    # shift-free sums; a pair's difference is the same, the common constant cancels)
+    X = X - slab.centres()[None, :, None]
     run = {"n": n, "n_resamples": n_resamples, "seed": seed, "dataset": dataset}
     a = rows["system_a"].map({s: i for i, s in enumerate(sysnames)}).to_numpy(int)
     b = rows["system_b"].map({s: i for i, s in enumerate(sysnames)}).to_numpy(int)

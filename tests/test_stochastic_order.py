@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import multistat
+from multistat import cube
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 from multistat.stochastic_order import aso, quantiles, violation_ratio
 
@@ -130,3 +131,58 @@ def test_aso_errors():
         aso(["x", "y"], [1.0, 2.0])
     with pytest.raises(DataValidationError, match="leading axes do not broadcast"):
         aso(np.zeros((3, 4)), np.zeros((2, 4)))
+
+
+def test_deepsig_level_correction_is_the_documented_one():
+    # issue 24.7: deepsig 1.2.8 raises the level to level + (1 - level) / k for k
+    # comparisons (deepsig/aso.py: ``confidence_level += (1 - confidence_level) /
+    # num_comparisons``), not to 1 - (1 - level) / k as this docstring said. Small samples
+    # (5 runs each) and k = 45 make the two levels give eps_min 0.45 apart (0.53 with
+    # deepsig's level, 0.98 with Bonferroni's, deepsig itself 0.57 at its B = 100)
+    from deepsig import aso as ref
+
+    assert "level + (1 - level) / k" in aso.__doc__
+    assert "1 - (1 - level) / #pairs" not in aso.__doc__
+    a, b = _samples(4, 0.5)
+    a, b, k = a[:5], b[:5], 45
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = float(ref(a, b, confidence_level=0.95, num_comparisons=k,
+                           num_bootstrap_iterations=B_REF, show_progress=False, seed=1))
+    documented = aso(a, b, confidence_level=0.95 + 0.05 / k, n_resamples=4000).eps_min
+    bonferroni = aso(a, b, confidence_level=1 - 0.05 / k, n_resamples=4000).eps_min
+    tol = 4 * _mc_sd(a, b, "eps_min") + 1e-9
+    assert abs(documented - theirs) <= tol, (documented, theirs, tol)
+    assert abs(bonferroni - theirs) > tol, (bonferroni, theirs, tol)
+
+
+@pytest.mark.parametrize("n,m", [(30, 25), (12, 12), (5, 40)])
+def test_eps_min_reverse_is_the_eps_min_of_the_swapped_call(n, m):
+    # issue 24.7: on main the two differed by up to 0.002 (the reverse was taken as
+    # 1 - eps_W2(A, B), which the first grid point deepsig leaves out breaks, and the two
+    # calls resampled A and B from swapped streams)
+    rng = np.random.default_rng(n * m)
+    for _ in range(10):
+        a, b = rng.normal(0.2, 1, n), rng.normal(0, 1, m)
+        ab, ba = aso(a, b, n_resamples=300, seed=3), aso(b, a, n_resamples=300, seed=3)
+        assert ab.eps_min_reverse == ba.eps_min and ba.eps_min_reverse == ab.eps_min
+    # many pairs at once, and tied samples (the order rule falls back on the values)
+    A, B = rng.integers(0, 3, (6, 12)).astype(float), rng.integers(0, 3, (6, 12)).astype(float)
+    B[0] = A[0]
+    ab, ba = aso(A, B, seed=2), aso(B, A, seed=2)
+    np.testing.assert_array_equal(ab.eps_min_reverse, ba.eps_min)
+    np.testing.assert_array_equal(ab.eps_min, ba.eps_min_reverse)
+
+
+def test_compare_eps_min_reverse_is_the_eps_min_of_the_reversed_pair():
+    rng = np.random.default_rng(4)
+    score = rng.normal(size=(4, 1, 30)) + np.arange(4)[:, None, None] * 0.2
+    ds = cube.make_dataset("d", score, systems=list("abcd"), metrics=["m"],
+                           instances=[f"i{i}" for i in range(30)])
+    study = cube.make_study({"d": ds})
+    fwd = multistat.compare(study, tests=("aso",), n_resamples=200, effect_sizes=False)
+    rev = multistat.compare(study, tests=("aso",), n_resamples=200, effect_sizes=False,
+                            pairs=[(b, a) for a, b in zip(fwd.system_a, fwd.system_b,
+                                                          strict=True)])
+    np.testing.assert_array_equal(fwd["eps_min_reverse"].to_numpy(),
+                                  rev["eps_min"].to_numpy())

@@ -211,7 +211,10 @@ class Slab:
         return self._given().shape
 
     def system_scores(self, systems) -> np.ndarray:
-        """``scores[systems]`` ``(k, M, n)``."""
+        """``scores[systems]`` ``(k, M, n)`` (a lazy :attr:`order` gathers only these
+        systems: the values of the gathered cube's rows)."""
+        if self.__dict__.get("order") is not None:
+            return self._given()[systems][..., self.order]
         return self.scores[systems]
 
     @property
@@ -222,52 +225,103 @@ class Slab:
     def all_binary(self) -> bool:
         return bool(self.metric_kinds) and all(k == "binary" for k in self.metric_kinds)
 
+    def _extremes(self) -> tuple[np.ndarray, np.ndarray]:
+        """min and max score per system and metric ``(S, M)`` (computed once; NaN if a
+        score is NaN)."""
+        if "extremes" not in self._memo:
+            X = self._given()  # max and min do not depend on the instance order
+            S, M, n = X.shape
+            lo, hi = np.zeros((S, M)), np.zeros((S, M))
+            if n:
+                def metric(m):  # two reductions, no |X| temporary (numpy drops the GIL)
+                    X[:, m].min(-1, out=lo[:, m])
+                    X[:, m].max(-1, out=hi[:, m])
+
+                self._per_metric(metric, M, S, n)
+            self._memo["extremes"] = lo, hi
+        return self._memo["extremes"]
+
     def absmax(self) -> np.ndarray:
         """max |score| per system and metric ``(S, M)`` (computed once; NaN if a score
         is NaN)."""
         if "absmax" not in self._memo:
-            X = self._given()  # max and min do not depend on the instance order
-            S, M, n = X.shape
-            out = np.zeros((S, M))
-            if n:
-                def metric(m):  # two reductions, no |X| temporary (numpy drops the GIL)
-                    np.maximum(X[:, m].max(-1), -X[:, m].min(-1), out=out[:, m])
-
-                self._per_metric(metric, M, S, n)
-            self._memo["absmax"] = out
+            lo, hi = self._extremes()
+            self._memo["absmax"] = np.maximum(hi, -lo)
         return self._memo["absmax"]
 
+    def centres(self) -> np.ndarray:
+        """The per-metric constant ``k`` ``(M,)`` every sum over instances subtracts
+        first: the lower median of every system's scores on a few instances, or 0
+        (:mod:`multistat._centre`: shift invariance, issue 24.1)."""
+        if "centres" not in self._memo:
+            from multistat._centre import candidate_positions, centre_of
+
+            pos = candidate_positions(self.n)
+            order = self.__dict__.get("order")
+            given = self._given()  # the canonical positions, without gathering the cube
+            cand = given[..., pos if order is None else order[pos]]
+            self._memo["centres"] = centre_of(cand, *self._extremes(), self.n)
+        return self._memo["centres"]
+
+    def spread(self) -> np.ndarray:
+        """max |score - k| per system and metric ``(S, M)`` (:meth:`centres`; NaN if a
+        score is NaN): :meth:`absmax` where ``k`` is 0."""
+        k = self.centres()
+        if not np.any(k):
+            return self.absmax()
+        if "spread" not in self._memo:
+            lo, hi = self._extremes()
+            self._memo["spread"] = np.maximum(hi - k, k - lo)
+        return self._memo["spread"]
+
     def scales(self) -> np.ndarray:
-        """Per-system power-of-two scales ``(S, M)``: ``c = 2^e`` with
-        ``max |x| / c`` in ``[1/2, 1)`` (1 where the scores are all 0, NaN or not finite).
-        Dividing by a power of two is exact, so sums and products of the scaled scores are
-        the unscaled ones times a power of two, bit for bit, without overflow or underflow
-        at any scale (issue 13.3)."""
+        """Per-system power-of-two scales ``(S, M)`` of the centred scores: ``c = 2^e``
+        with ``max |x - k| / c`` in ``[1/2, 1)`` (:meth:`spread`; 1 where it is 0, NaN or
+        not finite). Dividing by a power of two is exact, so sums and products of the
+        scaled scores are the unscaled ones times a power of two, bit for bit, without
+        overflow or underflow at any scale (issue 13.3)."""
         if "scales" not in self._memo:
-            m = self.absmax()
+            m = self.spread()
             ok = (m > 0) & np.isfinite(m)
             _, e = np.frexp(np.where(ok, m, 1.0))
             self._memo["scales"] = np.where(ok, np.ldexp(1.0, e), 1.0)
         return self._memo["scales"]
 
     def means(self) -> np.ndarray:
-        """Per-system means ``(S, M)`` (computed once). Scores so large that their sum
-        could overflow are averaged after dividing by :meth:`scales` (the same bits
-        wherever the plain sum does not overflow)."""
+        """Per-system mean scores ``(S, M)``: :meth:`centred_means` plus the metric's
+        :meth:`centres` (one rounding at the level's own magnitude)."""
+        if "levels" not in self._memo:
+            from multistat._centre import levels
+
+            self._memo["levels"] = levels(self.centred_means(), self.centres())
+        return self._memo["levels"]
+
+    def centred_means(self) -> np.ndarray:
+        """Per-system means of the centred scores ``mean(x - k)`` ``(S, M)`` (computed
+        once; :meth:`centres`). Scores so large that their sum could overflow are
+        averaged after dividing by :meth:`scales` (the same bits wherever the plain sum
+        does not overflow; such scores are not centred)."""
         if "means" not in self._memo:
             if self._gathers_moments():
                 self._gathered_moments()
                 return self._memo["means"]
-            X = self.scores
+            from multistat._centre import centred_means
+
+            X, k = self.scores, self.centres()
             if self._big_sums():
                 c = self.scales()
-                self._memo["means"] = (X / c[..., None]).mean(-1) * c
+                out = np.empty(X.shape[:-1])
+                for m in range(X.shape[1]):  # as _gathered_moments: (x - k) / c
+                    xm = X[:, m] - k[m] if k[m] else X[:, m]
+                    out[:, m] = (xm / c[:, m, None]).mean(-1) * c[:, m]
+                self._memo["means"] = out
             else:
-                self._memo["means"] = X.mean(-1)
+                self._memo["means"] = centred_means(X, k)
         return self._memo["means"]
 
     def _big_sums(self) -> bool:
-        """Scores so large that a sum over the instances could overflow."""
+        """Scores so large that a sum over the instances could overflow (those are not
+        centred: :mod:`multistat._centre`)."""
         X = self._given()
         return bool(X.size and np.nanmax(self.absmax(), initial=0.0) * max(X.shape[-1], 1)
                     > 2.0 ** 1000)
@@ -306,7 +360,7 @@ class Slab:
         metric's rows in :attr:`order` at a time (``(S, n)``, contiguous, as the slice of
         the gathered cube) and centring them in place: the same operations on the same
         values as the two methods on the gathered cube, without the cube."""
-        X, order, c = self._given(), self.order, self.scales()
+        X, order, c, k = self._given(), self.order, self.scales(), self.centres()
         S, M, n = X.shape
         inv = 1.0 / c  # powers of two: exact
         big = self._big_sums()
@@ -316,6 +370,8 @@ class Slab:
         def metric(m):  # numpy releases the GIL: metrics run side by side
             # (S, n) with instances outermost, as scores[:, m] and scores[:, m] * inv
             xc = X[:, m][:, order]
+            if k[m]:  # centred in place: x - k, as centred_means and gram_scaled do
+                xc -= k[m]
             mean = (xc / c[:, m, None]).mean(-1) * c[:, m] if big else xc.mean(-1)
             means[:, m] = mean
             _scale_centre(xc, inv[:, m], mean / c[:, m])
@@ -336,15 +392,19 @@ class Slab:
             if self._gathers_moments():
                 self._gathered_moments()
                 return self._memo["gram"], self.scales()
-            X, c = self.scores, self.scales()
-            mu = self.means() / c
+            X, c, k = self.scores, self.scales(), self.centres()
+            mu = self.centred_means() / c
             inv = 1.0 / c  # powers of two: exact
             S, M, n = X.shape
             G = np.zeros((M, S, S))
 
             def metric(m):  # numpy releases the GIL: metrics run side by side
                 for s in range(0, n, GRAM_CHUNK):
-                    xc = X[:, m, s:s + GRAM_CHUNK] * inv[:, m, None]
+                    if k[m]:  # (x - k) / c: the centred scores, scaled exactly
+                        xc = X[:, m, s:s + GRAM_CHUNK] - k[m]
+                        xc *= inv[:, m, None]
+                    else:
+                        xc = X[:, m, s:s + GRAM_CHUNK] * inv[:, m, None]
                     xc -= mu[:, m, None]
                     G[m] += xc @ xc.T
 

@@ -425,13 +425,18 @@ def _exact_signed_rank_p(ranks, w_plus, alternative):
 
 
 @functools.lru_cache(maxsize=64)
-def _signed_rank_lower_rank(n, tail, exact):
+def _signed_rank_lower_rank(n, tail, exact, correction=False):
     """Walsh-average rank ``k`` of the lower interval end (1-based; 0 = unbounded).
 
     Exact: R's rule, the smallest ``q`` with ``P(W <= q) >= tail`` (so that
     ``P(W <= q - 1) < tail``; coverage ``1 - 2P(W <= q-1) >= 1 - 2 tail``).
-    Normal approximation with continuity correction:
-    ``k = floor(n(n+1)/4 + 1/2 - z * sqrt(n(n+1)(2n+1)/24))``.
+    Normal approximation: the interval is the set of nulls the test does not reject. A
+    null between the Walsh averages of ranks ``j`` and ``j + 1`` gives ``W+ = N - j``
+    (``N = n(n+1)/2``, no ties), which the normal test rejects in the upper tail exactly
+    when ``j <= c = n(n+1)/4 - z sd`` (``c`` lowered by 1/2 with the continuity
+    ``correction``), ``sd = sqrt(n(n+1)(2n+1)/24)``; so ``k = floor(c) + 1``, the
+    smallest integer above ``c``. It was ``floor(c + 1/2)`` (``c`` rounded), which put
+    rejected nulls inside the interval whenever ``c`` rounded down (issue 24.2).
     """
     if exact:
         ranks = np.arange(1, n + 1, dtype=np.int64)[None, :] * 2
@@ -441,7 +446,8 @@ def _signed_rank_lower_rank(n, tail, exact):
         return q  # P(W <= q-1) < tail, W_(q) is the lower end (q=0: none)
     m = n * (n + 1) / 4.0
     sd = np.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-    return max(int(np.floor(m + 0.5 - stats.norm.isf(tail) * sd)), 0)
+    c = m - stats.norm.isf(tail) * sd - (0.5 if correction else 0.0)
+    return max(int(np.floor(c)) + 1, 0)
 
 
 def walsh_projection_variance(d, info=None):

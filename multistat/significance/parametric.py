@@ -89,6 +89,26 @@ def _warn(mask, category, text: str, *, stacklevel: int = 3) -> None:
         warnings.warn(f"{text}{where}", category, stacklevel=stacklevel)
 
 
+def _estimate_inside(estimate, low, high, notes: np.ndarray, what: str) -> np.ndarray:
+    """``estimate`` moved into its own interval ``[low, high]`` where it lies outside,
+    with a note saying so (issue 24.2). A rank test's interval is the set of nulls it
+    does not reject; with many ties (Likert, 0/1 scores) the test can reject the usual
+    point estimate itself - at the median every zero difference is dropped - so the set
+    is open there, e.g. ``(0, 0.5)`` around a median of 0. The estimate is then the
+    value nearest to it that the test does not reject: the interval's end (the nearest
+    float inside). Rows with an empty or NaN interval keep their estimate."""
+    est = np.asarray(estimate, dtype=float)
+    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = (est < lo) | (est > hi)  # NaN compares False: kept
+    if not np.any(out):
+        return estimate
+    _add_note(notes, out, f"the {what} of the differences lies outside the interval (the "
+              "test rejects it: its zero differences are dropped there); estimate: the "
+              "nearest value the test does not reject")
+    return _scalar(np.where(out, np.clip(est, lo, hi), est))
+
+
 def _interval_quantile(confidence_level: float, alternative: str) -> float:
     """Upper tail probability used by each end of the interval: (1-cl)/2 or 1-cl."""
     return (1.0 - confidence_level) / 2.0 if alternative == "two-sided" else 1.0 - confidence_level
@@ -105,10 +125,17 @@ def _one_sided_ends(low, high, alternative):
     return low, high
 
 
-#: "constant" means zero variance relative to the scale of the data: sd of the differences
+#: "constant" means zero variance up to the rounding of the scores: sd of the differences
 #: at most this times max |score| (issue 13.3), not exact equality -- a - (a - 0.1) in
-#: floating point varies by a few ulps of |a|
-CONSTANT_RTOL = 1e-12
+#: floating point varies by a few ulps of |a|. Four units in the last place (2^-50,
+#: 8.9e-16): rounding each score to nearest moves a difference by at most one ulp of the
+#: largest score, and the subtraction by half of one more. It was 1e-12 (about 4,500
+#: ulps), which called every pair constant whose scores sit far from 0: scores moved by
+#: 1.7e12 (millisecond timestamps) with differences of sd 0.3 gave p = NaN (issue 24.1)
+CONSTANT_RTOL = 2.0 ** -50
+#: the same relative to max |d| when only the differences are known (effect sizes of one
+#: pair): differences formed from larger scores carry more ulps of their own magnitude
+DIFF_CONSTANT_RTOL = 1e-12
 
 
 def _row_scale(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -120,17 +147,22 @@ def _row_scale(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _constant_rows(d: np.ndarray, scale=None) -> np.ndarray:
-    """Rows whose differences have zero variance relative to ``scale`` (default
-    ``max |d|``; the tests pass ``max(|x|, |y|)``): ``sd <= CONSTANT_RTOL * scale``,
-    computed on ``d / scale`` so that neither tiny nor huge scores underflow or overflow."""
+    """Rows whose differences have zero variance relative to ``scale``: ``sd <=
+    CONSTANT_RTOL * scale`` with ``scale = max(|x|, |y|)``, or, when ``scale`` is not
+    given, ``sd <= DIFF_CONSTANT_RTOL * max |d|``; computed on ``d / scale`` so that
+    neither tiny nor huge scores underflow or overflow. Both are unchanged when the
+    scores move by a constant that keeps ``d`` exact, the first up to the rounding of the
+    moved scores (issue 24.1)."""
+    rtol = CONSTANT_RTOL
     if scale is None:
+        rtol = DIFF_CONSTANT_RTOL
         scale = np.max(np.abs(d), axis=-1)
         scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
     if d.shape[-1] < 2:
         return np.zeros(d.shape[:-1], dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
         sd = (d / np.asarray(scale)[..., None]).std(axis=-1, ddof=1)
-    return sd <= CONSTANT_RTOL
+    return sd <= rtol
 
 
 # ----------------------------------------------------------------------------- t test
@@ -183,10 +215,14 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     """
     x, y, alternative, null_value, confidence_level = _check_common(
         x, y, alternative, null_value, confidence_level, overflow="allow")
-    # scale-free (issue 13.3): everything is computed on the scores divided by
-    # s = max(|x|, |y|) per row, so 1e-300 or 1e300 times the data give the same t and p,
-    # and a - b cannot overflow; estimate and interval are multiplied back by s
-    scale = _row_scale(x, y)
+    # scale-free (issue 13.3): everything is computed on the scores divided by the
+    # power of two s at or just below max(|x|, |y|) per row, so 1e-300 or 1e300 times the data
+    # give the same t and p, and a - b cannot overflow; estimate and interval are
+    # multiplied back by s. A power of two divides exactly: x / s - y / s is (x - y) / s
+    # wherever x - y is exact, so scores moved by a constant give the same differences
+    # (issue 24.1; max(|x|, |y|) itself rounded every score and moved the estimate)
+    top = _row_scale(x, y)
+    scale = np.ldexp(1.0, np.frexp(top)[1] - 1)  # top / scale in [1, 2): no overflow
     sc = scale[..., None]
     diff_s = x / sc - y / sc
     n = diff_s.shape[-1]
@@ -202,17 +238,17 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     else:
         small = np.zeros(shape, dtype=bool)
         sd_s = diff_s.std(axis=-1, ddof=1)
-        const = sd_s <= CONSTANT_RTOL  # relative to max |score| (= 1 after scaling)
+        const = sd_s <= CONSTANT_RTOL * (top / scale)  # relative to max |score|
     bad = small | const
     _add_note(notes, small, "fewer than 2 pairs: t test undefined")
     _add_note(notes, const & ~small,
-              "all differences are equal (sd = 0 relative to the scores: sd <= 1e-12 x "
-              "max |score|): t statistic undefined")
+              "all differences are equal (sd = 0 up to the rounding of the scores: sd "
+              "<= 2^-50 x max |score|): t statistic undefined")
     _add_note(notes, overflow, "overflow: a - b exceeds the float range; the test uses "
               "rescaled scores, the estimate and interval overflow to +-inf")
     _warn(small, SmallSampleWarning, "paired t test: fewer than 2 pairs, result is NaN")
     _warn(const & ~small, ConstantInputWarning,
-          "paired t test: all differences are equal (sd <= 1e-12 x max |score|), result "
+          "paired t test: all differences are equal (sd <= 2^-50 x max |score|), result "
           "is NaN")
 
     df = n - 1
@@ -290,7 +326,7 @@ def _pair_mean_sd(slab, ia, ib):
     ia = np.asarray(ia, dtype=np.intp)
     ib = np.asarray(ib, dtype=np.intp)
     n = slab.n
-    mu = slab.means()
+    mu = slab.centred_means()  # mean(x - k): shift-free (issue 24.1)
     mean = mu[ia] - mu[ib]
     if n < 2:
         return mean, np.full(mean.shape, np.nan)
@@ -313,6 +349,8 @@ def _pair_mean_sd(slab, ia, ib):
     if rows.size:  # differences of the scaled scores: (a - b) / c_pair exactly
         inv = (1.0 / cp[rows])[..., None]
         d = slab.system_scores(ia[rows]) * inv - slab.system_scores(ib[rows]) * inv
+        # C order: the same sums whether the slab's scores were gathered or not
+        d = np.ascontiguousarray(d)
         with np.errstate(over="ignore", invalid="ignore"):
             mean[rows] = np.where(ill[rows], d.mean(-1) * cp[rows], mean[rows])
             sd[rows] = np.where(ill[rows], d.std(-1, ddof=1) * cp[rows], sd[rows])

@@ -48,6 +48,7 @@ from multistat.significance.parametric import (
     _add_note,
     _check_common,
     _checked_diff,
+    _estimate_inside,
     _interval_quantile,
     _notes,
     _one_sided_ends,
@@ -91,20 +92,23 @@ def _walsh_exact_rows(diff, method="auto", info=None):
     return clean
 
 
-def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None):
+def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None,
+                     correction=False):
     """Hodges-Lehmann estimate and Walsh-average interval for each row of ``diff``.
 
     ``exact`` (array over rows) selects the exact or normal-approximation critical value.
     Returns ``(estimate, low, high, unbounded_mask)``. ``info``
     (:func:`signed_rank_info` of ``diff``) keeps the selected Walsh order statistics, so
     the Wilcoxon test and the Hodges-Lehmann effect size given the same ``info`` select
-    them once.
+    them once. ``correction``: the normal-approximation rank is that of the
+    continuity-corrected test (:func:`_signed_rank_lower_rank`).
     """
     n = diff.shape[-1]
     n_walsh = n * (n + 1) // 2
     tail = _interval_quantile(level, alternative)
     k_exact = _signed_rank_lower_rank(n, tail, True) if np.any(exact) else None
-    k_approx = _signed_rank_lower_rank(n, tail, False) if not np.all(exact) else None
+    k_approx = (_signed_rank_lower_rank(n, tail, False, bool(correction))
+                if not np.all(exact) else None)
     wanted = {(n_walsh - 1) // 2, n_walsh // 2}
     for k in (k_exact, k_approx):
         if k is not None and k >= 1:
@@ -397,7 +401,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
 
     def interval(level, notes=None):
         est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
-                                                     info, memory_limit)
+                                                     info, memory_limit, correction)
         if notes is not None:
             _add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
@@ -409,6 +413,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
         return est, _scalar(low), _scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
+    estimate = _estimate_inside(estimate, low, high, notes, "Hodges-Lehmann estimate")
     return TestResult(
         test="wilcoxon", statistic=_scalar(statistic), p_value=_scalar(p),
         estimate=_scalar(estimate), ci_low=low, ci_high=high,

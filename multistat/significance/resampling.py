@@ -49,6 +49,7 @@ from scipy.special import ndtr, ndtri
 
 from multistat import resampling as eng
 from multistat._budget import Budget
+from multistat._centre import levels
 from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
@@ -269,7 +270,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
                     dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, progress=None,
-                    clusters=None) -> dict:
+                    clusters=None, centre=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
@@ -279,8 +280,12 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     and the system-level bootstrap distribution ``systems`` ``(B, S, M)`` when the
     statistic is a mean or corpus metric. Pairs are taken in slabs sized by ``budget``
     (:class:`multistat._budget.Budget`). ``clusters``: group code per instance
-    (:mod:`multistat._cluster`): whole groups are resampled.
+    (:mod:`multistat._cluster`): whole groups are resampled. ``centre``: the per-metric
+    constants ``(M,)`` the resampled means subtract (:mod:`multistat._centre`; computed
+    from ``X`` when not given): ``systems`` then holds the resampled means of ``X -
+    centre`` and ``centre`` is returned with them (levels are their sum).
     """
+    from multistat._centre import centred_means, metric_centres
     from multistat._cluster import jackknife_mean_groups, plan_args
 
     n = X.shape[-1]
@@ -308,8 +313,11 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         sys_obs = fn(stats.sum(1))[:, None]  # (S, 1)
         total = stats.sum(1)  # (S, K)
     elif statistic == "mean":
-        sys_dist = boot(eng.mean_kernel, X)  # (B, S, M), = linear_kernel on X / n
-        sys_obs = X.mean(-1)
+        # (B, S, M): linear_kernel on (X - k) / n; means of scores moved by a constant
+        # would round at the constant's magnitude (issue 24.1)
+        k = metric_centres(X) if centre is None else np.asarray(centre, dtype=float)
+        sys_dist = boot(functools.partial(eng.mean_kernel, centre=k), X)
+        sys_obs = centred_means(X, k)
     else:
         sys_dist = None
     est_all, p_all, lo_all, hi_all, se_all = [], [], [], [], []
@@ -374,14 +382,15 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     out.update(estimate=est, statistic=est - null_value, p_value=np.concatenate(p_all),
                ci_low=np.concatenate(lo_all), ci_high=np.concatenate(hi_all),
                se=np.concatenate(se_all),
-               systems=sys_dist, systems_observed=sys_obs if sys_dist is not None else None)
+               systems=sys_dist, systems_observed=sys_obs if sys_dist is not None else None,
+               centre=k if corpus is None and statistic == "mean" else None)
     return out
 
 
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                       null_value=0.0, n_resamples=10_000, seed=0, dataset="",
                       scheduler="threads", n_chunks=None, corpus=None, budget=None,
-                      progress=None, clusters=None) -> dict:
+                      progress=None, clusters=None, centre=None) -> dict:
     """Sign-flip permutation test for pairs of systems in ``X`` ``(S, M, n)``.
 
     Returns arrays ``(P, M)``: ``statistic`` (observed theta - null_value), ``p_value``,
@@ -391,7 +400,10 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     None for the median). ``budget`` as in
     :func:`bootstrap_block`. ``clusters``: group code per instance; whole groups
     are flipped (exact enumeration over the 2**G group sign vectors when it fits).
+    ``centre``: as in :func:`bootstrap_block` (the flipped means are those of ``X -
+    centre``; a pair's difference is unchanged, as the constant is common).
     """
+    from multistat._centre import centred_means, metric_centres
     from multistat._cluster import plan_args
 
     n = X.shape[-1]
@@ -436,17 +448,21 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         resampled = {"swapped": swapped, "total": total}
     elif statistic == "mean":
         # (B, S+1, M): linear_kernel on concatenate([X, ones]) / n, last row sum(s)/n
-        flips = flip(functools.partial(eng.mean_kernel, ones=True), X)
+        k = metric_centres(X) if centre is None else np.asarray(centre, dtype=float)
+        flips = flip(functools.partial(eng.mean_kernel, ones=True, centre=k), X)
         ssum = flips[:, -1]  # (B, M)
-        obs_mean = X.mean(-1)
+        obs_mean = centred_means(X, k)  # mean(x - k): shift-free (issue 24.1)
         est_all, p_all = [], []
         for sl in _pair_chunks(len(ia), flips.shape[0] * X.shape[1] * 8 * 4, budget):
             a, b = ia[sl], ib[sl]
             null = eng.pair_differences(flips, a, b)  # (B, p, M), C order
+            est = obs_mean[a] - obs_mean[b]
+            # the se (mde column) of the exchangeability null (null_value 0), whatever
+            # null_value is tested: the mde is a property of the design (issue 24.2;
+            # it grew with null_value and overflowed at 1e308)
+            record_se(null, est, _pair_std)
             if null_value != 0:  # (x - y) - 0 * s differs from x - y only in signs of 0
                 null -= null_value * ssum[:, None, :]
-            est = obs_mean[a] - obs_mean[b]
-            record_se(null, est - null_value, _pair_std)
             est_all.append(est)
             p_all.append(eng.pvalues_from_null(null, est - null_value, alternative,
                                                exact=exact, symmetric=True))
@@ -459,7 +475,13 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             obs = np.median(d, -1)
             null = flip(eng.median_signflip_kernel, d.reshape(-1, n))
             null = null.reshape((null.shape[0],) + obs.shape)
-            record_se(null, obs)
+            if null_value != 0:  # the se of the null at 0, as for the mean (mde column)
+                d0 = X[ia[sl]] - X[ib[sl]]
+                null0 = flip(eng.median_signflip_kernel, d0.reshape(-1, n))
+                record_se(null0.reshape(null.shape), obs)
+                del d0, null0
+            else:
+                record_se(null, obs)
             est_all.append(obs + null_value)
             p_all.append(eng.pvalues_from_null(null, obs, alternative, exact=exact, symmetric=True))
         est, p = np.concatenate(est_all), np.concatenate(p_all)
@@ -632,18 +654,27 @@ def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
                           alternative=ctx.alternative, null_value=ctx.null_value,
                           confidence_level=ctx.confidence_level, ci_method=ctx.ci_method,
                           pvalue=ctx.bootstrap_pvalue, corpus=slab.corpus,
+                          centre=None if slab.is_corpus else slab.centres(),
                           **_plan_kw(slab, ctx))
     systems = out.pop("systems", None)
     out.pop("systems_observed", None)
-    return _finish("bootstrap", out, slab, ctx, systems,
-                   None if systems is None else {"dist": systems})
+    k = out.pop("centre", None)
+    # the step-down forms pairs from the centred means (shift-free); the per-system
+    # table and the rank intervals read levels (``centre`` added back)
+    resampled = None if systems is None else (
+        {"dist": systems} if k is None or not np.any(k) else {"dist": systems, "centre": k})
+    return _finish("bootstrap", out, slab, ctx,
+                   None if systems is None else levels(systems, k if k is not None else 0),
+                   resampled)
 
 
 def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
     """Batch entry of ``"permutation"``: :func:`permutation_block` on all pairs."""
     out = permutation_block(slab.scores, ia, ib, statistic=ctx.statistic,
                             alternative=ctx.alternative, null_value=ctx.null_value,
-                            corpus=slab.corpus, **_plan_kw(slab, ctx))
+                            corpus=slab.corpus,
+                            centre=None if slab.is_corpus else slab.centres(),
+                            **_plan_kw(slab, ctx))
     out.pop("exact", None)
     # the sd of the null distribution (for `mde`) is not a standard error of the estimate
     out["null_sd"] = out.pop("se")

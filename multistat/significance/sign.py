@@ -14,6 +14,7 @@ from multistat.significance.parametric import (
     _add_note,
     _check_common,
     _checked_diff,
+    _estimate_inside,
     _notes,
     _scalar,
     _warn,
@@ -156,6 +157,7 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
         return _scalar(low), _scalar(high)
 
     low, high = interval(confidence_level, notes)
+    estimate = _estimate_inside(estimate, low, high, notes, "median")
     return TestResult(
         test="sign", statistic=_scalar(statistic), p_value=_scalar(p),
         estimate=_scalar(estimate), ci_low=low, ci_high=high,
