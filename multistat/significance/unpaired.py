@@ -196,9 +196,17 @@ def unpaired_test(name, x, y, *, alternative="two-sided", null_value=0.0,
         if a.size < 2 or b.size < 2:
             notes[idx] = f"{name}: fewer than 2 scores for a system"
             continue
-        a0 = a - null_value  # H0: the shift is null_value
         est = hodges_lehmann_shift(a, b)
         cols["estimate"][idx] = est
+        # the tests run on the scores moved by one of them when that is exact (scores
+        # far from 0 on a grid, e.g. shifted by 2^50), so the copies a - delta that the
+        # interval's scan tests are as exact as for unshifted scores; ranks, ties and so
+        # p-values do not change. Scores it would round (0.1 steps) stay as they are.
+        both = np.concatenate([a, b])
+        ref = np.partition(both, both.size // 2)[both.size // 2]
+        if np.array_equal((both - ref) + ref, both):
+            a, b = a - ref, b - ref
+        a0 = a - null_value  # H0: the shift is null_value
         if name == "mannwhitney":
             res = stats.mannwhitneyu(a0, b, alternative=alternative)
             cols["statistic"][idx], cols["p_value"][idx] = res.statistic, res.pvalue
