@@ -38,6 +38,9 @@ _LAZY = {
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),
+    "metric_correlation": ("multistat.metaeval", "metric_correlation"),
+    "compare_metrics": ("multistat.metaeval", "compare_metrics"),
+    "meta_evaluate": ("multistat.metaeval", "meta_evaluate"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -49,7 +49,7 @@ KINDS = ("mean", "binary", "corpus")
 
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                  higher_is_better=None, kind=None, corpus_fn=None, stats=None,
-                 run_score=None, runs=None, group=None) -> xr.Dataset:
+                 run_score=None, runs=None, group=None, missing="raise") -> xr.Dataset:
     """Build one validated dataset node from arrays.
 
     Parameters
@@ -66,6 +66,8 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         :func:`run_mean`)
     runs : run labels (default ``"0", "1", ...``)
     group : optional group label per instance (str)
+    missing : ``"keep"`` accepts NaN cells that only some systems have (an incomplete
+        design, ``attrs["missing"] = "keep"``); default: they are an error
     """
     score = np.asarray(score, dtype=np.float64)
     systems = [str(s) for s in systems]
@@ -102,6 +104,8 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         data_vars[STATS] = (DIMS + ("stat",), stats)
         coords["stat"] = np.arange(stats.shape[3])
     attrs = {"dataset": str(name)}
+    if missing == "keep":  # NaN cells that only some systems have are data
+        attrs["missing"] = "keep"
     if run_score is not None:
         run_score = np.asarray(run_score, dtype=np.float64)
         if run_score.ndim != 4 or run_score.shape[:3] != shape:
@@ -155,7 +159,7 @@ def validate_dataset(ds: xr.Dataset) -> None:
         nan = np.isnan(score)
         # NaN must cover all systems of an instance (dropped pairs), never part of them
         partial = nan.any(axis=0) & ~nan.all(axis=0)
-        if partial.any():
+        if partial.any() and ds.attrs.get("missing") != "keep":
             m, i = np.argwhere(partial)[0]
             raise DataValidationError(
                 f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
@@ -257,7 +261,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
             group = per.set_index("instance")["group"].reindex(instances).tolist()
         present = ~np.isnan(cube)
         partial = present.any(axis=0) & ~present.all(axis=0)
-        if partial.any():
+        keep = frame.attrs.get("missing") == "keep"  # read_scores(missing="keep")
+        if partial.any() and not keep:
             m, i = np.argwhere(partial)[0]
             lacking = [str(s) for s, ok in zip(systems, present[:, m, i]) if not ok]
             raise DataValidationError(
@@ -268,7 +273,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         kind = [meta.get(m, {}).get("kind", "mean") for m in metrics]
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
                                       instances=instances, higher_is_better=hib, kind=kind,
-                                      run_score=run_cube, runs=runs, group=group)
+                                      run_score=run_cube, runs=runs, group=group,
+                                      missing="keep" if keep else "raise")
     return make_study(out)
 
 
