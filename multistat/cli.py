@@ -445,6 +445,11 @@ def _mount_subapps():
                 "diagram.")(friedman_command)
     app.command("replicability", help="On how many test sets, and which, an effect holds "
                 "(Dror et al. 2017).")(replicability_command)
+    from multistat._cli_metaeval import meta_evaluate_command
+
+    app.command("meta-evaluate", help="Metric meta-evaluation: each metric's agreement "
+                "with human scores, intervals, metric clusters (PERM-BOTH, bootstrap, "
+                "Williams).")(meta_evaluate_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -338,18 +338,7 @@ def test_meta_evaluate_clusters_follow_the_rank_rule(realsumm):
 
 def test_meta_evaluate_with_missing_human_judgments(tmp_path):
     # an incomplete design: each system judged on its own items (missing="keep")
-    rng = np.random.default_rng(7)
-    rows = []
-    for s in range(5):
-        for i in range(40):
-            q = rng.normal() + s / 3
-            rows.append((f"s{s}", str(i), "bleu", q + rng.normal(scale=0.5)))
-            rows.append((f"s{s}", str(i), "chrf", q + rng.normal(scale=1.5)))
-            if rng.random() < 0.7:
-                rows.append((f"s{s}", str(i), "mqm", q))
-    path = tmp_path / "scores.csv"
-    pd.DataFrame(rows, columns=["system", "instance", "metric", "score"]).to_csv(
-        path, index=False)
+    path = _incomplete_csv(tmp_path / "scores.csv")
     with pytest.raises(DataValidationError, match="system 's0' lacks"):
         multistat.load(path)
     study = multistat.load(path, missing="keep")
@@ -427,3 +416,75 @@ def test_study_errors(realsumm):
         meta_evaluate(realsumm, human="litepyramid_recall", level="corpus")
     with pytest.raises(ParameterError, match="takes a study of one dataset"):
         compare_metrics("litepyramid_recall", realsumm)
+
+
+# ----------------------------------------------------------------- command line
+def _incomplete_csv(path, seed=7):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(5):
+        for i in range(40):
+            q = rng.normal() + s / 3
+            rows += [(f"s{s}", str(i), "bleu", q + rng.normal(scale=0.5)),
+                     (f"s{s}", str(i), "chrf", q + rng.normal(scale=1.5))]
+            if rng.random() < 0.7:
+                rows.append((f"s{s}", str(i), "mqm", q))
+    pd.DataFrame(rows, columns=["system", "instance", "metric", "score"]).to_csv(
+        path, index=False)
+    return path
+
+
+def test_cli_meta_evaluate_with_missing_keep(tmp_path, capsys):
+    from multistat.io import read_parquet
+    from tests.conftest import run_cli
+
+    csv = _incomplete_csv(tmp_path / "scores.csv")
+    status, _, err = run_cli(["load", csv, "--out", tmp_path / "s.nc"], capsys)
+    assert status == 2 and "lacks" in err and "Traceback" not in err
+    status, out, err = run_cli(["load", csv, "--missing", "keep", "--out",
+                                tmp_path / "s.nc"], capsys)
+    assert status == 0, err
+    status, out, err = run_cli(
+        ["meta-evaluate", tmp_path / "s.nc", "--human", "mqm", "--level", "system",
+         "--n-resamples", "200", "--out", tmp_path / "m.parquet", "--pairs-out",
+         tmp_path / "p.csv", "--matrix-out", tmp_path / "r.parquet"], capsys)
+    assert status == 0, err
+    assert "cluster 1:" in out and "perm-both test" in out
+    board = read_parquet(tmp_path / "m.parquet")
+    ref = meta_evaluate(multistat.load(csv, missing="keep"), human="mqm", level="system",
+                        n_resamples=200)
+    pd.testing.assert_frame_equal(board.reset_index(drop=True), ref, check_like=True)
+    assert set(pd.read_csv(tmp_path / "p.csv")["metric_a"]) == {"bleu"}
+    assert len(read_parquet(tmp_path / "r.parquet")) == 9  # mqm, bleu, chrf squared
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--human", "nope"], "no dataset of the study has the human metric 'nope'"),
+    (["--human", "mqm", "--epsilon", "x"], "--epsilon must be a number >= 0 or 'optimal'"),
+    (["--human", "mqm", "--statistic", "kendall_b"], "PERM-BOTH is vectorised for pearson"),
+    (["--human", "mqm", "--out", "m.txt"], "--out"),
+])
+def test_cli_meta_evaluate_errors_are_one_line(tmp_path, capsys, args, fragment):
+    from tests.conftest import run_cli
+
+    csv = _incomplete_csv(tmp_path / "scores.csv")
+    run_cli(["load", csv, "--missing", "keep", "--out", tmp_path / "s.nc"], capsys)
+    argv = ["meta-evaluate", tmp_path / "s.nc", *args]
+    if "--out" not in args:
+        argv += ["--out", tmp_path / "m.parquet"]
+    else:
+        argv[-1] = tmp_path / argv[-1]
+    status, _, err = run_cli(argv, capsys)
+    assert status == 2
+    assert fragment in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_help_names_the_options(capsys):
+    from tests.conftest import run_cli
+
+    status, out, _ = run_cli(["meta-evaluate", "--help"], capsys)
+    assert status == 0
+    for flag in ("--human", "--level", "--statistic", "--average-by", "--epsilon", "--test",
+                 "--pairs-out", "--matrix-out"):
+        assert flag in out
