@@ -44,6 +44,12 @@ def report_command(
     ranking: Annotated[Path | None, typer.Option(
         "--ranking", help="ranking table (Parquet from `multistat rank`): cluster "
                           "leaderboards and rank-interval figures")] = None,
+    metaeval: Annotated[Path | None, typer.Option(
+        "--metaeval", help="metric leaderboard (from `multistat meta-evaluate`): the "
+                           "metric meta-evaluation section")] = None,
+    metaeval_matrix: Annotated[Path | None, typer.Option(
+        "--metaeval-matrix", help="correlations between metrics (`multistat "
+                                  "meta-evaluate --matrix-out`): a heatmap")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -73,7 +79,8 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
-    guard_outputs([results, analysis, study, systems, *(power or ())],
+    guard_outputs([results, analysis, study, systems, metaeval, metaeval_matrix,
+                   *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -81,7 +88,8 @@ def report_command(
                         test=None if test in (None, "auto") else test, effect=effect,
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
-                        title=title, dpi=dpi, ranking=ranking)
+                        title=title, dpi=dpi, ranking=ranking, metaeval=metaeval,
+                        metaeval_matrix=metaeval_matrix)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

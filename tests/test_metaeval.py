@@ -488,3 +488,28 @@ def test_cli_help_names_the_options(capsys):
     for flag in ("--human", "--level", "--statistic", "--average-by", "--epsilon", "--test",
                  "--pairs-out", "--matrix-out"):
         assert flag in out
+
+
+# ----------------------------------------------------------------- report
+def test_report_has_the_metric_section(tmp_path, realsumm):
+    from multistat.report import write_report
+    from multistat.report.metaeval import write_metaeval
+
+    board, _, matrix = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
+                                          statistic="pearson", n_resamples=100,
+                                          metrics=["rouge_1_recall", "rouge_2_recall",
+                                                   "bert_precision_score"])
+    res = multistat.compare(realsumm, metrics=["litepyramid_recall"], tests=("t",))
+    path = write_report(res, tmp_path / "rep", metaeval=board, metaeval_matrix=matrix,
+                        histogram_pairs=None)
+    text = path.read_text()
+    assert '<section id="metaeval"><h2>Metric meta-evaluation</h2>' in text
+    assert "rouge_2_recall" in text and "Pearson correlation between the metrics" in text
+    for ds in ("abs", "ext"):
+        assert (tmp_path / "rep" / "figures" / f"metaeval_{ds}.png").stat().st_size > 1000
+        assert (tmp_path / "rep" / "figures" / f"metric_correlations_{ds}.png").exists()
+    shown = pd.read_csv(tmp_path / "rep" / "tables" / "metaeval.csv")
+    assert list(shown["metric"]) == list(board["metric"])
+    with pytest.raises(DataValidationError, match="`metaeval` lacks column\\(s\\) "
+                                                  "\\['cluster'\\]"):
+        write_metaeval(board.drop(columns="cluster"), tmp_path / "x")

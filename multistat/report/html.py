@@ -152,7 +152,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  test: str | None = None, effect: str = "auto",
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
-                 max_power_figures: int = 24, ranking=None) -> Path:
+                 max_power_figures: int = 24, ranking=None, metaeval=None,
+                 metaeval_matrix=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -190,6 +191,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         with the cluster leaderboards and rank-interval figures
         (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
         ``figures/rank_intervals_*.png``)
+
+    metaeval, metaeval_matrix : optional :func:`multistat.meta_evaluate` leaderboard and
+        the correlations between metrics (DataFrames or Parquet paths; ``multistat
+        meta-evaluate --out/--matrix-out``): the "Metric meta-evaluation" section
+        (:mod:`multistat.report.metaeval`)
 
     Returns
     -------
@@ -268,6 +274,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         parts.append(write_ranking(ranking, out, dpi=dpi))
         _files.write_rank_plots(out, ranking)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
+    if metaeval is not None:  # metric leaderboard and heatmap (multistat.report.metaeval)
+        from multistat.report.metaeval import write_metaeval
+
+        parts.append(write_metaeval(metaeval, out, matrix=metaeval_matrix, dpi=dpi))
+        toc.insert(2, ("metaeval", "Metric meta-evaluation"))
 
     # ------------------------------------------------------------------ analysis
     if analysis is not None:
