@@ -139,18 +139,21 @@ def _matrix(name: str, values) -> np.ndarray:
     return arr
 
 
-def _check_pair(human: np.ndarray, metric: np.ndarray, name: str) -> None:
+def _check_pair(human: np.ndarray, metric: np.ndarray, name: str, where=None) -> None:
+    """Shapes agree, no infinite human score, a finite metric score wherever there is a
+    human judgment; ``where(s, i)`` names a cell (default: its indices)."""
+    where = where or (lambda s, i: f"system {s}, item {i}")
     if metric.shape != human.shape:
         raise ParameterError(f"metric {name!r} has shape {metric.shape}; `human` has "
                              f"{human.shape}")
     if np.isinf(human).any():
         s, i = np.argwhere(np.isinf(human))[0]
-        raise DataValidationError(f"`human` is infinite at system {s}, item {i}")
+        raise DataValidationError(f"`human` is infinite at {where(s, i)}")
     bad = ~np.isfinite(metric) & ~np.isnan(human)
     if bad.any():
         s, i = np.argwhere(bad)[0]
         raise DataValidationError(
-            f"metric {name!r} is {metric[s, i]} at system {s}, item {i} where the human "
+            f"metric {name!r} is {metric[s, i]} at {where(s, i)} where the human "
             f"score is {human[s, i]} ({int(bad.sum())} such cells); a metric needs a "
             f"finite score wherever there is a human judgment")
 
@@ -1149,13 +1152,9 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
         h = score[:, names.index(human)]
         ms = {m: score[:, names.index(m)] for m in chosen}
         for m, x in ms.items():
-            bad = np.isnan(x) & ~np.isnan(h)
-            if bad.any():
-                s, i = np.argwhere(bad)[0]
-                raise DataValidationError(
-                    f"dataset {name!r}, metric {m!r}: no score for system "
-                    f"{str(ds.system.values[s])!r}, instance {str(ds.instance.values[i])!r} "
-                    f"which has a human judgment ({int(bad.sum())} such cells)")
+            _check_pair(h, x, m, where=lambda s, i, ds=ds, name=name: (
+                f"dataset {name!r}, system {str(ds.system.values[s])!r}, instance "
+                f"{str(ds.instance.values[i])!r}"))
         if not (~np.isnan(h)).any():
             raise DataValidationError(f"dataset {name!r}: no human judgments in {human!r}")
         boot = None

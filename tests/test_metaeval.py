@@ -513,3 +513,18 @@ def test_report_has_the_metric_section(tmp_path, realsumm):
     with pytest.raises(DataValidationError, match="`metaeval` lacks column\\(s\\) "
                                                   "\\['cluster'\\]"):
         write_metaeval(board.drop(columns="cluster"), tmp_path / "x")
+
+
+def test_a_metric_missing_where_a_human_judgment_is_names_the_cell(tmp_path):
+    path = _incomplete_csv(tmp_path / "scores.csv")
+    frame = pd.read_csv(path, dtype={"instance": str})
+    judged = frame[(frame.metric == "mqm") & (frame.system == "s1")]["instance"]
+    inst = judged.iloc[0]
+    drop = frame.index[(frame.metric == "bleu") & (frame.system == "s1")
+                       & (frame.instance == inst)]
+    frame.drop(drop).to_csv(path, index=False)
+    study = multistat.load(path, missing="keep")
+    with pytest.raises(DataValidationError, match="metric 'bleu' is nan at dataset "
+                                                  f"'scores', system 's1', instance '{inst}' "
+                                                  "where the human score is"):
+        meta_evaluate(study, human="mqm", n_resamples=10)

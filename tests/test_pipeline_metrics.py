@@ -5,38 +5,15 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from multistat.cli import main
 from multistat.io import read_parquet
+from tests.test_pipeline_several import BIN, _options, _run
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "pipelines" / "metrics-task"
-BIN = Path(sys.executable).parent
-
-
-def _run(args, cwd):
-    import os
-
-    env = dict(os.environ, DVC_NO_ANALYTICS="1",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=300, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
-
-
-def _options(words):
-    import typer
-
-    from multistat import cli
-
-    cmd = typer.main.get_command(cli.app)
-    while words and hasattr(cmd, "commands") and words[0] in cmd.commands:
-        cmd = cmd.commands[words.pop(0)]
-    return {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
 
 
 def test_template_renders_and_its_stages_run(tmp_path, monkeypatch):

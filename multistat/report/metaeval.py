@@ -90,7 +90,7 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     ``figures/metric_correlations_<dataset>.png`` with ``matrix``) under ``out_dir``;
     return the HTML section (figures embedded)."""
     from multistat.report.plots import save_png
-    from multistat.report.ranking import _slug
+    from multistat.report.ranking import _html_table, _slug
 
     board = _frame(board, "metaeval", BOARD)
     matrix = _frame(matrix, "metaeval_matrix", MATRIX)
@@ -110,17 +110,11 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     for ds, g in board.groupby("dataset", sort=False):
         g = g.reset_index(drop=True)
         slug = _slug(ds)
-        shown = g[["metric", "value", "ci_low", "ci_high", "rank", "cluster"]].copy()
-        for c in ("value", "ci_low", "ci_high"):
-            shown[c] = shown[c].map(lambda v: f"{v:.4f}")
-        cuts = set(np.flatnonzero(np.diff(g["cluster"].to_numpy())))
-        head = "".join(f"<th>{e(c)}</th>" for c in shown.columns)
-        rows = [f'<table class="ranking"><thead><tr>{head}</tr></thead><tbody>']
-        for i, row in enumerate(shown.itertuples(index=False)):
-            style = ' style="border-bottom:2px solid #333"' if i in cuts else ""
-            rows.append(f"<tr{style}>" + "".join(f"<td>{e(str(v))}</td>" for v in row)
-                        + "</tr>")
-        rows.append("</tbody></table>")
+        shown = pd.DataFrame({
+            "Metric": g["metric"], "Value": g["value"].map(lambda v: f"{v:.4f}"),
+            "95% CI": [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(g["ci_low"], g["ci_high"])],
+            "Rank": g["rank"], "Cluster": g["cluster"]})
+        rows = [_html_table(shown)]
         png = save_png(metric_plot(g), figdir / f"metaeval_{slug}.png", dpi=dpi)
         h.append(f"<h3>{e(str(ds))}</h3><div class=\"grid\">{''.join(rows)}")
         h.append(f'<figure><img src="data:image/png;base64,{base64.b64encode(png).decode()}"'
