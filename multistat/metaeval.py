@@ -559,7 +559,7 @@ class _BootKernel:
                 f"the bootstrap of {d.statistic} with average_by={d.average_by!r} on "
                 f"systems x items scores is not supported: it is vectorised for "
                 f"average_by='item' (every statistic), Pearson with any averaging, and "
-                f"Kendall statistics on 1-D scores")
+                f"the Kendall statistics but kendall_c on 1-D scores")
 
     def __call__(self, plan, data=None):
         if self.mode == "item":
@@ -1177,14 +1177,10 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
             boot = eng.resample("bootstrap", _SystemBootKernel(d0, statistic, eps_sys),
                                 None, n=d0.N, n_resamples=n_resamples, seed=seed,
                                 dataset=name, scheduler=scheduler)
-            a = list(args)
-            a[-1] = eps_sys if np.ndim(eps_sys) == 0 else 0.0
-            table, (_, values, ns, d) = _compare(hs, mss, *a, key=name, scheduler=scheduler,
+            # epsilon="optimal" is calibrated on the system scores here too
+            table, (_, values, ns, d) = _compare(hs, mss, *args, key=name,
+                                                 scheduler=scheduler,
                                                  boot=boot if test == "bootstrap" else None)
-            if np.ndim(eps_sys):
-                d.eps = eps_sys
-                values, ns = d.observed()
-                table["value_a"], table["value_b"] = values[d.ia], values[d.ib]
             ok = ~np.isnan(hs)
             cols = [hs[ok]] + [mss[m][ok] for m in chosen]
         q = (1 - confidence_level) / 2

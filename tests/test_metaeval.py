@@ -528,3 +528,21 @@ def test_a_metric_missing_where_a_human_judgment_is_names_the_cell(tmp_path):
                                                   f"'scores', system 's1', instance '{inst}' "
                                                   "where the human score is"):
         meta_evaluate(study, human="mqm", n_resamples=10)
+
+
+def test_system_level_tie_calibration_uses_the_system_scores(realsumm):
+    board, pairs, _ = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
+                                         statistic="acc23", epsilon="optimal",
+                                         test="bootstrap", datasets=["ext"],
+                                         n_resamples=200,
+                                         metrics=["rouge_1_recall", "bert_f_score"])
+    ds = realsumm["ext"]
+    hs, mss = me._system_scores(ds["score"].sel(metric="litepyramid_recall").values,
+                                {m: ds["score"].sel(metric=m).values
+                                 for m in ("rouge_1_recall", "bert_f_score")})
+    for m, x in mss.items():
+        r = metric_correlation(hs, x, statistic="acc23", epsilon="optimal")
+        assert board.set_index("metric").loc[m, "value"] == r.value
+    row = pairs.iloc[0]
+    assert row["delta"] == row["value_a"] - row["value_b"]
+    assert row["ci_low"] < row["ci_high"] and 0 < row["p_value"] <= 1
