@@ -37,10 +37,11 @@ sums: per metric first, pairs last. PERM-BOTH z-scores each metric over the vali
 and swaps each cell's pair of scores with probability 1/2 (the engine's sign-flip plan over
 the cells). For Pearson the swapped statistics follow from sign-weighted sums of each
 metric (one product per metric, not per pair); for tau_23, acc_23 and pairwise accuracy
-the swapped *difference* of two metrics is affine in the swap vector (the quadratic terms
-of the two swapped metrics cancel), so the whole null of every pair is one product of the
-sign-flip plan with per-cell coefficients. Nothing of size pairs x items x resamples is
-built.
+(and tau_b, tau_c when no two metric z-scores of a row tie, so that their denominators
+cannot change with a swap) the swapped *difference* of two metrics is affine in the swap
+vector (the quadratic terms of the two swapped metrics cancel), so the whole null of every
+pair is one product of the sign-flip plan with per-cell coefficients. Nothing of size
+pairs x items x resamples is built.
 
 References
 ----------
@@ -615,12 +616,12 @@ class _PermKernel:
         self.z = z
         if d.statistic == "pearson":
             self._init_pearson(d)
-        elif d.statistic in LINEAR:
+        elif d.statistic in LINEAR + ("kendall_b", "kendall_c"):
             self._init_linear(d)
         else:
             raise ParameterError(
-                f"PERM-BOTH is vectorised for pearson and the linear pair statistics "
-                f"{', '.join(LINEAR)}; for {d.statistic} use test='bootstrap'")
+                f"PERM-BOTH is vectorised for pearson and the Kendall statistics; for "
+                f"{d.statistic} (ranks change with every swap) use test='bootstrap'")
 
     # Pearson: sign-weighted sums of every metric, pairs formed from them
     def _init_pearson(self, d):
@@ -740,8 +741,10 @@ class _PermKernel:
                 f"PERM-BOTH for {d.statistic} with average_by={d.average_by!r} would "
                 f"compare {R * L * L * K * K:,} cell-pair x metric-pair cases; use "
                 f"average_by='item' (WMT's grouping by item) or fewer metrics")
-        acc = d.statistic != "kendall_23"
+        acc = d.statistic in ("acc23", "pairwise_accuracy")
+        tau = d.statistic in ("kendall_b", "kendall_c")
         tot = np.zeros(R)
+        zh = np.zeros(R)
         phi = np.zeros((R, L, K, K))  # Phi[x, y](cell j) = sum_k phi(sh_jk, x_j - y_k)
         step = max(1, PAIR_CHUNK // max(1, L * L * K * K))
         for s in range(0, R, step):
@@ -754,14 +757,38 @@ class _PermKernel:
             zz = zr[sl]
             zj, zk = zz[:, :, None, :, None], zz[:, None, :, None, :]
             gt, lt = zj > zk, zj < zk  # (r, L, L, K, K): x at cell j against y at cell k
-            good = (gt & (sh > 0)[..., None, None]) | (lt & (sh < 0)[..., None, None])
-            good |= ~(gt | lt) & ((sh == 0) & valid)[..., None, None]
-            good &= valid[..., None, None]
-            cnt = good.sum(2, dtype=np.int32)
-            phi[sl] = cnt if acc else 2 * cnt - valid.sum(2)[..., None, None]
+            up, down = (sh > 0)[..., None, None], (sh < 0)[..., None, None]
+            good = (gt & up) | (lt & down)
+            if tau:  # concordant minus discordant; no metric tie can arise (checked)
+                tie = ~(gt | lt) & valid[..., None, None]
+                if tie.any():
+                    raise ParameterError(
+                        f"PERM-BOTH for {d.statistic}: the metrics' z-scores tie within a "
+                        f"row (or across two metrics), so a swap can change the tie "
+                        f"counts and the statistic is not linear in the swaps; use "
+                        f"kendall_23 or acc23 (ties are part of them), or test='bootstrap'")
+                phi[sl] = (good.sum(2, dtype=np.int32)
+                           - ((lt & up) | (gt & down)).sum(2, dtype=np.int32))
+            else:
+                good |= ~(gt | lt) & ((sh == 0) & valid)[..., None, None]
+                good &= valid[..., None, None]
+                cnt = good.sum(2, dtype=np.int32)
+                phi[sl] = cnt if acc else 2 * cnt - valid.sum(2)[..., None, None]
             tot[sl] = valid.sum((1, 2)) / 2
-        ok = tot > 0
-        w = np.where(ok, 1.0 / np.maximum(tot, 1), 0.0) / max(int(ok.sum()), 1)
+            zh[sl] = (valid & (sh == 0)).sum((1, 2)) / 2
+        # a row's weight: 1 / the denominator of its statistic (fixed under swaps)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if d.statistic == "kendall_b":
+                denom = np.sqrt(tot * (tot - zh))
+            elif d.statistic == "kendall_c":
+                vr = ~np.isnan(hr)
+                n = vr.sum(1).astype(float)
+                c = np.minimum(n, _distinct(hr, vr))  # no metric ties: n distinct values
+                denom = np.where(c > 1, n ** 2 * (c - 1) / c / 2, 0.0)
+            else:
+                denom = tot
+        ok = (tot > 0) & (denom > 0) & (zh < tot if tau else True)
+        w = np.where(ok, 1.0 / np.where(ok, denom, 1.0), 0.0) / max(int(ok.sum()), 1)
         ia, ib = self.ia, self.ib
         # per cell and pair: g = w (Phi[b,a] - Phi[a,a] - Phi[a,b] + Phi[b,b])
         g = w[:, None, None] * (phi[..., ib, ia] - phi[..., ia, ia] - phi[..., ia, ib]
@@ -910,9 +937,10 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
 
     Notes
     -----
-    PERM-BOTH is vectorised for Pearson (any averaging) and for tau_23 / acc_23 /
-    pairwise accuracy (rows of few cells, e.g. ``average_by="item"`` or 1-D system
-    scores); Spearman, tau_b and tau_c are compared with the bootstrap. mt-metrics-eval
+    PERM-BOTH is vectorised for Pearson (any averaging) and for the Kendall statistics
+    (rows of few cells, e.g. ``average_by="item"`` or 1-D system scores; tau_b and tau_c
+    only when no metric z-scores tie within a row, else a clear error); Spearman (whose
+    ranks change with every swap) is compared with the bootstrap. mt-metrics-eval
     reports ``count / B`` without the +1 and only the one-sided p of metric b beating
     metric a; the difference is within Monte Carlo error.
 

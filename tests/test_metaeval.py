@@ -136,7 +136,8 @@ def _data(seed=0, S=5, N=30, K=3, missing=True):
 
 @pytest.mark.parametrize("statistic, average_by", [
     ("pearson", "none"), ("pearson", "system"), ("pearson", "item"),
-    ("acc23", "item"), ("kendall_23", "item"), ("pairwise_accuracy", "item")])
+    ("acc23", "item"), ("kendall_23", "item"), ("pairwise_accuracy", "item"),
+    ("kendall_b", "item"), ("kendall_c", "item"), ("kendall_b", "none")])
 def test_perm_both_null_equals_recomputation_on_swapped_scores(statistic, average_by):
     h, ms = _data()
     d = me._prepare(h, ms, statistic, average_by, 0.0)
@@ -388,8 +389,13 @@ def test_errors_name_what_is_wrong():
         metric_correlation(GOLD, METRIC, statistic="soft_pairwise_accuracy")
     with pytest.raises(ParameterError, match="at least 2 metrics"):
         compare_metrics(h, {"m0": ms["m0"]})
-    with pytest.raises(ParameterError, match="PERM-BOTH is vectorised for pearson"):
-        compare_metrics(h, ms, statistic="kendall_b", average_by="item")
+    with pytest.raises(ParameterError, match="PERM-BOTH is vectorised for pearson and the "
+                                             "Kendall statistics; for spearman"):
+        compare_metrics(h, ms, statistic="spearman", average_by="item")
+    tied = {k: np.round(m) for k, m in ms.items()}
+    with pytest.raises(ParameterError, match="PERM-BOTH for kendall_b: the metrics' "
+                                             "z-scores tie within a row"):
+        compare_metrics(h, tied, statistic="kendall_b", average_by="item")
     with pytest.raises(ParameterError, match="use epsilon=0 with test='perm-both'"):
         compare_metrics(h, ms, statistic="acc23", average_by="item", epsilon=0.5)
     with pytest.raises(ParameterError, match="Williams' test compares Pearson"):
@@ -461,7 +467,7 @@ def test_cli_meta_evaluate_with_missing_keep(tmp_path, capsys):
 @pytest.mark.parametrize("args, fragment", [
     (["--human", "nope"], "no dataset of the study has the human metric 'nope'"),
     (["--human", "mqm", "--epsilon", "x"], "--epsilon must be a number >= 0 or 'optimal'"),
-    (["--human", "mqm", "--statistic", "kendall_b"], "PERM-BOTH is vectorised for pearson"),
+    (["--human", "mqm", "--statistic", "spearman"], "PERM-BOTH is vectorised for pearson"),
     (["--human", "mqm", "--out", "m.txt"], "--out"),
 ])
 def test_cli_meta_evaluate_errors_are_one_line(tmp_path, capsys, args, fragment):
