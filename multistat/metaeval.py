@@ -91,6 +91,8 @@ BOARD_COLUMNS = ("dataset", "metric", "level", "statistic", "average_by", "value
                  "ci_high", "rank", "cluster", "n")
 #: pairs of cells handled at once by the Kendall kernels (memory: ~10 arrays of this size)
 PAIR_CHUNK = 2**21
+#: largest pair matrices of the 1-D Kendall bootstrap (entries^2 x (4 metrics + 1) x 8 B)
+PAIR_MATRIX_BYTES = 512 * 2**20
 #: largest rows x cells^2 x metrics^2 the PERM-BOTH Kendall kernel accepts
 PERM_KENDALL_LIMIT = 2 * 10**9
 
@@ -534,9 +536,12 @@ class _BootKernel:
         elif d.statistic in KENDALL and d.S == 1 and d.statistic != "kendall_c":
             # 1-D scores (e.g. systems): weighted pair counts, c^T F c over the entries
             L = d.N
-            if L > 3000:
-                raise ParameterError(f"the bootstrap of {d.statistic} over {L} entries of a "
-                                     f"1-D vector is not supported (at most 3000)")
+            need = (4 * d.K + 1) * L * L * 8
+            if need > PAIR_MATRIX_BYTES:
+                raise ParameterError(
+                    f"the bootstrap of {d.statistic} over {L} entries of a 1-D vector with "
+                    f"{d.K} metrics needs {need / 2**20:,.0f} MiB of pair matrices (at most "
+                    f"{PAIR_MATRIX_BYTES // 2**20} MiB); use fewer metrics per call")
             self.mode = "pairs1d"
             hv = h[0]
             dh = hv[:, None] - hv[None, :]

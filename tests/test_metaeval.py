@@ -552,3 +552,11 @@ def test_system_level_tie_calibration_uses_the_system_scores(realsumm):
     row = pairs.iloc[0]
     assert row["delta"] == row["value_a"] - row["value_b"]
     assert row["ci_low"] < row["ci_high"] and 0 < row["p_value"] <= 1
+
+
+def test_large_1d_kendall_bootstrap_is_refused_by_its_memory(monkeypatch):
+    monkeypatch.setattr(me, "PAIR_MATRIX_BYTES", 2**20)
+    g = np.arange(200.0)
+    with pytest.raises(ParameterError, match="needs 3 MiB of pair matrices \\(at most 1 "
+                                             "MiB\\)"):
+        compare_metrics(g, {"a": g, "b": -g}, statistic="kendall_b", test="bootstrap")
