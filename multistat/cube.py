@@ -3,7 +3,9 @@
 Each dataset node holds an :class:`xarray.Dataset` with
 
 * ``score`` — float64 on ``(system, metric, instance)``; NaN marks an instance removed
-  for that metric (``missing="drop"``), always for *all* systems so pairs stay paired;
+  for that metric (``missing="drop"``), always for *all* systems so pairs stay paired
+  (with ``missing="keep"``, ``attrs["missing"] = "keep"``: also a cell only some systems
+  lack, which :func:`multistat.meta_evaluate` leaves out and ``compare`` refuses);
 * coordinates ``higher_is_better`` (bool), ``kind`` (``"mean" | "binary" | "corpus"``)
   and ``corpus_fn`` (name of a registered corpus-metric function, ``""`` otherwise) on
   ``metric``;

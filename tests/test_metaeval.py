@@ -560,3 +560,10 @@ def test_large_1d_kendall_bootstrap_is_refused_by_its_memory(monkeypatch):
     with pytest.raises(ParameterError, match="needs 3 MiB of pair matrices \\(at most 1 "
                                              "MiB\\)"):
         compare_metrics(g, {"a": g, "b": -g}, statistic="kendall_b", test="bootstrap")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(me, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 8 and result.failed == 0
