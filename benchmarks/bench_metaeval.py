@@ -126,7 +126,8 @@ def reference() -> None:
     for fn, avg, k, kw in [(scipy.stats.pearsonr, "none", 20000, {}),
                            (scipy.stats.pearsonr, "item", 4000, {}),
                            (scipy.stats.pearsonr, "sys", 4000, {}),
-                           (stats.KendallVariants, "item", 4000, {"variant": "acc23"})]:
+                           (stats.KendallVariants, "item", 4000, {"variant": "acc23"}),
+                           (scipy.stats.kendalltau, "item", 4000, {})]:
         np.random.seed(0)
         p, d, _, _ = stats.PermutationSigDiff(cb, ca, fn, avg, k, params, **kw)
         print(getattr(fn, "__name__", fn), avg, kw, "k", k, "p", p, "delta", d)

@@ -222,6 +222,8 @@ def _mtme_case():
     ("pearson", "item", 4000, 0.01375, 4000, 0.11615579830678463),
     ("pearson", "system", 4000, 0.00275, 4000, 0.1305812439894668),
     ("acc23", "item", 4000, 0.01325, 4000, 0.05499999999999994),
+    # PermutationSigDiff(..., scipy.stats.kendalltau, "item", 4000): tau_b
+    ("kendall_b", "item", 4000, 0.012, 4000, 0.11276254702565908),
 ])
 def test_perm_both_p_agrees_with_mt_metrics_eval(statistic, average_by, n_resamples, p_ref,
                                                  b_ref, delta_ref):
