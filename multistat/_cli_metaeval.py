@@ -57,26 +57,20 @@ def meta_evaluate_command(
     metric (value, bootstrap interval), its rank, and significance clusters of metrics
     (the rule of `multistat rank` on the corrected metric-pair decisions). Writes the
     leaderboard and prints the clusters."""
+    from multistat import _cli_common as common
     from multistat import cube
-    from multistat._cli_common import (
-        guard_outputs,
-        seed_value,
-        split_names,
-        table_kind,
-        write_table,
-    )
     from multistat.errors import ParameterError
     from multistat.metaeval import meta_evaluation
 
-    seed = seed_value(seed)
+    seed = common.seed_value(seed)
     outputs = {"--out": out}
     if pairs_out is not None:
         outputs["--pairs-out"] = pairs_out
     if matrix_out is not None:
         outputs["--matrix-out"] = matrix_out
-    guard_outputs([study], outputs)
+    common.guard_outputs([study], outputs)
     for flag, path in outputs.items():
-        table_kind(path, flag)
+        common.table_kind(path, flag)
     if epsilon != "optimal":
         try:
             epsilon = float(epsilon)
@@ -85,18 +79,18 @@ def meta_evaluate_command(
                                  f"{epsilon!r}") from None
     start = time.perf_counter()
     board, pairs, matrix = meta_evaluation(
-        cube.load(study), human, metrics=split_names(metrics, "--metrics"), level=level,
+        cube.load(study), human, metrics=common.split_names(metrics, "--metrics"), level=level,
         statistic=statistic, average_by=average_by, epsilon=epsilon, test=test,
         n_resamples=n_resamples, seed=seed, alpha=alpha,
         correction=None if correction == "none" else correction,
-        confidence_level=confidence_level, datasets=split_names(datasets, "--datasets"),
+        confidence_level=confidence_level, datasets=common.split_names(datasets, "--datasets"),
         scheduler=scheduler)
     meta = dict(board.attrs["multistat"], input=str(study), stage="meta-evaluate")
-    write_table(board, out, metadata=meta)
+    common.write_table(board, out, metadata=meta)
     if pairs_out is not None:
-        write_table(pairs, pairs_out, metadata=meta, flag="--pairs-out")
+        common.write_table(pairs, pairs_out, metadata=meta, flag="--pairs-out")
     if matrix_out is not None:
-        write_table(matrix, matrix_out, metadata=meta, flag="--matrix-out")
+        common.write_table(matrix, matrix_out, metadata=meta, flag="--matrix-out")
     for ds, g in board.groupby("dataset", sort=False):
         typer.echo(f"{ds} ({level} level, {statistic}):")
         for c, gc in g.groupby("cluster", sort=True):
