@@ -41,12 +41,7 @@ from multistat._validation import (
     check_seed,
 )
 from multistat.correct import METHODS, adjust, adjust_groups
-from multistat.errors import (
-    DataValidationError,
-    ParameterError,
-    TestNotApplicableError,
-    UnknownSystemError,
-)
+from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
 from multistat.significance._batch import (BatchResult, Context, Slab, accepted_keywords,
@@ -180,17 +175,7 @@ class _Dataset:
             ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
-        if ds.attrs.get("missing") == "keep":  # read with missing="keep": refuse holes
-            nan = np.isnan(self.score)
-            partial = nan.any(axis=0) & ~nan.all(axis=0)
-            if partial.any():
-                m, i = np.argwhere(partial)[0]
-                raise DataValidationError(
-                    f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
-                    f"{str(ds.instance.values[i])!r} is scored for some systems only "
-                    f"(read with missing='keep', {int(partial.sum())} such cells); paired "
-                    f"tests need every system on the same instances: read with "
-                    f"missing='drop' (meta_evaluate uses the incomplete cells)")
+        cube.refuse_holes(ds, name, self.score)  # read with missing="keep"
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
         self.sysnames = self.ds.system.values.astype(str)

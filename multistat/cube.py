@@ -185,6 +185,23 @@ def validate_dataset(ds: xr.Dataset) -> None:
                                   f"('instance',); got {ds['group'].dims}")
 
 
+def refuse_holes(ds: xr.Dataset, name: str, score=None) -> None:
+    """A clear error when a dataset read with ``missing="keep"`` has cells that only some
+    systems lack: paired statistics need every system on the same instances."""
+    if ds.attrs.get("missing") != "keep":
+        return
+    nan = np.isnan(np.asarray(ds[SCORE].values if score is None else score))
+    partial = nan.any(axis=0) & ~nan.all(axis=0)
+    if partial.any():
+        m, i = np.argwhere(partial)[0]
+        raise DataValidationError(
+            f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
+            f"{str(ds.instance.values[i])!r} is scored for some systems only (read with "
+            f"missing='keep', {int(partial.sum())} such cells); paired tests need every "
+            f"system on the same instances: read with missing='drop' (meta_evaluate uses "
+            f"the incomplete cells)")
+
+
 def _is_lazy(da: xr.DataArray) -> bool:
     return da.chunks is not None
 

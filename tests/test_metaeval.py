@@ -348,6 +348,9 @@ def test_meta_evaluate_with_missing_human_judgments(tmp_path):
     assert np.isnan(study["scores"]["score"].sel(metric="mqm").values).any()
     with pytest.raises(DataValidationError, match="scored for some systems only"):
         multistat.compare(study)
+    with pytest.raises(DataValidationError, match="dataset 'scores', metric 'mqm': instance "
+                                                  "'0' is scored for some systems only"):
+        multistat.analyze(study)
     board = meta_evaluate(study, human="mqm", level="system", statistic="pearson",
                           n_resamples=200)
     ds = study["scores"]
