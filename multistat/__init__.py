@@ -47,6 +47,9 @@ _LAZY = {
     "variance_components": ("multistat.human", "variance_components"),
     "rank_with_pairs": ("multistat.ranking", "rank_with_pairs"),
     "pfloor": ("multistat.pfloor", None),
+    "metric_correlation": ("multistat.metaeval", "metric_correlation"),
+    "compare_metrics": ("multistat.metaeval", "compare_metrics"),
+    "meta_evaluate": ("multistat.metaeval", "meta_evaluate"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -55,7 +55,9 @@ LowerOpt = Annotated[list[str] | None, typer.Option(
     "--lower-is-better", help="a metric where lower is better (repeatable)")]
 MissingOpt = Annotated[str, typer.Option(
     "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
-                      "for that metric across all systems, and report how many")]
+                      "for that metric across all systems, and report how many; keep: "
+                      "leave them NaN (incomplete designs, e.g. human judgments only some "
+                      "systems have; used by meta-evaluate)")]
 SepOpt = Annotated[str | None, typer.Option(
     "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
                   "whitespace (default: from the extension and first line)")]

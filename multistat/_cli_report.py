@@ -60,6 +60,12 @@ def report_command(
         "--ranking-pairs", help="the ranking's pairwise decisions (`multistat rank "
                                 "--pairs-out`): every section's beats, heatmap stars, "
                                 "clusters and rank ranges come from them")] = None,
+    metaeval: Annotated[Path | None, typer.Option(
+        "--metaeval", help="metric leaderboard (from `multistat meta-evaluate`): the "
+                           "metric meta-evaluation section")] = None,
+    metaeval_matrix: Annotated[Path | None, typer.Option(
+        "--metaeval-matrix", help="correlations between metrics (`multistat "
+                                  "meta-evaluate --matrix-out`): a heatmap")] = None,
     test: Annotated[str | None, typer.Option(
         "--test", help="test shown in leaderboards, heatmaps and pairwise tables; auto: "
                        "the one --analysis recommends for most pairs, else the first test "
@@ -97,7 +103,7 @@ def report_command(
 
     check_not_tracked(out, REPORT_WRITES, force=force)
     guard_outputs([results, analysis, study, systems, ranking, ranking_pairs, meta,
-                   preferences, *(power or ())],
+                   preferences, metaeval, metaeval_matrix, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
@@ -106,7 +112,8 @@ def report_command(
                         annotate=None if annotate == "none" else annotate,
                         histogram_pairs=None if histograms == "none" else "top2",
                         title=title, dpi=dpi, ranking=ranking, ranking_pairs=ranking_pairs,
-                        pooled=meta, preferences=preferences)
+                        pooled=meta, preferences=preferences, metaeval=metaeval,
+                        metaeval_matrix=metaeval_matrix)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

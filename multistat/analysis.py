@@ -192,6 +192,7 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     rows = []
     for name, ds in all_ds.items():
         score = np.asarray(ds[cube.SCORE].values)
+        cube.refuse_holes(ds, name, score)  # read with missing="keep"
         idx = cube.pair_indices(ds.system.values, pairs)
         idx_arr = np.array(idx, dtype=np.intp).reshape(-1, 2)
         ia = np.array([a for a, _ in idx])

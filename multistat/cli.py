@@ -465,6 +465,11 @@ def _mount_subapps():
     app.command("preferences", help="Bradley-Terry leaderboard (Elo scale) from pairwise "
                 "battles, with bootstrap score/rank intervals and clusters.")(
         preferences_command)
+    from multistat._cli_metaeval import meta_evaluate_command
+
+    app.command("meta-evaluate", help="Metric meta-evaluation: each metric's agreement "
+                "with human scores, intervals, metric clusters (PERM-BOTH, bootstrap, "
+                "Williams).")(meta_evaluate_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

@@ -178,6 +178,7 @@ class _Dataset:
             ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
+        cube.refuse_holes(ds, name, self.score)  # read with missing="keep"
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
         self.sysnames = self.ds.system.values.astype(str)

@@ -3,7 +3,9 @@
 Each dataset node holds an :class:`xarray.Dataset` with
 
 * ``score`` — float64 on ``(system, metric, instance)``; NaN marks an instance removed
-  for that metric (``missing="drop"``), always for *all* systems so pairs stay paired;
+  for that metric (``missing="drop"``), always for *all* systems so pairs stay paired
+  (with ``missing="keep"``, ``attrs["missing"] = "keep"``: also a cell only some systems
+  lack, which :func:`multistat.meta_evaluate` leaves out and ``compare`` refuses);
 * coordinates ``higher_is_better`` (bool), ``kind`` (``"mean" | "binary" | "corpus"``)
   and ``corpus_fn`` (name of a registered corpus-metric function, ``""`` otherwise) on
   ``metric``;
@@ -56,7 +58,7 @@ KINDS = ("mean", "binary", "corpus")
 def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
                  higher_is_better=None, kind=None, corpus_fn=None, stats=None,
                  run_score=None, runs=None, group=None, rating=None,
-                 raters=None) -> xr.Dataset:
+                 raters=None, missing="raise") -> xr.Dataset:
     """Build one validated dataset node from arrays.
 
     Parameters
@@ -73,6 +75,8 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         :func:`run_mean`)
     runs : run labels (default ``"0", "1", ...``)
     group : optional group label per instance (str)
+    missing : ``"keep"`` accepts NaN cells that only some systems have (an incomplete
+        design, ``attrs["missing"] = "keep"``); default: they are an error
     """
     score = np.asarray(score, dtype=np.float64)
     systems = [str(s) for s in systems]
@@ -109,6 +113,8 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         data_vars[STATS] = (DIMS + ("stat",), stats)
         coords["stat"] = np.arange(stats.shape[3])
     attrs = {"dataset": str(name)}
+    if missing == "keep":  # NaN cells that only some systems have are data
+        attrs["missing"] = "keep"
     for var, dims, values, labels, what in ((RUN_SCORE, RUN_DIMS, run_score, runs, "run"),
                                             (RATING, RATING_DIMS, rating, raters, "rater")):
         _fourth_axis(data_vars, coords, attrs, shape, var, dims, values, labels, what)
@@ -173,7 +179,7 @@ def validate_dataset(ds: xr.Dataset) -> None:
         nan = np.isnan(score)
         # NaN must cover all systems of an instance (dropped pairs), never part of them
         partial = nan.any(axis=0) & ~nan.all(axis=0)
-        if partial.any():
+        if partial.any() and ds.attrs.get("missing") != "keep":
             m, i = np.argwhere(partial)[0]
             raise DataValidationError(
                 f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
@@ -198,6 +204,23 @@ def validate_dataset(ds: xr.Dataset) -> None:
     if "group" in ds.coords and ds["group"].dims != ("instance",):
         raise DataValidationError(f"dataset {name!r}: coordinate `group` must be on "
                                   f"('instance',); got {ds['group'].dims}")
+
+
+def refuse_holes(ds: xr.Dataset, name: str, score=None) -> None:
+    """A clear error when a dataset read with ``missing="keep"`` has cells that only some
+    systems lack: paired statistics need every system on the same instances."""
+    if ds.attrs.get("missing") != "keep":
+        return
+    nan = np.isnan(np.asarray(ds[SCORE].values if score is None else score))
+    partial = nan.any(axis=0) & ~nan.all(axis=0)
+    if partial.any():
+        m, i = np.argwhere(partial)[0]
+        raise DataValidationError(
+            f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
+            f"{str(ds.instance.values[i])!r} is scored for some systems only (read with "
+            f"missing='keep', {int(partial.sum())} such cells); paired tests need every "
+            f"system on the same instances: read with missing='drop' (meta_evaluate uses "
+            f"the incomplete cells)")
 
 
 def _is_lazy(da: xr.DataArray) -> bool:
@@ -288,7 +311,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
             group = per.set_index("instance")["group"].reindex(instances).tolist()
         present = ~np.isnan(cube)
         partial = present.any(axis=0) & ~present.all(axis=0)
-        if partial.any():
+        keep = frame.attrs.get("missing") == "keep"  # read_scores(missing="keep")
+        if partial.any() and not keep:
             m, i = np.argwhere(partial)[0]
             lacking = [str(s) for s, ok in zip(systems, present[:, m, i]) if not ok]
             raise DataValidationError(
@@ -300,7 +324,8 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
         out[str(name)] = make_dataset(name, cube, systems=systems, metrics=metrics,
                                       instances=instances, higher_is_better=hib, kind=kind,
                                       run_score=run_cube, runs=runs, group=group,
-                                      rating=rating, raters=raters)
+                                      rating=rating, raters=raters,
+                                      missing="keep" if keep else "raise")
     return make_study(out)
 
 

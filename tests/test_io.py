@@ -545,8 +545,8 @@ class TestErrors:
         with pytest.raises(ParameterError, match=r"`format` must be one of 'long', 'wide', "
                                                  r"'pairs', 'lines', 'comet'; got 'csv'"):
             read_scores(path, format="csv")
-        with pytest.raises(ParameterError, match=r"`missing` must be one of 'raise', 'drop'; "
-                                                 r"got 'omit'"):
+        with pytest.raises(ParameterError, match=r"`missing` must be one of 'raise', 'drop', "
+                                                 r"'keep'; got 'omit'"):
             read_scores(path, missing="omit")
         with pytest.raises(ParameterError, match=r"`lower_is_better` names unknown metric\(s\) "
                                                  r"'ter'; the metrics are 'score'"):

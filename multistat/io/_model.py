@@ -166,7 +166,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                         f"{label}: {where}: system {sys_names[systems[s]]!r} {what}{more}; "
                         f"pass missing='drop' to keep only the instances every system has"
                     )
-            else:
+            elif missing == "drop":
                 bad_inst = (~present | nan_cell | lack_run).any(axis=0)
                 if bad_inst.any():
                     idx = np.flatnonzero(bad_inst)

@@ -77,10 +77,14 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     lower_is_better : str or sequence of str
         Metrics for which a smaller score is better (e.g. TER, error counts). MQM files
         that store negated penalties (scores <= 0, as WMT's) are higher-is-better.
-    missing : {"raise", "drop"}
+    missing : {"raise", "drop", "keep"}
         What to do with a NaN score or a system that lacks an instance another system
-        has: ``"raise"`` a :class:`~multistat.errors.DataValidationError` (default), or
-        ``"drop"`` that instance of that metric for *every* system, so pairs stay paired.
+        has: ``"raise"`` a :class:`~multistat.errors.DataValidationError` (default),
+        ``"drop"`` that instance of that metric for *every* system, so pairs stay paired,
+        or ``"keep"`` it: the cell stays NaN (incomplete designs, e.g. human judgments
+        that only some systems have; :func:`multistat.meta_evaluate` leaves such cells
+        out, :func:`multistat.compare` refuses them). ``frame.attrs["missing"]`` records
+        the choice.
     systems : pair of str or list of str, optional
         ``pairs``: the names of the two columns' systems (default ``("A", "B")``).
         ``wide``: the columns to read as systems (default every column that is not the
@@ -173,7 +177,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     ...             instance_col="seg_id", metric="mqm")  # doctest: +SKIP
     """
     fmt = None if format is None else check_choice("format", format, FORMATS)
-    missing = check_choice("missing", missing, ("raise", "drop"))
+    missing = check_choice("missing", missing, ("raise", "drop", "keep"))
     sep = _normalise_sep(sep)
     if isinstance(lower_is_better, str):
         lower_is_better = (lower_is_better,)
@@ -357,6 +361,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                                         rater_aggregate=rater_aggregate)
     frame.attrs["metrics"] = metrics
     frame.attrs["dropped"] = dropped
+    frame.attrs["missing"] = missing
     frame.attrs["source"] = {"paths": [str(s.path) for s in sources],
                              "format": "/".join(sorted(layouts))}
     return frame

@@ -154,7 +154,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                  annotate: str | None = "auto", histogram_pairs="top2",
                  title: str = "multistat significance report", dpi: int = 110,
                  max_power_figures: int = 24, ranking=None, ranking_pairs=None,
-                 pooled=None, preferences=None) -> Path:
+                 pooled=None, preferences=None, metaeval=None,
+                 metaeval_matrix=None) -> Path:
     """Write the HTML report, its figures and its tables; return the HTML path.
 
     Parameters
@@ -204,6 +205,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     preferences : optional :func:`multistat.bradley_terry` leaderboard (DataFrame or
         Parquet path): a section with the leaderboard table and its rank-interval figure
         (:mod:`multistat.report.preferences`)
+
+    metaeval, metaeval_matrix : optional :func:`multistat.meta_evaluate` leaderboard and
+        the correlations between metrics (DataFrames or Parquet paths; ``multistat
+        meta-evaluate --out/--matrix-out``): the "Metric meta-evaluation" section
+        (:mod:`multistat.report.metaeval`)
 
     Returns
     -------
@@ -310,6 +316,11 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
         parts.append(write_preferences(preferences, out, dpi=dpi))
         toc.insert(2, ("preferences", "Pairwise preferences"))
+    if metaeval is not None:  # metric leaderboard and heatmap (multistat.report.metaeval)
+        from multistat.report.metaeval import write_metaeval
+
+        parts.append(write_metaeval(metaeval, out, matrix=metaeval_matrix, dpi=dpi))
+        toc.insert(2, ("metaeval", "Metric meta-evaluation"))
 
     # ------------------------------------------------------------------ analysis
     if analysis is not None:
