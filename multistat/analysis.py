@@ -88,8 +88,9 @@ def _classify(spec, symmetric: bool, normal: bool) -> str:
 def _specs(binary: bool):
     from multistat.significance import REGISTRY
 
-    # ASO ("distribution": dominance over runs, no p-value) is no test of Table 2
-    general = [s for s in REGISTRY.values() if not s.binary_only
+    # ASO ("distribution": dominance over runs, no p-value) is no test of Table 2, nor
+    # are the tests of other designs (ratings by rater, unpaired samples: not advised)
+    general = [s for s in REGISTRY.values() if not s.binary_only and s.advised
                and "distribution" not in s.statistic_kinds]
     # order within a list: most assumptions first, resampling tests last (as Table 2)
     general.sort(key=lambda s: (s.resampling, not s.assumes_normal, not s.assumes_symmetric))

@@ -109,6 +109,9 @@ class TestSpec:
         once per slab of pairs sized by the memory budget
     bytes_per_value : working memory of the batch per pair x metric x instance, used to
         size the slabs of pairs
+    advised : :func:`multistat.analyze` may recommend it (NLPStatTest's Table 2 is about
+        tests of paired per-instance scores); False for tests of another design, such as
+        ratings by rater (``"mixed"``) or two unpaired samples (``"mannwhitney"``)
     """
 
     __test__ = False
@@ -126,6 +129,7 @@ class TestSpec:
     supports_corpus: bool = False
     all_pairs: bool = False
     bytes_per_value: int = 64
+    advised: bool = True
 
     def run(self, slab, ia, ib, ctx):
         """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->

@@ -303,4 +303,5 @@ def _register():
         if name not in REGISTRY:
             register(TestSpec(name, func, "rank", ("median",), assumes_symmetric=False,
                               assumes_normal=False, description=text,
-                              batch=unpaired_batch(name), bytes_per_value=16))
+                              batch=unpaired_batch(name), bytes_per_value=16,
+                              advised=False))
