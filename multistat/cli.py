@@ -103,13 +103,17 @@ def load(
             raise ParameterError("--dataset-from-filename names the dataset; give it "
                                  "without --dataset and --dataset-col")
         kw["dataset_from_filename"] = True
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
-        frame = read_scores(paths[0] if len(paths) == 1 else [str(p) for p in paths], **kw,
-                            run_col=run_col, group_col=group_col)
-    study = cube.from_frame(frame)
+    source = paths[0] if len(paths) == 1 else [str(p) for p in paths]
+    # one plain wide file: straight into the cube (no long frame, nothing dropped)
+    study = cube.from_wide_files(source, **kw, run_col=run_col, group_col=group_col)
+    dropped = []
+    if study is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
+            frame = read_scores(source, **kw, run_col=run_col, group_col=group_col)
+        study, dropped = cube.from_frame(frame), frame.attrs.get("dropped", [])
     save_study(study, out)
-    echo_summary(study, frame.attrs.get("dropped", []))
+    echo_summary(study, dropped)
     typer.echo(f"wrote {out}")
 
 
@@ -445,6 +449,10 @@ def _mount_subapps():
                 "diagram.")(friedman_command)
     app.command("replicability", help="On how many test sets, and which, an effect holds "
                 "(Dror et al. 2017).")(replicability_command)
+    from multistat._cli_merge import merge_command
+
+    app.command("merge", help="Several studies -> one study with all their datasets "
+                "(test sets).")(merge_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional
