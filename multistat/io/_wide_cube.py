@@ -228,11 +228,16 @@ def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
         have.append(set(mine))
         del table
     _check_complete(sources, dataset, metrics, systems, have, len(instances))
-    kind = ["binary" if bool(np.isin(score[:, m], (0.0, 1.0)).all()) else "mean"
-            for m in range(len(metrics))]
+    kind = ["binary" if _binary(score[:, m]) else "mean" for m in range(len(metrics))]
     return WideArrays(dataset, systems, metrics, instances, score,
                       [m not in lower for m in metrics], kind,
                       [str(s.path) for s in sources])
+
+
+def _binary(x: np.ndarray) -> bool:
+    """Every score 0 or 1 (read_scores' ``np.isin(values, (0, 1)).all()``, system by
+    system: it stops at the first system with another value)."""
+    return all(bool(((row == 0.0) | (row == 1.0)).all()) for row in x)
 
 
 def _names_only(k: int, dataset: str, metric: str, systems: list[str]) -> _Long:
