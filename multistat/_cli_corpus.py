@@ -148,29 +148,12 @@ def _system_names(files: dict[str, Path], spec: str | None) -> dict[str, Path]:
     return out
 
 
-def _reference_files(specs: list[str], where: str) -> list[Path]:
+def _reference_files(specs: list[str]) -> list[Path]:
     """Plain-text reference files: each spec a file, a folder (its files, sorted) or a
-    quoted glob; in the order given."""
-    out: list[Path] = []
-    for spec in specs:
-        path = Path(spec)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.is_file()
-                           and not p.name.startswith("."))
-        elif not path.exists() and any(ch in spec for ch in "*?["):
-            found = sorted(Path(p) for p in glob.glob(spec) if Path(p).is_file())
-        else:
-            found = [path]
-        if not found:
-            raise InputFileError(f"{where} {spec}: no reference files found")
-        out.extend(found)
-    seen: set = set()
-    for f in out:
-        key = f.resolve() if f.exists() else f
-        if key in seen:
-            raise InputFileError(f"{where}: reference file {f} is given twice")
-        seen.add(key)
-    return out
+    quoted glob, in the order given (read_scores' expansion of paths)."""
+    from multistat.io._reader import _expand_paths
+
+    return _expand_paths(list(specs))[0]
 
 
 def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:
@@ -306,7 +289,7 @@ def load_mt_command(
             inputs += [hyps, refs]
         else:
             files = _system_names(files, system_name_from)
-            refs = _reference_files(ref_specs, where)
+            refs = _reference_files(ref_specs)
             inputs += [*files.values(), *refs]
         plan.append((name, hyps, files, refs))
     guard_outputs(inputs, {"--out": out})

@@ -14,31 +14,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from test_pipeline_several import _options, _run
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "pipelines" / "mt-shared-task"
 BIN = Path(sys.executable).parent
-
-
-def _run(args, cwd):
-    env = dict(os.environ, DVC_NO_ANALYTICS="1", MPLBACKEND="Agg",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    env.pop("DVC_SITE_CACHE_DIR", None)
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=1200, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
-
-
-def _options(words):
-    import typer
-
-    from multistat import cli
-
-    cmd = typer.main.get_command(cli.app)
-    while words and hasattr(cmd, "commands") and words[0] in cmd.commands:
-        cmd = cmd.commands[words.pop(0)]
-    return {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +55,13 @@ def test_repro_writes_clusters_and_rank_intervals(project):
     params["rank"]["n_resamples"] = 200
     params["report"]["dpi"] = 50
     (here / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    out = _run([str(BIN / "dvc"), "repro"], here)
+    # dvc repro runs four stages (3 min on a busy 2-core machine): a longer timeout than
+    # _run's; the stages' own matplotlib draws off screen
+    out = subprocess.run([str(BIN / "dvc"), "repro"], cwd=here, capture_output=True,
+                         text=True, timeout=1200, check=False,
+                         env=dict(os.environ, DVC_NO_ANALYTICS="1", MPLBACKEND="Agg",
+                                  PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Running stage 'rank'" in out.stdout
     ranking = pd.read_parquet(here / "reports" / "ranking.parquet")
     assert set(ranking["metric"]) == {"bleu", "chrf"}
