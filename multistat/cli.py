@@ -437,7 +437,9 @@ def _mount_subapps():
     from multistat._cli_report import report_command
 
     app.command("load-mt", help="Machine-translation outputs + references -> a study of "
-                "corpus BLEU/chrF/TER sufficient statistics (sacrebleu).")(load_mt_command)
+                "corpus BLEU/chrF/TER sufficient statistics (sacrebleu), one dataset per "
+                "test set (--test-set); prints each system's corpus scores."
+                )(load_mt_command)
     app.command("load-labels", help="Gold and predicted labels -> a study of accuracy, "
                 "precision/recall/F1 statistics.")(load_labels_command)
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "

@@ -164,3 +164,39 @@ def test_instance_sets_that_differ_take_the_long_route(tmp_path):
     xr.testing.assert_identical(cube.datasets(study)[tmp_path.name],
                                 cube.datasets(_long_route(paths))[tmp_path.name])
     assert np.isnan(cube.datasets(study)[tmp_path.name].score.values[:, 2, -3:]).all()
+
+
+def test_boolean_score_column_as_the_long_route(tmp_path):
+    # whatever read_scores does with a boolean score column (read as 0/1 or refused),
+    # the wide route does the same: the same study, or the same error
+    frames = _frames(np.random.default_rng(9))
+    frames["acc"]["sys1"] = frames["acc"]["sys1"].astype(bool)
+    paths = _write(tmp_path, frames)
+    try:
+        slow = _long_route(paths)
+    except (InputFileError, DataValidationError) as exc:
+        with pytest.raises(type(exc)) as fast:
+            multistat.load(paths)
+        assert str(fast.value) == str(exc)
+    else:
+        xr.testing.assert_identical(cube.datasets(multistat.load(paths))[tmp_path.name],
+                                    cube.datasets(slow)[tmp_path.name])
+
+
+def test_cli_load_of_one_wide_file(tmp_path, capsys):
+    from conftest import run_cli
+
+    frame = _frames(np.random.default_rng(10))["bleu"]
+    path = _write(tmp_path, {"scores": frame})["scores"]
+    status, stdout, err = run_cli(["load", path, "--metric", "bleu", "-o",
+                                   str(tmp_path / "s.nc")], capsys)
+    assert status == 0, err
+    assert "dataset scores: 5 systems x 1 metrics x 40 instances" in stdout
+    xr.testing.assert_identical(cube.datasets(cube.open_study(tmp_path / "s.nc"))["scores"],
+                                cube.datasets(_long_route(path, metric="bleu"))["scores"])
+    frame.iloc[3, 2] = np.nan
+    frame.to_parquet(path, index=False)
+    status, _, err = run_cli(["load", path, "--metric", "bleu", "-o",
+                              str(tmp_path / "t.nc")], capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert re.search(r"scores\.parquet, row \d+.*NaN score \(system 'sys1'", err), err
