@@ -210,9 +210,10 @@ def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
                 raise _Fallback()  # instance sets differ: the cube holds NaN, long path
             order = np.fromiter((inst_index[x] for x in names), np.int64, n)
         mine = []
-        for col in sys_cols:
-            v = _scores(src, table[col], col)
-            if np.isnan(v).any():
+        block = _float_block(table, sys_cols)
+        for j, col in enumerate(sys_cols):
+            v = block[:, j] if block is not None else _scores(src, table[col], col)
+            if block is None and np.isnan(v).any():
                 raise _Fallback((metric, value))
             if col not in sys_index:
                 sys_index[col] = len(systems)
@@ -232,6 +233,17 @@ def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
     return WideArrays(dataset, systems, metrics, instances, score,
                       [m not in lower for m in metrics], kind,
                       [str(s.path) for s in sources])
+
+
+def _float_block(table, cols) -> np.ndarray | None:
+    """``(instance, system)`` float64 values of a table whose score columns are all
+    float64 and finite, in one conversion; None otherwise (each column then goes through
+    :func:`_scores`, which names the first bad cell). For a float64 column ``_scores``
+    checks only that its values are finite, so the two routes accept the same tables."""
+    if not all(table[c].dtype == np.float64 for c in cols):
+        return None
+    block = table[cols].to_numpy(dtype=np.float64)
+    return block if np.isfinite(block).all() else None
 
 
 def _binary(x: np.ndarray) -> bool:
