@@ -200,3 +200,22 @@ def test_cli_load_of_one_wide_file(tmp_path, capsys):
                               str(tmp_path / "t.nc")], capsys)
     assert status == 2 and len(err.strip().splitlines()) == 1
     assert re.search(r"scores\.parquet, row \d+.*NaN score \(system 'sys1'", err), err
+
+
+def test_lower_is_better_of_a_long_file_and_of_another_metrics_file(tmp_path):
+    # one long file: its metric column names the metrics, the wide route steps aside
+    rng = np.random.default_rng(11)
+    long = pd.DataFrame({"system": np.repeat(["a", "b"], 6), "instance": list(range(6)) * 2,
+                         "metric": "error", "score": rng.normal(size=12)})
+    p = tmp_path / "long.csv"
+    long.to_csv(p, index=False)
+    study = multistat.load(str(p), lower_is_better=("error",))
+    assert not bool(cube.datasets(study)["long"].higher_is_better.values[0])
+    # a NaN in one file of a mapping whose lower_is_better names another file's metric:
+    # the NaN's own message, as the long route gives
+    frames = _frames(np.random.default_rng(12))
+    frames["bleu"].iloc[2, 2] = np.nan
+    paths = _write(tmp_path, frames)
+    slow, fast = _both_raise(paths, DataValidationError, r"bleu\.parquet.*NaN score",
+                             lower_is_better=["ter"])
+    assert fast == slow

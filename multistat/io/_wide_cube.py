@@ -131,24 +131,33 @@ def read_wide_arrays(path, **options) -> WideArrays | None:
                if isinstance(path, Mapping) else _stem(sources[0].path))
     dataset = options.get("dataset") or default
     unknown = [m for m in lower if m not in metrics]
-    if unknown:
-        raise ParameterError(
-            f"`lower_is_better` names unknown metric(s) {_names(unknown)}; the metrics are "
-            f"{_names(metrics, 20)}")
+    if unknown and isinstance(path, Mapping):  # one file: its layout decides its metrics
+        _unknown_lower(unknown, metrics)
     try:
-        return _read(items, sources, metrics, dataset, lower, options)
+        arrays = _read(items, sources, metrics, dataset, lower, options)
     except _Fallback as fb:
         if fb.one_file is not None:
             from multistat.io._reader import read_scores
 
             metric, value = fb.one_file
-            one = {k: v for k, v in options.items() if k != "metric"}
+            one = {k: v for k, v in options.items() if k not in ("metric", "lower_is_better")}
             if isinstance(path, Mapping):
                 one["dataset"] = dataset
+                one["lower_is_better"] = [m for m in lower if m == metric]
                 read_scores({metric: value}, **one)  # raises the file's own message
             else:
                 read_scores(value, **options)
         return None
+    if unknown:
+        _unknown_lower(unknown, metrics)
+    return arrays
+
+
+def _unknown_lower(unknown, metrics) -> None:
+    """read_scores' message for ``lower_is_better`` names that are no metric."""
+    raise ParameterError(
+        f"`lower_is_better` names unknown metric(s) {_names(unknown)}; the metrics are "
+        f"{_names(metrics, 20)}")
 
 
 def _not_table(src) -> bool:
