@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -95,20 +96,134 @@ def _parse_options(items) -> dict:
     return out
 
 
+def _system_names(files: dict[str, Path], spec: str | None) -> dict[str, Path]:
+    """``--system-name-from``: each file's system name from a regular expression (the
+    named group ``system``, else group 1, else the whole match, searched in the file
+    name) or from a table file (columns ``file, system``: a file name with or without
+    its .txt/.gz suffix -> its system)."""
+    if spec is None:
+        return files
+    table = Path(spec)
+    if table.is_file():
+        from multistat.io._parsing import read_table
+
+        frame = read_table(table)
+        if not {"file", "system"} <= set(frame.columns):
+            raise InputFileError(f"--system-name-from {show(spec)}: the table needs columns "
+                                 f"'file' and 'system'; it has {list(frame.columns)[:10]}")
+        mapping = dict(zip(frame["file"].astype(str), frame["system"].astype(str)))
+
+        def name_of(stem: str, f: Path) -> str:
+            for key in (f.name, stem):
+                if key in mapping:
+                    return mapping[key]
+            raise InputFileError(f"--system-name-from {show(spec)}: no row for system file "
+                                 f"{f.name!r} (column 'file' lists "
+                                 f"{', '.join(sorted(mapping)[:5])}...)")
+    else:
+        try:
+            pattern = re.compile(spec)
+        except re.error as exc:
+            raise ParameterError(f"--system-name-from {show(spec)}: neither a file nor a "
+                                 f"regular expression ({exc})") from None
+
+        def name_of(stem: str, f: Path) -> str:
+            m = pattern.search(f.name)
+            if m is None:
+                raise InputFileError(f"--system-name-from: the pattern {spec!r} does not "
+                                     f"match system file {f.name!r}")
+            if "system" in pattern.groupindex:
+                return m.group("system") or ""
+            return m.group(1) if pattern.groups else m.group(0)
+    out: dict[str, Path] = {}
+    for stem, f in files.items():
+        name = name_of(stem, f)
+        if not name.strip():
+            raise InputFileError(f"--system-name-from {show(spec)} gives system file "
+                                 f"{f.name!r} an empty name")
+        if name in out:
+            raise InputFileError(f"--system-name-from {show(spec)} gives two files the "
+                                 f"system name {name!r} ({out[name].name}, {f.name})")
+        out[name] = f
+    return out
+
+
+def _reference_files(specs: list[str]) -> list[Path]:
+    """Plain-text reference files: each spec a file, a folder (its files, sorted) or a
+    quoted glob, in the order given (read_scores' expansion of paths)."""
+    from multistat.io._reader import _expand_paths
+
+    return _expand_paths(list(specs))[0]
+
+
+def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:
+    """``--test-set NAME=HYPS:REF[,REF...]`` -> (name, hypotheses, reference specs)."""
+    out = []
+    for item in items:
+        name, eq, rest = item.partition("=")
+        hyps, colon, refs = rest.partition(":")
+        if not eq or not colon or not name.strip() or not hyps or not refs:
+            raise ParameterError(f"--test-set {item!r}: expected NAME=HYPOTHESES:REFERENCES, "
+                                 f"e.g. newstest2017=outputs/wmt17/:refs/newstest2017.de "
+                                 f"(several references comma-separated)")
+        out.append((name.strip(), hyps, [r for r in refs.split(",") if r]))
+    names = [n for n, _, _ in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ParameterError(f"--test-set: test set {twice[0]!r} is given twice")
+    return out
+
+
+def echo_corpus_scores(study) -> None:
+    """One table per dataset: each system's corpus score per metric (the metric of the
+    summed statistics, as sacrebleu reports it), best first by the first metric."""
+    from multistat import cube
+    from multistat.corpus import get_corpus_metric
+
+    for name, ds in cube.datasets(study).items():
+        metrics = [str(m) for m in ds.metric.values]
+        cols = []
+        for j, fn in enumerate(ds.corpus_fn.values):
+            cm = get_corpus_metric(str(fn))
+            cols.append(cm.score(ds[cube.STATS].values[:, j, :, :cm.n_stats], axis=-2))
+        first = cols[0] if ds.higher_is_better.values[0] else -cols[0]
+        order = sorted(range(len(first)), key=lambda i: -first[i])
+        systems = [str(s) for s in ds.system.values]
+        width = max(len(s) for s in systems + ["system"])
+        typer.echo(f"corpus scores, dataset {name} ({ds.sizes['instance']} segments):")
+        typer.echo("  " + "system".ljust(width) + "".join(f"{m:>10}" for m in metrics))
+        for i in order:
+            typer.echo("  " + systems[i].ljust(width)
+                       + "".join(f"{c[i]:>10.2f}" for c in cols))
+
+
 def load_mt_command(
-    hypotheses: Annotated[str, typer.Argument(
+    hypotheses: Annotated[str | None, typer.Argument(
         help="system outputs: a table (system, segment, hypothesis; TSV/CSV/JSONL/Parquet, "
              ".gz ok), or a folder / quoted glob of plain-text files, one per system, one "
-             "segment per line (system name = file name without .txt/.gz)")],
-    references: Annotated[Path, typer.Argument(
-        help="a table (segment, reference) or, with plain-text systems, the plain-text "
-             "reference file")],
+             "segment per line (system name = file name without .txt/.gz, or see "
+             "--system-name-from); omit it with --test-set")] = None,
+    references: Annotated[list[str] | None, typer.Argument(
+        help="a table (segment, reference; several references: --reference-col a,b) or, "
+             "with plain-text systems, the plain-text reference file(s): several files, a "
+             "folder or a quoted glob give several references of every segment")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("study.nc"),
+    test_set: Annotated[list[str] | None, typer.Option(
+        "--test-set", help="NAME=HYPOTHESES:REFERENCES, repeatable: one dataset per test "
+                           "set in the one study written (REFERENCES comma-separated for "
+                           "several; each part as the arguments above), e.g. "
+                           "newstest2017=out17/:ref17.de")] = None,
+    system_name_from: Annotated[str | None, typer.Option(
+        help="system names of plain-text files: a regular expression searched in the file "
+             "name (named group 'system', else group 1, else the match), e.g. "
+             "'newstest2017\\.(.+)\\.\\d+\\.en-de', or a table file with columns "
+             "file, system")] = None,
     metrics: Annotated[str, typer.Option(help="comma-separated: bleu, chrf, chrf++, ter")] =
     "bleu,chrf",
     dataset: Annotated[str | None, typer.Option(
-        help="dataset name (default: folder of the hypotheses table, or 'translations')")] =
+        help="dataset name (default: folder of the hypotheses table, or 'translations'); "
+             "with --test-set the test sets' names")] =
     None,
     system_col: Annotated[str, typer.Option(help="system column of the table")] = "system",
     segment_col: Annotated[str, typer.Option(help="segment column of both tables")] =
@@ -134,15 +249,23 @@ def load_mt_command(
         help="report progress on stderr (TER on thousands of segments takes minutes)")] =
     True,
 ):
-    """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu)."""
+    """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu);
+    one dataset per test set; prints each system's corpus scores."""
+    from multistat import cube
     from multistat.adapters import load_translations
 
-    files = _system_files(hypotheses)
-    guard_outputs([*(files.values() if files is not None else [hypotheses]), references],
-                  {"--out": out})
-    study_output(out)
-    if files is None:
-        _refuse_plain_text(Path(hypotheses), system_col)
+    if test_set:
+        if hypotheses is not None or references:
+            raise ParameterError("give HYPOTHESES REFERENCES or --test-set NAME=HYPS:REFS "
+                                 "(repeatable), not both")
+        if dataset is not None:
+            raise ParameterError("--test-set names each dataset; drop --dataset")
+        sets = _parse_test_sets(test_set)
+    else:
+        if hypotheses is None or not references:
+            raise ParameterError("give HYPOTHESES and REFERENCES, or --test-set "
+                                 "NAME=HYPS:REFS (repeatable)")
+        sets = [(dataset, hypotheses, list(references))]
     options = _parse_options(sacrebleu_option)
     for key, value in (("tokenize", tokenize), ("smooth_method", smooth_method),
                        ("smooth_value", smooth_value)):
@@ -150,14 +273,42 @@ def load_mt_command(
             options[key] = value
     if lowercase:
         options["lowercase"] = True
-    refs = split_names(reference_col, "--reference-col")
-    study = load_translations(
-        files if files is not None else Path(hypotheses), references, metrics=metrics,
-        system_col=system_col, segment_col=segment_col, text_col=text_col,
-        reference_col=refs[0] if len(refs) == 1 else refs, dataset=dataset,
-        n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)
+    refs_cols = split_names(reference_col, "--reference-col")
+    plan, inputs = [], []
+    for name, hyps, ref_specs in sets:
+        where = f"--test-set {name}:" if test_set else "REFERENCES"
+        files = _system_files(hyps)
+        if files is None:
+            if system_name_from is not None:
+                raise ParameterError("--system-name-from names plain-text system files; "
+                                     "a table has its system column (--system-col)")
+            if len(ref_specs) != 1:
+                raise ParameterError(f"{where} with a hypotheses table give one references "
+                                     f"table (several references: --reference-col a,b)")
+            refs = Path(ref_specs[0])
+            inputs += [hyps, refs]
+        else:
+            files = _system_names(files, system_name_from)
+            refs = _reference_files(ref_specs)
+            inputs += [*files.values(), *refs]
+        plan.append((name, hyps, files, refs))
+    guard_outputs(inputs, {"--out": out})
+    study_output(out)
+    nodes = {}
+    for name, hyps, files, refs in plan:
+        if files is None:
+            _refuse_plain_text(Path(hyps), system_col)
+        study = load_translations(
+            files if files is not None else Path(hyps),
+            refs if files is None or len(refs) > 1 else refs[0], metrics=metrics,
+            system_col=system_col, segment_col=segment_col, text_col=text_col,
+            reference_col=refs_cols[0] if len(refs_cols) == 1 else refs_cols, dataset=name,
+            n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)
+        nodes.update(cube.datasets(study))
+    study = cube.make_study(nodes)
     save_study(study, out)
     echo_summary(study)
+    echo_corpus_scores(study)
     typer.echo(f"wrote {out}")
 
 

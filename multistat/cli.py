@@ -109,14 +109,20 @@ def load(
             raise ParameterError("--dataset-from-filename names the dataset; give it "
                                  "without --dataset and --dataset-col")
         kw["dataset_from_filename"] = True
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
-        frame = read_scores(paths[0] if len(paths) == 1 else [str(p) for p in paths], **kw,
-                            run_col=run_col, group_col=group_col, rater_col=rater_col,
-                            rater_aggregate=rater_aggregate)
-    study = cube.from_frame(frame)
+    source = paths[0] if len(paths) == 1 else [str(p) for p in paths]
+    # one plain wide file: straight into the cube (no long frame, nothing dropped);
+    # ratings by rater go the long route
+    study = None if rater_col or rater_aggregate else cube.from_wide_files(
+        source, **kw, run_col=run_col, group_col=group_col)
+    dropped = []
+    if study is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
+            frame = read_scores(source, **kw, run_col=run_col, group_col=group_col,
+                                rater_col=rater_col, rater_aggregate=rater_aggregate)
+        study, dropped = cube.from_frame(frame), frame.attrs.get("dropped", [])
     save_study(study, out)
-    echo_summary(study, frame.attrs.get("dropped", []))
+    echo_summary(study, dropped)
     typer.echo(f"wrote {out}")
 
 
@@ -445,7 +451,9 @@ def _mount_subapps():
     from multistat._cli_report import report_command
 
     app.command("load-mt", help="Machine-translation outputs + references -> a study of "
-                "corpus BLEU/chrF/TER sufficient statistics (sacrebleu).")(load_mt_command)
+                "corpus BLEU/chrF/TER sufficient statistics (sacrebleu), one dataset per "
+                "test set (--test-set); prints each system's corpus scores."
+                )(load_mt_command)
     app.command("load-labels", help="Gold and predicted labels -> a study of accuracy, "
                 "precision/recall/F1 statistics.")(load_labels_command)
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
@@ -470,6 +478,10 @@ def _mount_subapps():
     app.command("meta-evaluate", help="Metric meta-evaluation: each metric's agreement "
                 "with human scores, intervals, metric clusters (PERM-BOTH, bootstrap, "
                 "Williams).")(meta_evaluate_command)
+    from multistat._cli_merge import merge_command
+
+    app.command("merge", help="Several studies -> one study with all their datasets "
+                "(test sets).")(merge_command)
     try:
         from multistat._cli_power import power_app
     except ModuleNotFoundError:  # pragma: no cover - the power CLI is optional

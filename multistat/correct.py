@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from multistat._validation import check_probability
 from multistat.errors import ParameterError
@@ -107,6 +106,10 @@ def adjust_groups(p: np.ndarray, group: np.ndarray, *, method: str | None,
         elif method == "holm":
             r, pa = holm(pi[ok], alpha)
         else:
+            # imported here: statsmodels.stats pulls scipy.stats (0.35 s), which
+            # None and Holm (compare's default) never need
+            from statsmodels.stats.multitest import multipletests
+
             r, pa, _, _ = multipletests(pi[ok], alpha=alpha, method=method)
         sel = idx[ok]
         p_adj[sel] = pa

@@ -586,12 +586,33 @@ def load(path, **read_options) -> xr.DataTree:
 
     A ``.nc`` path is reopened with :func:`open_study`; anything else is read with
     :func:`multistat.io.read_scores` and turned into a study with :func:`from_frame`.
+    Wide files (a mapping ``{metric: file}`` or one file, one column per system) are
+    read straight into the cube, without the long frame, with the same checks and
+    messages (:mod:`multistat.io._wide_cube`; 200 systems x 10 metrics x 12,500
+    instances: see ``benchmarks/bench_load.py``).
     """
-    if Path(str(path)).suffix == ".nc" and not read_options:
+    if not isinstance(path, Mapping) and Path(str(path)).suffix == ".nc" and not read_options:
         return open_study(path)
+    wide = from_wide_files(path, **read_options)
+    if wide is not None:
+        return wide
     from multistat.io import read_scores
 
     return from_frame(read_scores(path, **read_options))
+
+
+def from_wide_files(path, **read_options) -> xr.DataTree | None:
+    """The study of plain wide score files without the long frame, or None when the
+    input is not that case (:func:`multistat.io._wide_cube.read_wide_arrays`)."""
+    from multistat.io._wide_cube import read_wide_arrays
+
+    arrays = read_wide_arrays(path, **read_options)
+    if arrays is None:
+        return None
+    ds = make_dataset(arrays.dataset, arrays.score, systems=arrays.systems,
+                      metrics=arrays.metrics, instances=arrays.instances,
+                      higher_is_better=arrays.higher_is_better, kind=arrays.kind)
+    return make_study({arrays.dataset: ds})
 
 
 def select(study, *, datasets=None, metrics=None) -> tuple[dict[str, xr.Dataset],

@@ -48,10 +48,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat._validation import check_int, check_probability, check_seed
 from multistat.errors import DataValidationError, ParameterTypeError
+
+stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 DT = 0.005
 THRESHOLD = 0.5

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from scipy import optimize
-
 from multistat import _validation as _v
+from multistat._lazy import lazy_module
 from multistat.errors import InfeasibleError, PowerParameterError
+
+optimize = lazy_module("scipy.optimize")  # imported on first use
 
 
 # The parameter checks are multistat's one set (multistat._validation), raising

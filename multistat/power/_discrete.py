@@ -48,9 +48,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat.errors import InfeasibleError
+
+stats = lazy_module("scipy.stats")  # imported on first use
 
 SIGN_HORIZON = 10_000_000
 MCNEMAR_HORIZON = 1_000_000

@@ -30,11 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from multistat._lazy import lazy_module
 from multistat.errors import InfeasibleError, PowerParameterError
 from multistat.power import _common as c
 from multistat.power import _discrete
+
+stats = lazy_module("scipy.stats")  # imported on first use (the MDE of compare: never)
 
 __all__ = [
     "paired_t", "two_proportions", "mcnemar", "mcnemar_discordant", "sign_test",
@@ -56,10 +59,26 @@ def _nct_sf(x: float, df: float, nc: float) -> float:
     ``stats.nct.sf`` (defined on more of the far tails)."""
     v = min(max(float(special.nctdtr(df, -nc, -x)), 0.0), 1.0)
     if math.isnan(v):
-        v = float(stats.nct.sf(x, df, nc))
+        v = _nct_sf_tail(x, df, nc)
     if math.isnan(v):  # far tail: the mass is essentially all on one side of x
         v = 1.0 if x < nc else 0.0
     return v
+
+
+#: the ufunc ``stats.nct.sf`` evaluates (scipy.stats._continuous_distns.nct_gen._sf:
+#: ``np.clip(scipy.special._ufuncs._nct_sf(x, df, nc), 0, 1)``); called directly, so that
+#: ``compare``'s MDE never imports scipy.stats (0.3 s of a fresh process's first call)
+_NCT_SF = getattr(getattr(special, "_ufuncs", None), "_nct_sf", None)
+
+
+def _nct_sf_tail(x: float, df: float, nc: float) -> float:
+    """``stats.nct.sf(x, df, nc)`` for finite ``x`` and ``df > 0``, the same bits
+    (tests/test_power_analytic.py), without importing scipy.stats when scipy has the
+    ufunc; through ``stats.nct.sf`` otherwise."""
+    if _NCT_SF is not None and math.isfinite(x) and df > 0 and math.isfinite(nc):
+        with np.errstate(over="ignore"):
+            return float(np.clip(_NCT_SF(x, df, nc), 0.0, 1.0))
+    return float(stats.nct.sf(x, df, nc))
 
 
 def _t_power(n: float, d: float, alpha: float, alternative: str) -> float:

@@ -20,14 +20,16 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat.errors import PowerParameterError
 from multistat.power import _common as c
 from multistat.power.analytic import _check_delta_agreement
 from multistat.power.simulation import SimulationResult, simulate_power
 from multistat.resampling import block_bounds, sign_flips
 from multistat.significance._binomial import binom_half_pvalue
+
+stats = lazy_module("scipy.stats")  # imported on first use
 
 __all__ = [
     "simulate_mcnemar", "simulate_bleu", "simulate_likert", "simulate_preference",

@@ -7,7 +7,10 @@ tests and the power simulations compute the same p-value the same way.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+
+from multistat._lazy import lazy_module
+
+stats = lazy_module("scipy.stats")  # imported on first use
 
 __all__ = ["binom_half_pvalue"]
 

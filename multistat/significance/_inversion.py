@@ -27,7 +27,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+
+from multistat._lazy import lazy_module
+
+stats = lazy_module("scipy.stats")  # imported on first use
 
 
 def _k(alpha: float, b: int, two_sided: bool) -> int:

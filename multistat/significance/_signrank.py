@@ -21,9 +21,11 @@ import functools
 import os
 
 import numpy as np
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat.significance._walsh import row_blocks, walsh_order_statistics
+
+stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 __all__ = [
     "EXACT_CI_MAX_N",

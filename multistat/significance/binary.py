@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ParameterError, ParameterTypeError, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, register
@@ -18,6 +18,8 @@ from multistat.significance.parametric import (
     _one_sided_ends,
     _scalar,
 )
+
+stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 __all__ = ["mcnemar", "paired_proportion_interval"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats
 from scipy.special import stdtr, stdtrit
 
+from multistat._lazy import lazy_module
 from multistat._validation import check_alternative, check_probability, check_real
 from multistat.errors import (
     ConstantInputWarning,
@@ -21,6 +21,8 @@ from multistat.errors import (
     SmallSampleWarning,
 )
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
+
+stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 __all__ = ["paired_t"]
 

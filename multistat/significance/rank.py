@@ -24,8 +24,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy import stats
 
+from multistat._lazy import lazy_module
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
 from multistat.significance._base import TestResult, TestSpec, register
@@ -56,6 +56,8 @@ from multistat.significance.parametric import (
     _warn,
 )
 from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_test, sign_test
+
+stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 __all__ = [
     "EXACT_CI_MAX_N",
