@@ -69,5 +69,7 @@ def test_repro_writes_clusters_and_rank_intervals(project):
     html = (here / "reports" / "report.html").read_text(encoding="utf-8")
     assert "Leaderboard clusters and rank intervals" in html
     figures = {p.name for p in (here / "reports" / "figures").iterdir()}
-    assert {"rank_intervals_wmt17-en-de_bleu.png",
-            "rank_intervals_wmt17-en-de_chrf.png"} <= figures
+    from multistat.report._files import file_stem  # the one file-name rule
+
+    assert {f"rank_intervals_{file_stem('wmt17-en-de', m)}.png"
+            for m in ("bleu", "chrf")} <= figures

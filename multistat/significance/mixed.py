@@ -46,7 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from multistat._lazy import lazy_module
+
+stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
+optimize = lazy_module("scipy.optimize")
 
 #: names of the four random-effect standard deviations, in ``theta`` order
 COMPONENTS = ("rater_intercept", "rater_slope", "item_intercept", "item_slope")
