@@ -576,6 +576,9 @@ def main(argv=None) -> int:
         _fail("out of memory; lower --memory-limit, or compare fewer pairs/metrics/"
               "resamples at once")
     except Exception as exc:  # the last line of defence: one line, no traceback
+        if _interrupted(exc):  # raised while Ctrl-C unwound a library (h5py closing a file)
+            typer.echo("multistat: aborted", err=True)
+            sys.exit(130)
         lost = _scheduler_loss(exc)
         if lost is not None:
             _fail(lost)
@@ -586,6 +589,18 @@ def main(argv=None) -> int:
         _fail(f"internal error {type(exc).__name__}: {cli_message(exc)} (a bug in "
               f"multistat: please report it; MULTISTAT_TRACEBACK=1 shows the traceback)", 1)
     return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (anywhere
+    in its chain of causes and contexts): then the run was aborted, not a bug."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _scheduler_loss(exc: BaseException) -> str | None:
