@@ -42,6 +42,22 @@ LONGEST_FIRST = ("test_report_pipeline.py", "test_readme.py", "test_rank.py",
                  "test_cli.py", "test_calibration.py", "test_distributed_faults.py")
 
 
+def run_checked(args, cwd, *, timeout=300):
+    """``args`` run in ``cwd`` with the venv's ``bin`` first on PATH (``multistat``,
+    ``dvc``) and DVC's analytics off; asserts exit 0 and returns the CompletedProcess
+    (the pipeline templates' tests: real DVC, real command line)."""
+    import subprocess
+    import sys
+
+    bindir = Path(sys.executable).parent
+    env = dict(os.environ, DVC_NO_ANALYTICS="1",
+               PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                         timeout=timeout, check=False)
+    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
 def pytest_collection_modifyitems(config, items):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return

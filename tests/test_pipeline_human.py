@@ -4,15 +4,14 @@ the human-evaluation section."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from multistat import cube
+from tests.conftest import run_checked
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "pipelines" / "human-eval"
@@ -20,12 +19,7 @@ BIN = Path(sys.executable).parent
 
 
 def _run(args, cwd):
-    env = dict(os.environ, DVC_NO_ANALYTICS="1",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=600, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
+    return run_checked(args, cwd, timeout=600)
 
 
 def test_shipped_scores_are_the_slice_rebuilt(tmp_path):

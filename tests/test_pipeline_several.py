@@ -4,7 +4,6 @@ its load stage reads the example input (runs and documents)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 
 from multistat import cube
 from multistat.cli import main
+from tests.conftest import run_checked
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "pipelines" / "several-test-sets"
@@ -19,14 +19,7 @@ BIN = Path(sys.executable).parent
 
 
 def _run(args, cwd):
-    import os
-
-    env = dict(os.environ, DVC_NO_ANALYTICS="1",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
-                         timeout=300, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
+    return run_checked(args, cwd, timeout=300)
 
 
 def _options(words):
