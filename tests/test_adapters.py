@@ -409,7 +409,7 @@ def test_compare_pvalues_agree_with_sacrebleu_within_monte_carlo_error(sb_paired
 def _cli_app():
     import typer
 
-    from multistat._cli_corpus import load_labels_command, load_mt_command
+    from multistat.cli.corpus import load_labels_command, load_mt_command
     app = typer.Typer()
     app.command("load-mt")(load_mt_command)
     app.command("load-labels")(load_labels_command)

@@ -8,9 +8,9 @@ import pytest
 
 from multistat import calibration as C
 from multistat.significance import REGISTRY
-from multistat.significance.unpaired import UNPAIRED
 from multistat.significance import _inversion as inv
 from multistat.significance.resampling import bootstrap_pvalues
+from multistat.significance.unpaired import UNPAIRED
 
 ALPHA = 0.05
 # tests whose interval is not yet the inversion of their p-value; strict xfail: the test

@@ -416,7 +416,7 @@ def test_compare_bad_options_one_line_before_any_work(tmp_path, capsys, extra, f
 ])
 def test_name_lists_and_seeds_checked_alike_in_every_command(tmp_path, capsys, make_argv,
                                                               fragment):
-    """split_names / seed_value (multistat._cli_common) serve every subcommand: an empty
+    """split_names / seed_value (multistat.cli._common) serve every subcommand: an empty
     comma list or a seed outside [0, 2**64 - 1] is one line naming the flag, exit 2."""
     csv = _scores_csv(tmp_path / "scores.csv")
     nc = cube.save(cube.load(csv), tmp_path / "study.nc")

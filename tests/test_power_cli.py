@@ -1,4 +1,4 @@
-"""``multistat power`` command line (multistat._cli_power.power_app)."""
+"""``multistat power`` command line (multistat.cli.power.power_app)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import multistat.power as P
-from multistat._cli_power import power_app
+from multistat.cli.power import power_app
 from multistat.errors import InfeasibleError, PowerError
 
 runner = CliRunner()

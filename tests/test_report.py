@@ -417,7 +417,7 @@ def test_report_command_end_to_end(evil_study, tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from multistat._cli_report import report_command
+    from multistat.cli.report import report_command
     from multistat.power import power_curve
 
     app = typer.Typer()

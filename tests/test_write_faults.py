@@ -171,7 +171,7 @@ def test_an_error_raised_while_ctrl_c_unwinds_is_an_abort(monkeypatch, capsys):
             raise RuntimeError("cannot close the file") from None
 
     monkeypatch.setattr("multistat.cube.from_wide_files", load_then_fail)
-    monkeypatch.setattr("multistat.cli.save_study", lambda *a, **k: None)
+    monkeypatch.setattr("multistat.cli.study.save_study", lambda *a, **k: None)
     with pytest.raises(SystemExit) as stop:
         cli.main(["load", "whatever.csv", "-o", "out.nc"])
     assert stop.value.code == 130

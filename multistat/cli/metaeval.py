@@ -57,8 +57,8 @@ def meta_evaluate_command(
     metric (value, bootstrap interval), its rank, and significance clusters of metrics
     (the rule of `multistat rank` on the corrected metric-pair decisions). Writes the
     leaderboard and prints the clusters."""
-    from multistat import _cli_common as common
     from multistat import cube
+    from multistat.cli import _common as common
     from multistat.errors import ParameterError
     from multistat.metaeval import meta_evaluation
 

@@ -18,7 +18,7 @@ from typing import Annotated
 
 import typer
 
-from multistat._cli_common import (
+from multistat.cli._common import (
     DatasetCol,
     FormatOpt,
     InstanceCol,
@@ -273,8 +273,8 @@ def curve_cmd(
     A score file is read as `multistat load` reads it (--format, --system-col, --sep,
     ...); --dataset and --metric then choose which dataset and metric to use."""
     from multistat import __version__
-    from multistat._cli_common import guard_outputs, read_kwargs, table_kind, write_table
     from multistat._validation import check_real
+    from multistat.cli._common import guard_outputs, read_kwargs, table_kind, write_table
     from multistat.errors import PowerParameterError
     from multistat.power import power_curve
 

@@ -1,4 +1,4 @@
-"""Helpers shared by every ``multistat`` subcommand (``cli.py`` and ``_cli_*.py``).
+"""Helpers shared by every ``multistat`` subcommand (the modules of :mod:`multistat.cli`).
 
 - :func:`guard_outputs`: refuse, before any work, an output that is one of the inputs
   (same real path, or the same file through a hard link) or another output.
@@ -9,9 +9,12 @@
   atomically.
 - :func:`echo_summary`: the one-paragraph summary of a study the loaders print.
 - :func:`split_names` / :func:`seed_value`: comma-separated name lists and seeds.
+- :func:`parse_pairs`, :func:`open_study`, :func:`run_meta`, :func:`show_frame`: the
+  ``--pairs``/``--pair`` options, a study argument, a table's run metadata, a table on
+  the terminal.
 
-Nothing here imports :mod:`multistat.cli`, so the subcommand modules can import it
-without an import cycle.
+Nothing here imports the subcommand modules or the package's ``__init__`` (the app), so
+every subcommand module imports it without an import cycle.
 """
 
 from __future__ import annotations
@@ -274,3 +277,59 @@ def echo_summary(study, dropped=()) -> None:
         typer.echo(f"dataset {name}: {ds.sizes['system']} systems x {ds.sizes['metric']} "
                    f"metrics x {ds.sizes['instance']} instances; metrics: {metrics}")
     typer.echo(f"dropped: {len(dropped)} item(s)" + "".join(f"\n  - {d}" for d in dropped))
+
+
+# ------------------------------------------------- options and helpers of several commands
+PairOpt = Annotated[list[str] | None, typer.Option(
+    "--pair", help="one pair 'a,b' (repeatable; instead of --pairs)")]
+OUT_TABLE_HELP = "table to write: .parquet (with run metadata), .csv or .jsonl"
+
+
+def open_study(path: Path):
+    """A saved study (.nc) or any score file ``multistat load`` reads with defaults."""
+    from multistat import cube
+
+    return cube.load(path)
+
+
+def parse_pairs(pairs: str, pair: list[str] | None):
+    """``--pairs all | baseline:<system> | 'a,b;c,d'`` and repeated ``--pair a,b`` ->
+    what ``compare``/``analyze`` take (a string or a list of ``(a, b)`` names)."""
+    def one(text, flag):
+        names = [t.strip() for t in text.split(",")]
+        if len(names) != 2 or not all(names):
+            raise ParameterError(f"`{flag}`: a pair is two system names 'a,b'; got "
+                                 f"{show(text)}")
+        return tuple(names)
+
+    if pair:
+        if pairs not in ("all", None):
+            raise ParameterError("give pairs with either --pairs or --pair, not both")
+        return [one(p, "--pair") for p in pair]
+    text = pairs.strip()
+    if text == "all" or text.startswith("baseline:"):
+        return text
+    items = [p for p in text.split(";") if p.strip()]
+    if not items or not all("," in p for p in items):
+        raise ParameterError(f"`--pairs` must be all, baseline:<system>, or pairs 'a,b;c,d'"
+                             f"; got {show(pairs)}")
+    return [one(p, "--pairs") for p in items]
+
+
+def json_pairs(pairs):
+    return pairs if isinstance(pairs, str) else [list(p) for p in pairs]
+
+
+def run_meta(stage: str, *inputs) -> dict:
+    from multistat import __version__
+
+    return {"stage": stage, "multistat_version": __version__,
+            "input": str(inputs[0]) if len(inputs) == 1 else [str(i) for i in inputs]}
+
+
+def show_frame(fn):
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_colwidth", 40,
+                           "display.float_format", "{:.4g}".format):
+        fn()

@@ -61,7 +61,7 @@ def preferences_command(
     """Bradley-Terry leaderboard on the Elo scale (400 points = 10:1 odds) from pairwise
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
     clusters (the rule of `multistat rank`). Prints the leaderboard and writes the table."""
-    from multistat import _cli_common as cc
+    from multistat.cli import _common as cc
     from multistat.preferences import bradley_terry
 
     seed = cc.seed_value(seed)

@@ -90,8 +90,8 @@ def report_command(
                         "(refused without it)")] = False,
 ) -> None:
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
-    from multistat._cli_common import guard_outputs
     from multistat._validation import check_choice, check_int
+    from multistat.cli._common import guard_outputs
     from multistat.report import write_report
 
     check_choice("--histograms", histograms, ("top2", "none"))

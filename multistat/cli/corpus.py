@@ -2,7 +2,7 @@
 
 Mounted by :mod:`multistat.cli` (``app.command("load-mt")(load_mt_command)``); both write
 a study file (NetCDF) that ``compare``, ``report`` and the pipelines read. This module
-imports only :mod:`multistat._cli_common`, never :mod:`multistat.cli` (no import cycle).
+imports only :mod:`multistat.cli._common`, never :mod:`multistat.cli` (no import cycle).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from multistat._cli_common import (
+from multistat.cli._common import (
     echo_summary,
     guard_outputs,
     save_study,

@@ -83,8 +83,8 @@ def friedman_command(
     the Nemenyi critical difference. The table has a ``metric`` column."""
     import pandas as pd
 
-    from multistat._cli_common import guard_outputs, split_names, table_kind, write_table
     from multistat.across import friedman
+    from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
 
     guard_outputs([input], {"--out": out, "--figure": figure})
     table_kind(out)
@@ -148,7 +148,7 @@ def friedman_command(
 
 def _p_list(text: str):
     """``0.01,0.2`` or ``newstest=0.01,ted=0.2``."""
-    from multistat._cli_common import split_names
+    from multistat.cli._common import split_names
 
     items = split_names(text, "--p-values")
     named = ["=" in t for t in items]
@@ -194,7 +194,7 @@ def replicability_command(
                    ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
         typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
         return
-    from multistat._cli_common import guard_outputs, table_kind, write_table
+    from multistat.cli._common import guard_outputs, table_kind, write_table
     from multistat.io import read_parquet
 
     out = out or Path("replicability.parquet")

@@ -47,7 +47,7 @@ def meta_command(
 ):
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
-    from multistat._cli_common import guard_outputs, split_names, table_kind, write_table
+    from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
     from multistat.errors import ParameterError, show
     from multistat.meta import _read_tables, meta_analysis
 

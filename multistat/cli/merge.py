@@ -4,7 +4,7 @@ Mounted by :mod:`multistat.cli`. Each input is a study file (``.nc``) or a score
 ``multistat load`` reads with its defaults; their datasets go into one study in the order
 given. Two inputs holding a dataset of the same name are an error naming both files (a
 test set is one dataset; rename with ``--dataset`` when loading). This module imports
-only :mod:`multistat._cli_common` and lower layers, never :mod:`multistat.cli`.
+only :mod:`multistat.cli._common` and lower layers, never :mod:`multistat.cli`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from multistat._cli_common import echo_summary, guard_outputs, save_study, study_output
+from multistat.cli._common import echo_summary, guard_outputs, save_study, study_output
 from multistat.errors import DataValidationError
 
 

@@ -53,7 +53,7 @@ def rank_command(
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
     from multistat import cube
-    from multistat._cli_common import (
+    from multistat.cli._common import (
         guard_outputs,
         seed_value,
         split_names,

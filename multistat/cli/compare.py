@@ -1,0 +1,224 @@
+"""``multistat compare``: every pair x metric x dataset x test of a study, one table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from multistat.cli._common import (
+    OUT_TABLE_HELP,
+    PairOpt,
+    guard_outputs,
+    open_study,
+    parse_pairs,
+    seed_value,
+    show_frame,
+    split_names,
+    table_kind,
+    write_table,
+)
+from multistat.errors import MultistatError, ParameterError, show
+
+
+def parse_test_options(items) -> dict | None:
+    """``["wilcoxon.zero_method=pratt", ...]`` -> ``{"wilcoxon": {"zero_method": "pratt"}}``;
+    values true/false become booleans, numbers become int/float."""
+
+    if not items:
+        return None
+    out: dict = {}
+    for item in items:
+        head, sep, value = item.partition("=")
+        test, dot, key = head.strip().partition(".")
+        if not sep or not dot or not test or not key.strip():
+            raise ParameterError(f"--test-option {item[:100]!r}: write TEST.OPTION=VALUE, "
+                                 "e.g. wilcoxon.zero_method=pratt")
+        value = value.strip()
+        low = value.lower()
+        if low in ("true", "false"):
+            parsed = low == "true"
+        else:
+            try:
+                parsed = int(value)
+            except ValueError:
+                try:
+                    parsed = float(value)
+                except ValueError:
+                    parsed = value
+        out.setdefault(test, {})[key.strip()] = parsed
+    return out
+
+
+def compare_cmd(
+    study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
+    out: Annotated[Path, typer.Option("--out", "-o", help=OUT_TABLE_HELP)] =
+    Path("results.parquet"),
+    systems_out: Annotated[Path | None, typer.Option(
+        help="also write per-system scores with bootstrap intervals (.parquet, .csv or "
+             ".jsonl)")] = None,
+    tests: Annotated[str, typer.Option(
+        help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar, aso "
+             "(Almost Stochastic Order over runs)")] =
+    "t,wilcoxon,sign,bootstrap,permutation",
+    statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
+    "mean",
+    pairs: Annotated[str, typer.Option(
+        help="all | baseline:<system> | explicit pairs 'a,b;c,d' (estimates are a - b)")] =
+    "all",
+    pair: PairOpt = None,
+    metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
+    datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
+    alternative: Annotated[str, typer.Option(help="two-sided | less | greater (a - b)")] =
+    "two-sided",
+    null_value: Annotated[float, typer.Option(help="margin delta of H0 (finite)")] = 0.0,
+    alpha: Annotated[float, typer.Option(help="significance level, in (0, 1)")] = 0.05,
+    n_resamples: Annotated[int, typer.Option(help="bootstrap/permutation resamples")] =
+    10_000,
+    seed: Annotated[int, typer.Option(help="random seed, 0 to 2**64-1 (0 is a seed)")] = 0,
+    correction: Annotated[str, typer.Option(
+        help="statsmodels multipletests method, westfall-young (step-down over the shared "
+             "resampling plan; bootstrap/permutation only), or none")] = "holm",
+    family: Annotated[str | None, typer.Option(
+        help="columns defining correction families (comma-separated) or 'all'; default "
+             "dataset,metric,test")] = None,
+    scheduler: Annotated[str, typer.Option(
+        help="threads | processes | synchronous | tcp://host:port (dask.distributed; the "
+             "scheduler and its workers exchange pickled tasks: use only a scheduler you "
+             "trust, on a network you trust; checked before the run, and workers whose "
+             "BLAS kernels differ from this process's are restarted with "
+             "OPENBLAS_CORETYPE=Haswell)")] =
+    "threads",
+    ci_method: Annotated[str, typer.Option(
+        help="bootstrap interval: basic (default; inverts the p-value, so decision and "
+             "interval agree) | bca | percentile | studentized")] = "basic",
+    bootstrap_pvalue: Annotated[str, typer.Option(
+        help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
+    power: Annotated[float | None, typer.Option(
+        "--power", help="add a power column: power of the paired t test to detect this "
+                        "difference (metric units, finite)")] = None,
+    observed_power: Annotated[bool, typer.Option(
+        help="add a power column at the observed difference (retrospective)")] = False,
+    effect_sizes: Annotated[bool, typer.Option(
+        help="add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals")] = True,
+    equivalence_margin: Annotated[float | None, typer.Option(
+        help="margin delta (metric units): add p_equivalence/equivalent (TOST: tied "
+             "within +-delta, corrected like p_value)")] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="working-memory budget, e.g. 2GiB or 500MB (default: a "
+                               "safe share of physical memory); results do not depend "
+                               "on it")] = None,
+    test_option: Annotated[list[str] | None, typer.Option(
+        "--test-option", help="an option of one test as TEST.OPTION=VALUE, repeatable, "
+                              "e.g. --test-option wilcoxon.zero_method=pratt "
+                              "--test-option wilcoxon.correction=true")] = None,
+    max_cost: Annotated[float, typer.Option(
+        "--max-cost", help="stop before starting when the estimated work exceeds this many "
+                           "operations (default 1e13, hours of work; 'inf': no limit)")] =
+    1e13,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
+                                         "a terminal)")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "--cluster", help="group: the bootstrap and permutation tests resample whole "
+                          "groups (documents from load --group-col): the cluster "
+                          "bootstrap")] = None,
+):
+    """Paired tests for every pair x metric x dataset; writes the tidy results table."""
+    from multistat._cost import check_cost, study_cost
+    from multistat._validation import (
+        check_int,
+        check_nonempty,
+        check_positive,
+        check_probability,
+        check_real,
+    )
+    from multistat.comparison import compare
+
+    # every option checked before any work, named by its flag
+    test_list = check_nonempty("--tests", split_names(tests) or [], what="test")
+    null_value = check_real("--null-value", null_value)
+    alpha = check_probability("--alpha", alpha)
+    n_resamples = check_int("--n-resamples", n_resamples, minimum=1)
+    seed = seed_value(seed)
+    if power is not None:
+        power = check_real("--power", power)
+    if equivalence_margin is not None:
+        equivalence_margin = check_real("--equivalence-margin", equivalence_margin)
+    test_options = parse_test_options(test_option)
+    if not (max_cost == float("inf") or max_cost > 0):
+        check_positive("--max-cost", max_cost)
+    chosen = parse_pairs(pairs, pair)
+    metric_list = split_names(metrics, "--metrics")
+    dataset_list = split_names(datasets, "--datasets")
+    fam = family if family in (None, "all") else split_names(family, "--family")
+    guard_outputs([study], {"--out": out, "--systems-out": systems_out})
+    table_kind(out)
+    if systems_out is not None:
+        table_kind(systems_out, "--systems-out")
+    from multistat._scheduler import check_scheduler, probe
+
+    probe(check_scheduler(scheduler, "--scheduler"))  # even if no test will use it
+
+    data = open_study(study)
+    _precheck(data, test_list, chosen, metric_list, dataset_list)
+    progress = sys.stderr.isatty() if progress is None else progress
+    check_cost(study_cost(data, tests=test_list, n_resamples=n_resamples,
+                          statistic=statistic, pairs=chosen, metrics=metric_list,
+                          datasets=dataset_list),
+               None if max_cost == float("inf") else max_cost, option="--max-cost")
+    result = compare(
+        data, tests=test_list, statistic=statistic, pairs=chosen,
+        metrics=metric_list, datasets=dataset_list, alternative=alternative,
+        null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
+        correction=None if correction == "none" else correction, family=fam,
+        scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
+        power=power if power is not None else observed_power, progress=progress,
+        effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
+        memory_limit=memory_limit, test_options=test_options,
+        max_cost=None,  # the estimate was checked above against --max-cost
+        return_systems=systems_out is not None, cluster=cluster)
+    table, systems = result if systems_out is not None else (result, None)
+    # compare's metadata already holds the sacrebleu signatures of load-mt studies
+    meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
+    write_table(table, out, metadata=meta)
+    if systems_out is not None:
+        write_table(systems, systems_out, metadata=meta, flag="--systems-out")
+    shown = table[table["reject"]]
+    typer.echo(f"{len(table)} comparisons ({table['test'].nunique()} tests); "
+               f"{int(table['reject'].sum())} significant after {meta['correction']} at "
+               f"alpha={alpha}")
+    cols = ["dataset", "metric", "system_a", "system_b", "test", "estimate", "ci_low",
+            "ci_high", "p_adjusted"]
+    if len(shown):
+        show_frame(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
+    typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
+
+
+def _precheck(study, tests, pairs, metrics, datasets) -> None:
+    """What ``compare`` would refuse after it started, refused before: unknown tests,
+    datasets, metrics, systems of --pairs, a binary-only test on a non-binary metric."""
+    from multistat import cube
+    from multistat.errors import TestNotApplicableError
+    from multistat.significance import get_test
+
+    specs = {t: get_test(t) for t in tests}
+    chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)
+    for name, ds in chosen.items():
+        try:
+            cube.pair_indices(ds.system.values, pairs)
+        except MultistatError as exc:
+            raise type(exc)(f"dataset {show(name)}: {exc}") from None
+        for t, spec in specs.items():
+            if not getattr(spec, "binary_only", False):
+                continue
+            for m, kind in zip(ds.metric.values, ds.kind.values):
+                if (metric_names is None or str(m) in metric_names) and kind != "binary":
+                    raise TestNotApplicableError(
+                        f"--tests {t}: needs a binary (0/1) metric; metric {show(m)} of "
+                        f"dataset {show(name)} is {show(kind)}; choose binary metrics with "
+                        f"--metrics or drop {t}")
+
+
