@@ -32,38 +32,31 @@ DEFAULT_MAX_COST = 1e13
 #: operations per second of a bootstrap on one core (measured, see the module notes)
 OPS_PER_SECOND = 5e7
 
-#: tests costed as resampling tests (besides every registered test whose spec says
-#: ``resampling=True``)
-RESAMPLING_TESTS = frozenset({"bootstrap", "permutation"})
 
 
 def estimate_cost(*, n_systems: int, n_pairs: int, n_metrics: int, n_instances: int,
-                  tests, n_resamples: int, statistic: str = "mean",
-                  resampling_tests=RESAMPLING_TESTS) -> float:
+                  tests, n_resamples: int, statistic: str = "mean") -> float:
     """Estimated operations of comparing ``n_pairs`` pairs of ``n_systems`` systems on
-    ``n_metrics`` metrics of ``n_instances`` instances with ``tests`` (one dataset)."""
+    ``n_metrics`` metrics of ``n_instances`` instances with ``tests`` (one dataset).
+    Each test's spec says whether it resamples and its ``cost_per_value`` (a multiple of
+    the unit above); an unregistered name costs as a closed-form test."""
+    from multistat.significance import REGISTRY
+
     n = max(int(n_instances), 1)
     log_n = max(math.log2(n), 1.0)
     total = 0.0
     for test in tests:
-        if test in resampling_tests or _is_resampling(test):
+        spec = REGISTRY.get(test)
+        scale = spec.cost_per_value if spec is not None else 1.0
+        if spec is not None and spec.resampling:
             total += float(n_resamples) * n  # drawing the resampling plan
             if statistic == "median":
-                total += float(n_resamples) * n_metrics * n_pairs * n * log_n
+                total += scale * float(n_resamples) * n_metrics * n_pairs * n * log_n
             else:
-                total += float(n_resamples) * n_metrics * (n_systems * n + n_pairs)
+                total += scale * float(n_resamples) * n_metrics * (n_systems * n + n_pairs)
         else:
-            total += float(n_metrics) * n_pairs * n * log_n
+            total += scale * float(n_metrics) * n_pairs * n * log_n
     return total
-
-
-def _is_resampling(test) -> bool:
-    try:
-        from multistat.significance import REGISTRY
-    except ImportError:  # pragma: no cover
-        return False
-    spec = REGISTRY.get(test)
-    return bool(getattr(spec, "resampling", False))
 
 
 def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs="all",

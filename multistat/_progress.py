@@ -96,8 +96,8 @@ def estimate(all_ds, specs, metrics, pairs, n_resamples, effect_sizes, budget):
     estimated seconds and the number of progress units (slabs of pairs, or resampling
     blocks) each will report (test ``""``: the effect sizes)."""
     from multistat import cube
-    from multistat.comparison import EFFECT_BYTES_PER_VALUE
     from multistat.errors import MultistatError
+    from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
 
     plan = {}
     n_pairs_total = n_metrics_total = 0

@@ -22,36 +22,8 @@ from multistat.errors import ConstantInputWarning
 SHAPIRO_MAX = 5000
 SKEW_THRESHOLD = 0.5
 
-#: reasons shown for the built-in tests, by situation; a registered test without an entry
-#: gets the generic reason of its list (:data:`_GENERIC`)
-_REASONS = {
-    # (symmetric, normal) -> {test: reason}
-    (True, True): {
-        "t": "differences look symmetric and normal: the t test is exact and most powerful",
-        "wilcoxon": "valid under symmetry but less powerful than t on normal data",
-        "sign": "valid without assumptions but uses only the signs: low power",
-        "permutation": "valid, but computationally expensive and no more powerful than t "
-                       "here",
-        "bootstrap": "valid, but computationally expensive and no more powerful than t here",
-    },
-    (True, False): {
-        "wilcoxon": "differences are roughly symmetric but not normal: Wilcoxon keeps power "
-                    "without normality",
-        "sign": "valid without assumptions but uses only the signs: low power",
-        "permutation": "valid (mean), but computationally expensive",
-        "bootstrap": "valid (mean), but computationally expensive",
-        "t": "normality rejected (t is OK for large samples by the CLT)",
-    },
-    (False, None): {
-        "sign": "differences are skewed: test the median; the sign test needs neither "
-                "symmetry nor normality",
-        "permutation": "valid with the median statistic, but computationally expensive",
-        "bootstrap": "valid with the median statistic, but computationally expensive",
-        "t": "skewed differences: the mean is not a good centre and t assumes normality",
-        "wilcoxon": "assumes a symmetric distribution of differences, which the skewness "
-                    "rejects",
-    },
-}
+#: the reason of a list, for a registered test without its own reason for the situation
+#: (``TestSpec.reasons``)
 _GENERIC = {
     "recommended": "its assumptions fit the differences best",
     "non_preferred": "valid here but less powerful or more expensive than the recommended "
@@ -108,19 +80,18 @@ def recommend(skewness: float, normal: bool, *, binary: bool = False) -> dict:
     binary metric adds the binary-only tests (McNemar) as recommended.
     """
     symmetric = not (abs(skewness) >= SKEW_THRESHOLD)  # NaN -> symmetric
-    key = (True, bool(normal)) if symmetric else (False, None)
+    situation = ("normal" if normal else "symmetric") if symmetric else "skewed"
     special, general = _specs(binary)
     groups: dict = {"recommended": [], "non_preferred": [], "inappropriate": []}
     reasons = []
     for spec in special:
         groups["recommended"].append(spec.name)
-        reasons.append(f"{spec.name}: binary (0/1) scores: McNemar's test on discordant "
-                       "pairs is exact" if spec.name == "mcnemar" else
-                       f"{spec.name}: binary (0/1) scores: a test made for them")
+        reasons.append(f"{spec.name}: " + (spec.reasons.get(situation) or
+                                           "binary (0/1) scores: a test made for them"))
     for spec in general:
         group = _classify(spec, symmetric, bool(normal) and symmetric)
         groups[group].append(spec.name)
-        text = _REASONS[key].get(spec.name) or _GENERIC[
+        text = spec.reasons.get(situation) or _GENERIC[
             "resampling" if spec.resampling and group == "non_preferred" else group]
         reasons.append(f"{spec.name}: {text}")
     out = {"test_statistic": "mean" if symmetric else "median"}

@@ -20,41 +20,31 @@ from __future__ import annotations
 import functools
 import hashlib
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from multistat import cube, stepdown
+from multistat import _table, cube, equivalence, stepdown
 from multistat._budget import Budget
 from multistat._progress import Progress as _Progress
 from multistat._table import Coded as _Coded
-from multistat import _table
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes
 from multistat._table import labels as _labels
-from multistat._validation import (
-    check_alternative,
-    check_choice,
-    check_int,
-    check_probability,
-    check_real,
-    check_seed,
-)
-from multistat.correct import METHODS, adjust, adjust_groups
-from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
-from multistat.significance import REGISTRY, get_test
-from multistat.significance import resampling as rs
-from multistat.significance._batch import (BatchResult, Context, Slab, accepted_keywords,
-                                           background)
+from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat._validation import check_int, check_probability, check_seed
+from multistat.correct import adjust, adjust_groups
+from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError, show
+from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, build_request
+from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords, background
 from multistat.significance.parametric import pair_mean_sd
-from multistat.significance.rank import WILCOXON_BYTES_PER_VALUE
+from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
 
-DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
+__all__ = ["COLUMNS", "DEFAULT_TESTS", "compare", "run", "study_hash", "system_scores"]
+
 DEFAULT_FAMILY_COLUMNS = ("dataset", "metric", "test")  # correct.DEFAULT_FAMILY
-# working memory of the effect sizes per pair x metric x instance: the Hodges-Lehmann
-# interval is the Wilcoxon test's Walsh selection, so at least its measured bytes (300 x 1 x
-# 2,000, tests=("t",) with effect sizes, default 1 GiB budget: peak RSS 643 MiB, whole process)
-EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
 EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                                            "hodges_lehmann")
                        for s in ("", "_ci_low", "_ci_high"))
@@ -67,96 +57,36 @@ COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "
            "higher_is_better", "score_a", "score_b")
 
 
-def _check_work(study, tests, statistic, pairs, metrics, datasets, n_resamples, n_chunks,
-                max_cost) -> None:
-    """``n_chunks`` >= 1, and the estimated work (:mod:`multistat._cost`) within
-    ``max_cost`` (None or inf: no limit), before anything is computed."""
-    import math
+def _check_study(study, req: RunRequest) -> None:
+    """What the request asks of this study, before anything is computed: the systems its
+    ``pairs`` name in every selected dataset, binary metrics for binary-only tests, the
+    estimated work (:mod:`multistat._cost`) within ``max_cost``, and a resampling test
+    without its own batch able to take the plan."""
+    chosen, metric_names = cube.select(study, datasets=req.datasets, metrics=req.metrics)
+    binary_only = [s.name for s in req.specs if s.binary_only]
+    for name, ds in chosen.items():
+        try:
+            cube.pair_indices(ds.system.values, req.pairs)
+        except UnknownSystemError as exc:
+            raise UnknownSystemError(f"dataset {name!r}: {exc}") from None
+        for t in binary_only:
+            for m, kind in zip(ds.metric.values, ds.kind.values):
+                # a corpus metric's rows are NaN with a note (no per-instance 0/1 scores)
+                if ((metric_names is None or str(m) in metric_names)
+                        and kind not in ("binary", "corpus")):
+                    raise TestNotApplicableError(
+                        f"{t} needs a binary (0/1) metric; metric {show(m)} of dataset "
+                        f"{show(name)} is {show(kind)}: choose binary metrics with "
+                        f"`metrics` or drop {t} from `tests`")
+    if req.max_cost is not None:
+        from multistat._cost import check_cost, study_cost
 
-    from multistat._cost import check_cost, study_cost
-    from multistat._validation import check_int, check_positive
-
-    if n_chunks is not None:
-        check_int("n_chunks", n_chunks, minimum=1)
-    if max_cost is None or (isinstance(max_cost, float) and math.isinf(max_cost)
-                            and max_cost > 0):
-        return
-    max_cost = check_positive("max_cost", max_cost)
-    check_cost(study_cost(study, tests=tests, n_resamples=n_resamples, statistic=statistic,
-                          pairs=pairs, metrics=metrics, datasets=datasets), max_cost,
-               option="max_cost=")
-
-
-def _compare_iv(study, tests, statistic, alternative, null_value, alpha, confidence_level,
-                n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue,
-                test_options, mde_power):
-    if isinstance(tests, str):
-        tests = (tests,)
-    tests = tuple(tests)
-    if not tests:
-        raise ParameterError("`tests` is empty; name at least one of "
-                             f"{', '.join(sorted(REGISTRY))}")
-    for t in tests:
-        get_test(t)
-    if len(set(tests)) != len(tests):
-        raise ParameterError(f"`tests` lists a test twice: {tests}")
-    statistic = check_choice("statistic", statistic, ("mean", "median"))
-    alternative = check_alternative(alternative)
-    null_value = check_real("null_value", null_value)
-    alpha = check_probability("alpha", alpha)
-    if confidence_level is None and 1 - alpha == 1:  # the default level 1 - alpha rounds
-        raise ParameterError(f"`alpha` {alpha!r} is too small: the intervals' level 1 - "
-                             f"alpha rounds to 1 (alpha must exceed 5.6e-17 = 2**-54, or give "
-                             f"`confidence_level`)")
-    confidence_level = (1 - alpha if confidence_level is None
-                        else check_probability("confidence_level", confidence_level))
-    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
-    seed = check_seed(seed)
-    if correction == "none":
-        correction = None
-    if correction is not None and correction not in METHODS + stepdown.CORRECTIONS:
-        raise ParameterError(f"`correction` must be one of "
-                             f"{', '.join(METHODS + stepdown.CORRECTIONS)}, 'none' or None; "
-                             f"got {correction!r}")
-    if correction in stepdown.CORRECTIONS:
-        stepdown.check_westfall_young(tests, statistic)
-    from multistat._scheduler import check_scheduler
-
-    check_scheduler(scheduler)  # an address too, whether or not a test will use it
-    check_choice("ci_method", ci_method, rs.CI_METHODS)
-    check_choice("bootstrap_pvalue", bootstrap_pvalue, rs.BOOTSTRAP_PVALUES)
-    mde_power = check_probability("mde_power", mde_power)
-    return (tests, statistic, alternative, null_value, alpha, confidence_level, n_resamples,
-            seed, correction, _check_test_options(test_options, tests), mde_power)
-
-
-def _check_test_options(test_options, tests) -> dict:
-    """``{test: {option: value}}`` checked against the tests run and their signatures."""
-    if test_options is None:
-        return {}
-    if not isinstance(test_options, dict):
-        raise ParameterError("`test_options` must be a dict {test name: {option: value}}; "
-                             f"got {type(test_options).__name__}")
-    out = {}
-    for name, opts in test_options.items():
-        if name not in tests:
-            raise ParameterError(f"`test_options` names test {name!r}, which is not among "
-                                 f"the tests run ({', '.join(tests)})")
-        if not isinstance(opts, dict):
-            raise ParameterError(f"`test_options[{name!r}]` must be a dict of options; got "
-                                 f"{type(opts).__name__}")
-        allowed = REGISTRY[name].options()
-        fixed = {"alternative", "null_value", "confidence_level"}  # compare's own keywords
-        for key in opts:
-            if key in fixed or (allowed is not None and key not in allowed):
-                ok = sorted((allowed or set()) - fixed)
-                raise ParameterError(
-                    f"`test_options[{name!r}]`: unknown option {key!r}; {name} takes "
-                    f"{', '.join(ok) if ok else 'no options'}"
-                    + (f" ({key} is set for all tests by compare's own keyword)"
-                       if key in fixed else ""))
-        out[name] = dict(opts)
-    return out
+        check_cost(study_cost(study, tests=req.tests, n_resamples=req.n_resamples,
+                              statistic=req.statistic, pairs=req.pairs,
+                              metrics=req.metrics, datasets=req.datasets),
+                   req.max_cost, option="max_cost=")
+    for spec in req.specs:
+        _check_resampling_signature(spec)
 
 
 class _Dataset:
@@ -171,7 +101,7 @@ class _Dataset:
     gathered cube is ``score[..., order]``, the array (and memory layout) an xarray
     ``isel`` gives, on which every statistic has always run."""
 
-    __slots__ = ("name", "ds", "score", "order", "sysnames", "_canonical")
+    __slots__ = ("_canonical", "ds", "name", "order", "score", "sysnames")
 
     def __init__(self, name, ds):
         if not all(getattr(v, "_in_memory", False) for v in ds.variables.values()):
@@ -269,20 +199,34 @@ def _pair_arrays(systems, pairs) -> tuple[np.ndarray, np.ndarray]:
             np.array([b for _, b in idx], dtype=np.intp))
 
 
-def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metrics=None,
-            datasets=None, alternative="two-sided", null_value=0.0, alpha=0.05,
-            confidence_level=None, n_resamples=10_000, seed=0, correction="holm",
-            family=None, scheduler="threads", n_chunks=None, ci_method="basic",
-            bootstrap_pvalue="shifted", effect_sizes=True, power=False, progress=False,
-            return_systems=False, equivalence_margin=None, memory_limit=None,
-            test_options=None, mde_power=0.8, _resampled=None, cluster=None,
-            max_cost=1e13):
+class _FromRequest:
+    """The default of ``compare``'s common keywords: the request's value."""
+
+    def __repr__(self) -> str:
+        return "<from request>"
+
+
+FROM_REQUEST = _FromRequest()
+
+
+def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
+            metrics=FROM_REQUEST, datasets=FROM_REQUEST, alpha=FROM_REQUEST,
+            n_resamples=FROM_REQUEST, seed=FROM_REQUEST, correction=FROM_REQUEST,
+            return_systems=False, **overrides):
     """Paired tests for every pair of systems, metric and dataset of a study.
+
+    ``compare`` runs in three stages: the options are validated once into a
+    :class:`~multistat.request.RunRequest` (``request``, with the keywords given here
+    applied over it), then the walk (dataset -> metric group -> test, the equivalence
+    tests included) and the assembly (the tidy table, corrected over its families).
+    Every keyword below is a field of the request: give it here, in ``request``, or both
+    (the keyword wins).
 
     Parameters
     ----------
     study : a study (``multistat.load``, ``multistat.evaluation_units``,
         ``multistat.load_translations``) or a path ``multistat.load`` reads
+    request : a :class:`~multistat.request.RunRequest` (default: every default below)
     tests : registry names: ``"t"``, ``"wilcoxon"``, ``"sign"``, ``"bootstrap"``,
         ``"permutation"``, ``"mcnemar"`` (binary metrics only), ``"aso"`` (Almost
         Stochastic Order of the per-run scores when the study has runs, else of the
@@ -330,14 +274,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         with the time left); runs estimated over about 5 minutes first print what will
         be computed and the estimate
     return_systems : also return the per-system table (score with bootstrap percentile
-        interval), used by leaderboards; computed only when asked for
-    _resampled : internal: a dict compare fills with every resampling test's per-system
-        arrays on its shared plan (:attr:`~multistat.significance.BatchResult.resampled`),
-        ``{(dataset, test, metric): stepdown.GroupArrays}``
-        (:func:`multistat.stepdown.metric_nulls`) — the arrays the Westfall-Young
-        step-down forms its joint null from, and from which :func:`multistat.rank` takes
-        the bootstrap's per-system scores instead of redrawing the plan. Kept until
-        compare returns: ``(B, S, M)`` per metric group and test, nothing per pair
+        interval), used by leaderboards; computed only when asked for (not a request
+        field: what to return, not how to test)
     memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
         safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
         of pairs and of resampling-plan rows are sized by it; results are bit-identical
@@ -350,8 +288,9 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
     mde_power : the power at which column ``mde`` is computed (default 0.8)
     equivalence_margin : delta > 0 (metric units): add TOST columns ``p_equivalence``,
         ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
-        correction; :mod:`multistat.equivalence`) for the t, Wilcoxon, bootstrap and
-        permutation tests
+        correction; :mod:`multistat.equivalence`) for the tests whose spec has
+        ``equivalence=True`` (t, Wilcoxon, bootstrap, permutation): their two one-sided
+        tests run in the same walk, on the same slabs and plans, with the test's options
 
     cluster : None, or ``"group"``: the bootstrap and permutation tests resample whole
         groups of instances (documents; the study's ``group`` coordinate from
@@ -385,54 +324,83 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         ``note`` why a value is NaN or how it was computed. ``table.attrs["multistat"]``
         holds the run metadata.
     """
+    given = {k: v for k, v in (("tests", tests), ("pairs", pairs), ("metrics", metrics),
+                               ("datasets", datasets), ("alpha", alpha),
+                               ("n_resamples", n_resamples), ("seed", seed),
+                               ("correction", correction)) if v is not FROM_REQUEST}
+    req = build_request(request, **given, **overrides)
+    return run(study, req, return_systems=return_systems)
+
+
+def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None):
+    """:func:`compare` of a validated request: the walk and the assembly.
+
+    ``resampled``: a dict filled with every resampling test's per-system arrays on its
+    shared plan (:attr:`~multistat.significance.BatchResult.resampled`,
+    ``{(dataset, test, metric): stepdown.GroupArrays}``, :func:`stepdown.metric_nulls`):
+    the arrays the Westfall-Young step-down forms its joint null from, and from which
+    :func:`multistat.rank` takes the bootstrap's per-system scores instead of redrawing
+    the plan. Kept until this returns: ``(B, S, M)`` per metric group and test, nothing
+    per pair.
+    """
     if not hasattr(study, "children"):
         study = cube.load(study)
-    (tests, statistic, alternative, null_value, alpha, confidence_level, n_resamples,
-     seed, correction, test_options, mde_power) = _compare_iv(
-        study, tests, statistic, alternative, null_value, alpha, confidence_level,
-        n_resamples, seed, correction, scheduler, ci_method, bootstrap_pvalue, test_options,
-        mde_power)
-    _check_work(study, tests, statistic, pairs, metrics, datasets, n_resamples, n_chunks,
-                max_cost)
-    budget = Budget.of(memory_limit)
-    if cluster is not None:
-        from multistat._validation import check_choice as _check
+    _check_study(study, req)
+    walk = _walk_request(study, req, resampled, want_systems=return_systems)
+    table = _assemble(walk.parts, walk.families, req, walk.kept, walk.equivalence)
+    table.attrs["multistat"] = _metadata(study, req, walk.input_hash)
+    if return_systems:
+        systems = (pd.concat(walk.systems, ignore_index=True) if walk.systems else
+                   system_scores(study, n_resamples=req.n_resamples, seed=req.seed,
+                                 confidence_level=req.level, scheduler=req.scheduler,
+                                 metrics=req.metrics, datasets=req.datasets,
+                                 memory_limit=req.budget))
+        return table, systems
+    return table
 
-        _check("cluster", cluster, ("group",))
-        if correction in stepdown.CORRECTIONS or equivalence_margin is not None:
-            raise ParameterError("cluster='group' is not available with Westfall-Young "
-                                 "corrections or equivalence margins (their resampling "
-                                 "plans are iid); use correction='holm'")
-    specs = [REGISTRY[t] for t in tests]
-    for spec in specs:
-        _check_resampling_signature(spec)
-    base_ctx = Context(alternative=alternative, null_value=null_value,
-                       confidence_level=confidence_level, alpha=alpha, statistic=statistic,
-                       n_resamples=n_resamples, seed=seed, scheduler=scheduler,
-                       n_chunks=n_chunks, ci_method=ci_method,
-                       bootstrap_pvalue=bootstrap_pvalue, budget=budget)
-    ctxs = {s.name: base_ctx.for_test(test_options.get(s.name)) for s in specs}
-    from multistat.equivalence import check_margin
 
-    equivalence_margin = check_margin(equivalence_margin)
-    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
+@dataclass
+class _Walked:
+    """What the walk gives the assembly: the table's blocks (one per dataset x metric group
+    x test), their default families, the per-system resampled arrays kept for the
+    step-down, the equivalence p-values per block (or None), the per-system rows."""
+
+    parts: list
+    families: list
+    kept: dict
+    equivalence: list | None
+    systems: list
+    input_hash: Any
+
+
+def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Walked:
+    """Dataset -> metric group -> test: every block of the table."""
+    specs = req.specs
+    base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
+                       confidence_level=req.level, alpha=req.alpha,
+                       statistic=req.statistic, n_resamples=req.n_resamples, seed=req.seed,
+                       scheduler=req.scheduler, n_chunks=req.n_chunks,
+                       ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
+                       budget=req.budget)
+    ctxs = {s.name: base_ctx.for_test(req.test_options.get(s.name)) for s in specs}
+    all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
     input_hash = _HashLater(study)  # started after the first group's moments
-    bar = _Progress.start(progress, all_ds, specs, metrics, pairs, n_resamples,
-                          effect_sizes, budget)
-    parts, systems_parts, families = [], [], []
+    bar = _Progress.start(req.progress, all_ds, specs, metrics, req.pairs, req.n_resamples,
+                          req.effect_sizes, req.budget)
+    walked = _Walked([], [], {} if resampled is None else resampled,
+                     [] if req.equivalence_margin is not None else None, [], input_hash)
     # the resampling tests' per-system arrays of every metric group, for the Westfall-Young
     # step-down and the caller (rank): (B, S, M) per group and test, nothing per pair
-    kept = {} if _resampled is None else _resampled
-    keep = correction in stepdown.CORRECTIONS or _resampled is not None
+    keep = req.stepdown or resampled is not None
     for d in _walk(all_ds):
         name, ds, sysnames = d.name, d.ds, d.sysnames
         try:
-            ia, ib = _pair_arrays(ds.system.values, pairs)
+            ia, ib = _pair_arrays(ds.system.values, req.pairs)
         except UnknownSystemError as exc:
             raise UnknownSystemError(f"dataset {name!r}: {exc}") from None
         sys_labels = _labels(sysnames)
         codes = None
-        if cluster is not None:
+        if req.cluster is not None:
             from multistat._cluster import dataset_codes
 
             codes = dataset_codes(ds, name)
@@ -441,11 +409,8 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
             slab = _slab(d, kind, ms, valid, codes)
             # the mde multiplier (a root solve, ~10 ms for a new n) runs while the tests
             # do; it emits no warnings (tested), so none can land in a test's notes
-            mde_multiplier = background(_mde_multiplier, slab.n, alpha, mde_power,
-                                         alternative, name="multistat-mde")
-            for spec in specs:
-                if spec.binary_only and not slab.is_corpus:
-                    _check_binary(spec, ds, ms, name)
+            mde_multiplier = background(_mde_multiplier, slab.n, req.alpha, req.mde_power,
+                                         req.alternative, name="multistat-mde")
             sys_obs = slab.means() if not slab.is_corpus else slab.corpus_observed
             input_hash.start()
             base = {
@@ -458,85 +423,66 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
             results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
-                                        effect_sizes, power, budget)
+                                        req.effect_sizes, req.power, req.budget)
             mult = mde_multiplier()
             have_systems = False
             for spec in specs:
                 res = results[spec.name]
                 if keep:  # no second pass over the plan, for the step-down or rank
-                    kept.update(stepdown.metric_nulls(spec.name, res, slab))
-                if return_systems and res.systems is not None and not have_systems:
+                    walked.kept.update(stepdown.metric_nulls(spec.name, res, slab))
+                if want_systems and res.systems is not None and not have_systems:
                     have_systems = True
-                    systems_parts.append(_system_rows(name, ds, ms, sysnames, sys_obs,
-                                                      res.systems, confidence_level, slab.n))
-                rows = dict(base)
-                arrays = dict(res.arrays)
-                se = arrays.pop("se", None)  # standard error of the estimate, if any
-                null_sd = arrays.pop("null_sd", None)  # a permutation null's sd
-                rows.update({k: _table.flat(v) for k, v in arrays.items()})
-                rows["se"] = np.nan if se is None else _table.flat(se).astype(float)
-                rows.update(test=spec.name, alternative=ctxs[spec.name].alternative,
-                            null_value=ctxs[spec.name].null_value,
-                            confidence_level=ctxs[spec.name].confidence_level)
-                if "n_resamples" not in arrays:
-                    rows["n_resamples"] = 0
-                if "seed" not in arrays:
-                    rows["seed"] = -1
-                rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
-                rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
-                                   null_sd if null_sd is not None else
-                                   se if spec.resampling else None)
-                if extra.get("_note") is not None:
-                    rows["note"] = _join_notes(rows["note"], extra["_note"])
-                rows["n_runs"] = n_runs
-                rows["cluster"] = cluster or ""
-                run_note = _runs_cluster_note(spec, n_runs, slab)
-                if run_note:
-                    rows["note"] = _join_notes(rows["note"], run_note)
-                parts.append(_table.columns(rows, len(ia) * len(ms)))
+                    walked.systems.append(_system_rows(name, ds, ms, sysnames, sys_obs,
+                                                       res.systems, req.level, slab.n))
+                walked.parts.append(_block(spec, res, base, extra, ctxs[spec.name], slab,
+                                           mult, n_runs, req.cluster, len(ia) * len(ms)))
                 # the block's default families (dataset x metric x test): one per metric
-                families.append(None if {"dataset", "metric"} & set(arrays) else
-                                ((name, slab.metrics, spec.name), len(ia)))
+                walked.families.append(
+                    None if {"dataset", "metric"} & set(res.arrays) else
+                    ((name, slab.metrics, spec.name), len(ia)))
+                if walked.equivalence is not None:  # TOST in the same walk
+                    walked.equivalence.append(equivalence.block_pvalues(
+                        spec, slab, ia, ib, ctxs[spec.name], req.equivalence_margin))
         bar.finish(name)
     bar.close()
-    if not parts:
+    if not walked.parts:
         raise ParameterError("nothing to compare: no dataset/metric left after the "
                              "`datasets`/`metrics` selection")
-    table = _assemble(parts, families, correction, family, alpha, kept,
-                      plain=equivalence_margin is None)
-    if equivalence_margin is not None:  # TOST columns (multistat.equivalence)
-        from multistat.equivalence import add_equivalence
-
-        table = add_equivalence(
-            table, study, equivalence_margin, tests=tests, correction=correction,
-            family=family, alpha=alpha, statistic=statistic, pairs=pairs, metrics=metrics,
-            datasets=datasets, confidence_level=confidence_level, n_resamples=n_resamples,
-            seed=seed, scheduler=scheduler, n_chunks=n_chunks,
-            bootstrap_pvalue=bootstrap_pvalue)
-        table = _final_columns(table, COLUMNS)
-    table.attrs["multistat"] = _metadata(study, tests, statistic, pairs, alternative,
-                                         null_value, alpha, confidence_level, n_resamples,
-                                         seed, correction, family, ci_method,
-                                         bootstrap_pvalue, test_options, budget, mde_power,
-                                         input_sha256=input_hash)
-    table.attrs["multistat"]["cluster"] = cluster or "none"
-    if equivalence_margin is not None:
-        table.attrs["multistat"].update(
-            equivalence_margin=equivalence_margin, equivalence_correction=(
-                "holm" if correction in stepdown.CORRECTIONS else correction or "none"))
-    if return_systems:
-        systems = (pd.concat(systems_parts, ignore_index=True) if systems_parts else
-                   system_scores(study, n_resamples=n_resamples, seed=seed,
-                                 confidence_level=confidence_level, scheduler=scheduler,
-                                 metrics=metrics, datasets=datasets,
-                                 memory_limit=budget))
-        return table, systems
-    return table
+    return walked
 
 
-def _assemble(parts, families, correction, family, alpha, kept, plain) -> pd.DataFrame:
+def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> dict:
+    """One test's columns on one metric group (the rows of every pair x metric)."""
+    rows = dict(base)
+    arrays = dict(res.arrays)
+    se = arrays.pop("se", None)  # standard error of the estimate, if any
+    null_sd = arrays.pop("null_sd", None)  # a permutation null's sd
+    rows.update({k: _table.flat(v) for k, v in arrays.items()})
+    rows["se"] = np.nan if se is None else _table.flat(se).astype(float)
+    rows.update(test=spec.name, alternative=ctx.alternative, null_value=ctx.null_value,
+                confidence_level=ctx.confidence_level)
+    if "n_resamples" not in arrays:
+        rows["n_resamples"] = 0
+    if "seed" not in arrays:
+        rows["seed"] = -1
+    rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
+    rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
+                       null_sd if null_sd is not None else se if spec.resampling else None)
+    if extra.get("_note") is not None:
+        rows["note"] = _join_notes(rows["note"], extra["_note"])
+    rows["n_runs"] = n_runs
+    rows["cluster"] = cluster or ""
+    run_note = _runs_cluster_note(spec, n_runs, slab)
+    if run_note:
+        rows["note"] = _join_notes(rows["note"], run_note)
+    return _table.columns(rows, n_rows)
+
+
+def _assemble(parts, families, req: RunRequest, kept, equivalent) -> pd.DataFrame:
     """The table from its blocks (one per dataset x metric group x test) with the
-    corrected p-values, in the final column order when ``plain`` (no columns to add).
+    corrected p-values and, when the request has an equivalence margin, the TOST columns
+    from ``equivalent`` (:func:`multistat.equivalence.block_pvalues` per block), in the
+    final column order.
 
     With the default families (dataset x metric x test) and a ``multipletests``
     correction the families are known from the blocks - each block's metrics, one family
@@ -544,15 +490,26 @@ def _assemble(parts, families, correction, family, alpha, kept, plain) -> pd.Dat
     (:func:`multistat.correct.adjust_groups`), and the frame is built once; otherwise the
     blocks' frames are concatenated and corrected by :func:`multistat.correct.adjust` /
     :func:`multistat.stepdown.adjust_table`. Both give the same table."""
+    table = _corrected(parts, families, req.correction, req.family, req.alpha, kept,
+                       plain=equivalent is None)
+    if equivalent is not None:
+        table = equivalence.add_columns(table, equivalent, req)
+        table = _final_columns(table, COLUMNS)
+    return table
+
+
+def _corrected(parts, families, correction, family, alpha, kept, plain) -> pd.DataFrame:
+    """The blocks' table with ``p_adjusted``/``reject`` (final column order when
+    ``plain``)."""
     cols = _table.concat(parts)
     added = ("family", "correction", "p_adjusted", "reject", "alpha")
-    if (cols is None or family is not None or correction in stepdown.CORRECTIONS
+    if (cols is None or family is not None or correction in STEPDOWN_CORRECTIONS
             or None in families or any(c in cols for c in added)
             or not all(isinstance(cols.get(c), pd.api.extensions.ExtensionArray)
                        for c in DEFAULT_FAMILY_COLUMNS)):
         table = (pd.DataFrame(cols) if cols is not None else
                  pd.concat([pd.DataFrame(p) for p in parts], ignore_index=True))
-        if correction in stepdown.CORRECTIONS:  # Westfall-Young over the shared plan
+        if correction in STEPDOWN_CORRECTIONS:  # Westfall-Young over the shared plan
             table = stepdown.adjust_table(table, kept, method=correction, alpha=alpha,
                                           family=family)
         else:
@@ -588,22 +545,14 @@ def _check_resampling_signature(spec) -> None:
             "and records it, so the function must take them (or give the spec a `batch`)")
 
 
-def _check_binary(spec, ds, ms, dataset) -> None:
-    for m in ms:
-        if ds.kind.values[m] != "binary":
-            raise TestNotApplicableError(
-                f"{spec.name} needs a binary (0/1) metric; metric {str(ds.metric.values[m])!r} "
-                f"of dataset {dataset!r} is not — restrict with metrics=[...]")
-
-
 def _runs_cluster_note(spec, n_runs, slab) -> str:
     """What was done with runs and groups, for the ``note`` column."""
     notes = []
-    if n_runs > 1 and spec.name != "aso":
+    if n_runs > 1 and not spec.uses_runs:
         notes.append(f"scores averaged over {n_runs} runs")
     if slab.clusters is not None:
         G = int(slab.clusters.max()) + 1
-        if not spec.resampling:
+        if not spec.cluster_resampling:
             notes.append(f"{spec.name}: instances treated as independent despite "
                          f"cluster='group' ({G} groups); see the bootstrap/permutation "
                          "rows or units by group")
@@ -813,7 +762,7 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     return system_observed(ds, kind, ms, valid, X), levels(dist, k)
 
 
-def system_scores(study, *, n_resamples=10_000, seed=0, confidence_level=0.95,
+def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_level=0.95,
                   scheduler="threads", metrics=None, datasets=None, memory_limit=None
                   ) -> pd.DataFrame:
     """Each system's score (mean or corpus metric) with a bootstrap percentile interval.
@@ -863,7 +812,7 @@ class _HashLater:
     second core while the table is formed in Python, instead of competing with the two
     Gram threads."""
 
-    __slots__ = ("study", "_wait")
+    __slots__ = ("_wait", "study")
 
     def __init__(self, study):
         self.study, self._wait = study, None
@@ -885,24 +834,19 @@ class _HashLater:
         return self._wait()
 
 
-def _metadata(study, tests, statistic, pairs, alternative, null_value, alpha,
-              confidence_level, n_resamples, seed, correction, family, ci_method,
-              bootstrap_pvalue, test_options=None, budget=None, mde_power=0.8,
-              input_sha256=None) -> dict:
+def _metadata(study, req: RunRequest, input_sha256=None) -> dict:
+    """The table's run metadata: the request, the input's hash, sacrebleu signatures."""
     from multistat import __version__
 
-    return {"multistat_version": __version__, "seed": seed, "tests": list(tests),
-            "statistic": statistic, "pairs": pairs if isinstance(pairs, str) else
-            [list(p) for p in pairs], "alternative": alternative, "null_value": null_value,
-            "alpha": alpha, "confidence_level": confidence_level, "n_resamples": n_resamples,
-            "correction": correction or "none",
-            "family": family if family is None or isinstance(family, str) else list(family),
-            "ci_method": ci_method, "bootstrap_pvalue": bootstrap_pvalue,
-            "test_options": {k: dict(v) for k, v in (test_options or {}).items()},
-            "mde_power": mde_power,
+    meta = {"multistat_version": __version__, **req.metadata(),
             "input_sha256": input_sha256() if callable(input_sha256) else
             input_sha256 if input_sha256 is not None else study_hash(study),
-            **_sacrebleu_signatures(study)}
+            **_sacrebleu_signatures(study), "cluster": req.cluster or "none"}
+    if req.equivalence_margin is not None:
+        meta.update(equivalence_margin=req.equivalence_margin,
+                    equivalence_correction="holm" if req.stepdown else
+                    req.correction or "none")
+    return meta
 
 
 def _sacrebleu_signatures(study) -> dict:

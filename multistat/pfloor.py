@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-#: tests whose p-value is a count over resamples (the others have no floor checked here)
-RESAMPLING_TESTS = ("bootstrap", "permutation")
 #: largest number of resamples :func:`resamples_needed` searches
 MAX_RESAMPLES = 10**12
 
@@ -37,18 +35,17 @@ MAX_RESAMPLES = 10**12
 def smallest_pvalue(test: str, n_resamples: int, *, alternative: str = "two-sided",
                     bootstrap_pvalue: str = "shifted", n_units: int | None = None
                     ) -> float | None:
-    """Smallest p-value ``test`` can give with ``n_resamples`` (None: not a resampling
-    test). ``n_units``: the permutation test enumerates all ``2**n`` sign vectors when
-    ``2**n <= n_resamples`` (its p then has no +1)."""
-    if test not in RESAMPLING_TESTS:
+    """Smallest p-value ``test`` can give with ``n_resamples``: its registry spec's
+    ``p_floor`` (None: a test whose p-value is no count over resamples). ``n_units``: the
+    permutation test enumerates all ``2**n`` sign vectors when ``2**n <= n_resamples``
+    (its p then has no +1)."""
+    from multistat.significance import REGISTRY
+
+    spec = REGISTRY.get(test)
+    if spec is None or spec.p_floor is None:
         return None
-    B = int(n_resamples)
-    two = alternative == "two-sided"
-    if test == "permutation":
-        if n_units is not None and n_units < 63 and 2**int(n_units) <= B:
-            return (2.0 if two else 1.0) / 2.0**int(n_units)
-        return 1.0 / (B + 1)  # two-sided counts |T*| >= |T|: one +1
-    return (2.0 if two and bootstrap_pvalue == "shifted" else 1.0) / (B + 1)
+    return spec.p_floor(int(n_resamples), alternative=alternative,
+                        bootstrap_pvalue=bootstrap_pvalue, n_units=n_units)
 
 
 def smallest_adjusted(p_floor: float, n_tests: int, correction: str | None) -> float:

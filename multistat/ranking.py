@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from multistat import cube
-from multistat._validation import check_choice, check_int, check_probability, check_seed
+from multistat._validation import check_choice
 from multistat.errors import ResamplingFloorWarning
+from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
+from multistat.significance import REGISTRY
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -43,9 +45,7 @@ def auto_correction(test: str) -> str:
     the resampling tests (its adjusted p is a count over the shared plan, at least
     ``1/(B + 1)``, never multiplied by the number of pairs, so it scales with the number
     of systems), Holm for closed-form tests (whose p-values have no resampling floor)."""
-    from multistat.stepdown import TESTS
-
-    return "westfall-young" if test in TESTS else "holm"
+    return "westfall-young" if REGISTRY[test].joint_null else "holm"
 
 
 # ----------------------------------------------------------------------------- array cores
@@ -171,23 +171,22 @@ def rank_ranges(better: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 # ----------------------------------------------------------------------------- driver
-def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
-             equivalence_margin):
-    from multistat.significance import REGISTRY
-
+def rank_request(*, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAULT_N_RESAMPLES,
+                 seed=0, metrics=None, datasets=None, confidence_level=0.95,
+                 equivalence_margin=None, scheduler="threads", n_chunks=None) -> RunRequest:
+    """The run request behind a leaderboard: ``test="auto"`` and ``correction="auto"``
+    resolved (:data:`AUTO_TEST`, :func:`auto_correction`), every pair, percentile
+    intervals, no effect sizes; validated by :class:`~multistat.request.RunRequest`."""
     if test == "auto":
         test = AUTO_TEST
     check_choice("test", test, ("auto", *sorted(REGISTRY)))
     if correction == "auto":
         correction = auto_correction(test)
-    alpha = check_probability("alpha", alpha)
-    n_resamples = check_int("n_resamples", n_resamples, minimum=1)
-    seed = check_seed(seed)
-    confidence_level = check_probability("confidence_level", confidence_level)
-    from multistat.equivalence import check_margin
-
-    equivalence_margin = check_margin(equivalence_margin)
-    return test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin
+    return build_request(tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
+                         alpha=alpha, confidence_level=confidence_level,
+                         n_resamples=n_resamples, seed=seed, correction=correction,
+                         scheduler=scheduler, n_chunks=n_chunks, ci_method="percentile",
+                         effect_sizes=False, equivalence_margin=equivalence_margin)
 
 
 def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
@@ -197,7 +196,7 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     share one sentence naming them all)."""
     from multistat.pfloor import floor_note
 
-    if test not in ("bootstrap", "permutation") or not len(table):
+    if REGISTRY[test].p_floor is None or not len(table):
         return []
     alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
         "two-sided"
@@ -216,7 +215,7 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     return notes
 
 
-def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, datasets=None,
+def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
                          scheduler="threads", n_chunks=None, known=None):
     """Yield ``(dataset, metric names, higher_is_better, observed (S, M), resampled
     (B, S, M), system names)`` per metric group, on the shared bootstrap plan (the same
@@ -243,7 +242,7 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
                    ds.higher_is_better.values[ms].astype(bool), obs, dist, d.sysnames)
 
 
-def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=10_000, seed=0,
+def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAULT_N_RESAMPLES, seed=0,
          metrics=None, datasets=None, confidence_level=0.95, equivalence_margin=None,
          scheduler="threads", n_chunks=None) -> pd.DataFrame:
     """A leaderboard per dataset x metric: clusters, rank ranges and rank intervals.
@@ -325,7 +324,7 @@ class RankResult:
 
 
 def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
-                    n_resamples=10_000, seed=0, metrics=None, datasets=None,
+                    n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
                     confidence_level=0.95, equivalence_margin=None, scheduler="threads",
                     n_chunks=None) -> RankResult:
     """:func:`rank` (same parameters) and the compare rows of its decisions.
@@ -353,53 +352,50 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     >>> res.pairs.attrs["multistat"]["correction"]
     'westfall-young'
     """
-    from multistat.comparison import compare, study_hash
+    from multistat.comparison import run, study_hash
 
     if not hasattr(study, "children"):
         study = cube.load(study)
-    requested = test
-    test, alpha, correction, n_resamples, seed, confidence_level, equivalence_margin = \
-        _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
-                 equivalence_margin)
-    kw = {}
-    if equivalence_margin is not None:
-        kw["equivalence_margin"] = equivalence_margin
+    req = rank_request(test=test, alpha=alpha, correction=correction,
+                       n_resamples=n_resamples, seed=seed, metrics=metrics,
+                       datasets=datasets, confidence_level=confidence_level,
+                       equivalence_margin=equivalence_margin, scheduler=scheduler,
+                       n_chunks=n_chunks)
+    requested, (test,) = test, req.tests
     kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
-    table = compare(study, tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
-                    alpha=alpha, confidence_level=confidence_level, n_resamples=n_resamples,
-                    seed=seed, correction=correction, scheduler=scheduler, n_chunks=n_chunks,
-                    ci_method="percentile", effect_sizes=False,
-                    _resampled=kept if test == "bootstrap" else None, **kw)
-    notes = floor_notes(table, test=test, correction=correction, alpha=alpha,
-                        n_resamples=n_resamples)
+    table = run(study, req, resampled=kept if REGISTRY[test].joint_null else None)
+    notes = floor_notes(table, test=test, correction=req.correction, alpha=req.alpha,
+                        n_resamples=req.n_resamples)
     for note in notes:
         warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
-    # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
+    # a bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
     # (centred means plus the metric's centre: levels, multistat._centre)
     from multistat._centre import levels
 
     known = {(d, g.metrics): levels(g.arrays["dist"], g.arrays.get("centre", 0.0))
-             for (d, t, _), g in kept.items() if t == "bootstrap"}
+             for (d, t, _), g in kept.items() if "dist" in g.arrays}
     parts = []
     by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
     for name, mnames, hibs, obs, dist, sysnames in system_distributions(
-            study, n_resamples=n_resamples, seed=seed, metrics=metrics, datasets=datasets,
-            scheduler=scheduler, n_chunks=n_chunks, known=known):
+            study, n_resamples=req.n_resamples, seed=req.seed, metrics=req.metrics,
+            datasets=req.datasets, scheduler=req.scheduler, n_chunks=req.n_chunks,
+            known=known):
         for j, (metric, hib) in enumerate(zip(mnames, hibs)):
             pairs = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
-                                pairs, confidence_level, equivalence_margin))
+                                pairs, req.level, req.equivalence_margin))
     out = pd.concat(parts, ignore_index=True)
     out.attrs["multistat"] = {
         **{k: v for k, v in table.attrs.get("multistat", {}).items()
            if k in ("multistat_version", "alternative", "alpha", "family", "input_sha256")},
-        "kind": "ranking", "test": test, "test_requested": requested, "correction": correction or "none", "alpha": alpha, "seed": seed,
-        "n_resamples": n_resamples, "confidence_level": confidence_level,
-        "equivalence_margin": equivalence_margin,
+        "kind": "ranking", "test": test, "test_requested": requested,
+        "correction": req.correction or "none", "alpha": req.alpha, "seed": req.seed,
+        "n_resamples": req.n_resamples, "confidence_level": req.level,
+        "equivalence_margin": req.equivalence_margin,
         "rule": "WMT clusters: sort by score; boundary between positions i and i+1 iff "
                 "every system at <= i is significantly better than every system at >= i+1 "
-                f"({test} test, {correction or 'no'} correction per dataset x metric, "
-                f"alpha {alpha})",
+                f"({test} test, {req.correction or 'no'} correction per dataset x metric, "
+                f"alpha {req.alpha})",
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
                          "averaged) over the shared plan, inverted-cdf quantiles",
         "input_sha256": study_hash(study), "floor_notes": notes}

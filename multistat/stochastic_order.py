@@ -456,4 +456,5 @@ def _register():
                           assumes_symmetric=False, assumes_normal=False, resampling=True,
                           description="Almost Stochastic Order over runs (eps_min; "
                                       "Dror et al. 2019, deepsig)",
-                          batch=aso_batch, all_pairs=True))
+                          batch=aso_batch, all_pairs=True, uses_runs=True,
+                          label="ASO", estimate_label="ε_min of A over B"))

@@ -376,7 +376,7 @@ def test_compare_pairs_from_the_command_line(tmp_path, capsys):
 @pytest.mark.parametrize("extra, fragment", [
     (["--tests", ","], "`--tests` is empty"),
     (["--tests", "t,nope"], "unknown test 'nope'"),
-    (["--tests", "mcnemar"], "--tests mcnemar: needs a binary (0/1) metric"),
+    (["--tests", "mcnemar"], "mcnemar needs a binary (0/1) metric; metric 'score' of dataset 'scores' is 'mean': choose binary metrics with `--metrics`"),
     (["--seed", 2**64], "`--seed` must fit in 64 bits"),
     (["--seed", -1], "`--seed` must be a non-negative integer"),
     (["--power", "nan"], "`--power` must be a finite real number; got nan"),

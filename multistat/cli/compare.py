@@ -14,13 +14,12 @@ from multistat.cli._common import (
     guard_outputs,
     open_study,
     parse_pairs,
-    seed_value,
     show_frame,
     split_names,
     table_kind,
     write_table,
 )
-from multistat.errors import MultistatError, ParameterError, show
+from multistat.errors import ParameterError
 
 
 def parse_test_options(items) -> dict | None:
@@ -127,59 +126,32 @@ def compare_cmd(
                           "bootstrap")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
-    from multistat._cost import check_cost, study_cost
-    from multistat._validation import (
-        check_int,
-        check_nonempty,
-        check_positive,
-        check_probability,
-        check_real,
-    )
-    from multistat.comparison import compare
+    from multistat._scheduler import probe
+    from multistat.comparison import run
+    from multistat.request import build_request
 
-    # every option checked before any work, named by its flag
-    test_list = check_nonempty("--tests", split_names(tests) or [], what="test")
-    null_value = check_real("--null-value", null_value)
-    alpha = check_probability("--alpha", alpha)
-    n_resamples = check_int("--n-resamples", n_resamples, minimum=1)
-    seed = seed_value(seed)
-    if power is not None:
-        power = check_real("--power", power)
-    if equivalence_margin is not None:
-        equivalence_margin = check_real("--equivalence-margin", equivalence_margin)
-    test_options = parse_test_options(test_option)
-    if not (max_cost == float("inf") or max_cost > 0):
-        check_positive("--max-cost", max_cost)
-    chosen = parse_pairs(pairs, pair)
-    metric_list = split_names(metrics, "--metrics")
-    dataset_list = split_names(datasets, "--datasets")
-    fam = family if family in (None, "all") else split_names(family, "--family")
+    # the flags become one run request, validated once (its messages name the flags);
+    # then the outputs, the scheduler and what the request asks of this study, all
+    # before any work
+    req = build_request(
+        tests=split_names(tests) or (), statistic=statistic, pairs=parse_pairs(pairs, pair),
+        metrics=split_names(metrics, "--metrics"),
+        datasets=split_names(datasets, "--datasets"), alternative=alternative,
+        null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
+        correction=correction,
+        family=family if family in (None, "all") else split_names(family, "--family"),
+        scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
+        power=power if power is not None else observed_power,
+        progress=sys.stderr.isatty() if progress is None else progress,
+        effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
+        memory_limit=memory_limit, test_options=parse_test_options(test_option),
+        max_cost=max_cost, cluster=cluster)
     guard_outputs([study], {"--out": out, "--systems-out": systems_out})
     table_kind(out)
     if systems_out is not None:
         table_kind(systems_out, "--systems-out")
-    from multistat._scheduler import check_scheduler, probe
-
-    probe(check_scheduler(scheduler, "--scheduler"))  # even if no test will use it
-
-    data = open_study(study)
-    _precheck(data, test_list, chosen, metric_list, dataset_list)
-    progress = sys.stderr.isatty() if progress is None else progress
-    check_cost(study_cost(data, tests=test_list, n_resamples=n_resamples,
-                          statistic=statistic, pairs=chosen, metrics=metric_list,
-                          datasets=dataset_list),
-               None if max_cost == float("inf") else max_cost, option="--max-cost")
-    result = compare(
-        data, tests=test_list, statistic=statistic, pairs=chosen,
-        metrics=metric_list, datasets=dataset_list, alternative=alternative,
-        null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
-        correction=None if correction == "none" else correction, family=fam,
-        scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
-        power=power if power is not None else observed_power, progress=progress,
-        effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
-        memory_limit=memory_limit, test_options=test_options,
-        max_cost=None,  # the estimate was checked above against --max-cost
-        return_systems=systems_out is not None, cluster=cluster)
+    probe(req.scheduler)  # a dask.distributed address answers, even if no test uses it
+    result = run(open_study(study), req, return_systems=systems_out is not None)
     table, systems = result if systems_out is not None else (result, None)
     # compare's metadata already holds the sacrebleu signatures of load-mt studies
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
@@ -189,36 +161,9 @@ def compare_cmd(
     shown = table[table["reject"]]
     typer.echo(f"{len(table)} comparisons ({table['test'].nunique()} tests); "
                f"{int(table['reject'].sum())} significant after {meta['correction']} at "
-               f"alpha={alpha}")
+               f"alpha={req.alpha}")
     cols = ["dataset", "metric", "system_a", "system_b", "test", "estimate", "ci_low",
             "ci_high", "p_adjusted"]
     if len(shown):
         show_frame(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
     typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
-
-
-def _precheck(study, tests, pairs, metrics, datasets) -> None:
-    """What ``compare`` would refuse after it started, refused before: unknown tests,
-    datasets, metrics, systems of --pairs, a binary-only test on a non-binary metric."""
-    from multistat import cube
-    from multistat.errors import TestNotApplicableError
-    from multistat.significance import get_test
-
-    specs = {t: get_test(t) for t in tests}
-    chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)
-    for name, ds in chosen.items():
-        try:
-            cube.pair_indices(ds.system.values, pairs)
-        except MultistatError as exc:
-            raise type(exc)(f"dataset {show(name)}: {exc}") from None
-        for t, spec in specs.items():
-            if not getattr(spec, "binary_only", False):
-                continue
-            for m, kind in zip(ds.metric.values, ds.kind.values):
-                if (metric_names is None or str(m) in metric_names) and kind != "binary":
-                    raise TestNotApplicableError(
-                        f"--tests {t}: needs a binary (0/1) metric; metric {show(m)} of "
-                        f"dataset {show(name)} is {show(kind)}; choose binary metrics with "
-                        f"--metrics or drop {t}")
-
-

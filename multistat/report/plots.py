@@ -31,6 +31,7 @@ from matplotlib.ticker import MaxNLocator
 
 from multistat.errors import DataValidationError, ParameterError, UnknownSystemError
 from multistat.report import tables as _tables
+from multistat.significance import REGISTRY
 
 # Okabe & Ito (2008) colour-blind-safe colours
 BETTER = "#0072B2"  # blue: row system significantly better
@@ -213,7 +214,8 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         what = "score(A) − score(B)" if factor == 1 else f"score(A) − score(B) (× {factor:g})"
     elif value == "estimate":
         kinds = set(part["statistic_kind"].astype(str)) if "statistic_kind" in part else set()
-        what = ("Hodges-Lehmann estimate of A − B" if test == "wilcoxon" else
+        spec = REGISTRY.get(str(test))
+        what = (spec.estimate_label if spec is not None and spec.estimate_label else
                 "median of A − B" if kinds == {"median"} else
                 "corpus score A − B" if kinds == {"corpus"} else "mean of A − B")
         what = what if factor == 1 else f"{what} (× {factor:g})"

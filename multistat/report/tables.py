@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 from multistat.report.formatting import (  # noqa: F401 - re-exported (public API)
     _EFFECT_LABEL,
@@ -103,17 +104,25 @@ def _direction(df: pd.DataFrame) -> np.ndarray:
 
     The estimate minus ``null_value`` where it is not zero. A median or Hodges-Lehmann
     estimate is often exactly 0 on discrete scores (binary, Likert) while the test is
-    significant; then the test's own statistic decides: the sign test's number of positive
-    differences against n/2, Wilcoxon's W+ against n(n+1)/4; then the signed Wilcoxon r,
-    then the difference of the systems' scores.
+    significant; then the test's own statistic decides, against its value when A and B do
+    not differ (the spec's ``null_statistic``: the sign test's n/2 positive differences,
+    Wilcoxon's W+ against n(n+1)/4); then the signed Wilcoxon r, then the difference of
+    the systems' scores.
     """
+    from multistat.significance import REGISTRY
+
     est = _num(df, "estimate") - np.nan_to_num(_num(df, "null_value"))
     out = np.sign(est)
     out[~np.isfinite(out)] = 0
     test = df["test"].astype(str).to_numpy()
     stat, n = _num(df, "statistic"), _num(df, "n")
-    fallbacks = [np.where(test == "sign", np.sign(stat - n / 2), np.nan),
-                 np.where(test == "wilcoxon", np.sign(stat - n * (n + 1) / 4), np.nan),
+    by_statistic = np.full(len(df), np.nan)
+    for name in np.unique(test):
+        spec = REGISTRY.get(name)
+        if spec is not None and spec.null_statistic is not None:
+            rows = test == name
+            by_statistic[rows] = np.sign(stat[rows] - spec.null_statistic(n[rows]))
+    fallbacks = [by_statistic,
                  np.sign(_num(df, "wilcoxon_r")),
                  np.sign(_num(df, "score_a") - _num(df, "score_b"))]
     for fb in fallbacks:
@@ -274,7 +283,7 @@ def _study_scores(results, study, level) -> dict:
     nres = meta.get("n_resamples")
     if not _finite(nres) and "n_resamples" in results:
         nres = pd.to_numeric(results["n_resamples"], errors="coerce").max()
-    nres = int(nres) if _finite(nres) and nres > 0 else 10_000
+    nres = int(nres) if _finite(nres) and nres > 0 else DEFAULT_N_RESAMPLES
     seed = meta.get("seed", 0)
     seed = int(seed) if _finite(seed) else 0
     names = set(results["dataset"].astype(str))
@@ -468,9 +477,13 @@ def choose_effect(row: Mapping, effect: str = "auto") -> str:
             raise ParameterError(f"`effect` must be 'auto' or one of {list(EFFECTS)}; got "
                                  f"{effect!r}")
         return effect if effect in row else ""
+    from multistat.significance import REGISTRY
+
     prefs = list(EFFECTS)
-    if str(row.get("test", "")) == "wilcoxon":
-        prefs = ["wilcoxon_r", "hodges_lehmann", "cohens_d", "hedges_g"]
+    spec = REGISTRY.get(str(row.get("test", "")))
+    if spec is not None and spec.effect_size:  # the test's own effects first
+        own = [e for e in spec.effect_size if e in prefs]
+        prefs = own + [e for e in prefs if e not in own]
     elif str(row.get("statistic_kind", "mean")) == "median":
         prefs = ["hodges_lehmann", "wilcoxon_r", "cohens_d", "hedges_g"]
     for e in prefs:

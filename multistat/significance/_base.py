@@ -19,7 +19,7 @@ Hypotheses are about the difference ``a - b`` (``x - y``) of the test's statisti
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,39 @@ class TestSpec:
     advised : :func:`multistat.analyze` may recommend it (NLPStatTest's Table 2 is about
         tests of paired per-instance scores); False for tests of another design, such as
         ratings by rater (``"mixed"``) or two unpaired samples (``"mannwhitney"``)
+    reasons : the advice :func:`multistat.analyze` shows for it, by situation of the
+        differences: ``"normal"`` (symmetric and normal), ``"symmetric"`` (symmetric, not
+        normal), ``"skewed"``; a missing situation gets the generic reason of its list
+    joint_null : its batch keeps per-system arrays on the shared resampling plan
+        (:attr:`~multistat.significance.BatchResult.resampled`: ``"dist"`` bootstrap
+        distributions, ``"flips"`` sign-flipped sums, or corpus ``"swapped"``/``"total"``
+        statistics) from which every pair's resampled statistic is formed: the
+        Westfall-Young step-down (``correction="westfall-young"``) takes it, and
+        :func:`multistat.rank` reuses ``"dist"`` arrays for its rank intervals
+    equivalence : valid at any ``null_value`` with one-sided alternatives, its estimate
+        on the metric's scale: ``compare(equivalence_margin=...)`` runs its two one-sided
+        tests (TOST) in the same walk
+    estimate_label : what its ``estimate`` is, for the report's axes (``None``: from the
+        row's ``statistic_kind``: mean, median or corpus score of A - B)
+    effect_size : the effect columns that match its statistic, in the order the report
+        prefers them (e.g. ``("wilcoxon_r", "hodges_lehmann")``; None: by
+        ``statistic_kind``)
+    null_statistic : ``n -> value`` of its ``statistic`` when A and B do not differ (the
+        sign test's n/2, Wilcoxon's n(n+1)/4), so the report reads a direction from the
+        statistic where the estimate is exactly 0; None: the estimate decides
+    p_floor : ``p_floor(B, *, alternative, bootstrap_pvalue, n_units) ->`` the smallest
+        p-value it can give with ``B`` resamples (:mod:`multistat.pfloor` warns when a
+        family's correction cannot reach ``alpha`` from it); None: its p-value is no
+        count over resamples
+    cost_per_value : the cost model's operations per pair x metric x instance (closed
+        form, before the log n of sorting) or per resample x instance (resampling), as a
+        multiple of the built-in tests' unit (:mod:`multistat._cost`)
+    uses_runs : it reads the per-run scores of a study with runs (ASO); the other tests
+        use the run means and their note says so
+    cluster_resampling : with ``cluster="group"`` it resamples whole groups (the
+        bootstrap and permutation tests); the others treat instances as independent and
+        their note says so
+    label : the report's name of the test (default: the registry name)
     """
 
     __test__ = False
@@ -130,6 +163,17 @@ class TestSpec:
     all_pairs: bool = False
     bytes_per_value: int = 64
     advised: bool = True
+    reasons: Mapping[str, str] = field(default_factory=dict, compare=False)
+    joint_null: bool = False
+    equivalence: bool = False
+    estimate_label: str | None = None
+    effect_size: tuple[str, ...] | None = None
+    null_statistic: Callable[[Any], Any] | None = field(default=None, compare=False)
+    p_floor: Callable[..., float] | None = field(default=None, compare=False)
+    cost_per_value: float = 1.0
+    uses_runs: bool = False
+    cluster_resampling: bool = False
+    label: str = ""
 
     def run(self, slab, ia, ib, ctx):
         """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->

@@ -45,6 +45,7 @@ import pandas as pd
 
 from multistat._budget import Budget
 from multistat._table import constant_string
+from multistat._typing import DEFAULT_N_RESAMPLES
 
 #: fields every BatchResult holds, each an array (pairs, metrics)
 FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
@@ -94,7 +95,7 @@ class Context:
     confidence_level: float = 0.95
     alpha: float = 0.05
     statistic: str = "mean"
-    n_resamples: int = 10_000
+    n_resamples: int = DEFAULT_N_RESAMPLES
     seed: Any = 0
     scheduler: Any = "threads"
     n_chunks: int | None = None

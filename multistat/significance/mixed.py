@@ -46,6 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from multistat._lazy import lazy_module
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
@@ -453,4 +454,5 @@ def _register():
                           description="mixed-effects model of human ratings with crossed "
                                       "rater and item effects (Card et al. 2020 H.3), "
                                       "REML, Satterthwaite t",
-                          batch=mixed_batch, bytes_per_value=64, advised=False))
+                          batch=mixed_batch, bytes_per_value=64, advised=False,
+                          label="mixed model"))

@@ -440,5 +440,11 @@ register(TestSpec(
     name="t", func=paired_t, family="parametric", statistic_kinds=("mean",),
     assumes_symmetric=True, assumes_normal=True,
     description="paired Student t test on the mean difference (closed form, t interval)",
-    batch=paired_t_batch, bytes_per_value=16,
+    batch=paired_t_batch, bytes_per_value=16, equivalence=True, label="paired t",
+    reasons={
+        "normal": "differences look symmetric and normal: the t test is exact and most "
+                  "powerful",
+        "symmetric": "normality rejected (t is OK for large samples by the CLT)",
+        "skewed": "skewed differences: the mean is not a good centre and t assumes "
+                  "normality"},
 ))

@@ -208,6 +208,11 @@ _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
 #: no copy of the tied rows): 73 MiB at 64MiB, 219 MiB at 256MiB (was 77 and 248 on the
 #: same machine), ~230 bytes a value at the margin; 300 stays an upper bound
 WILCOXON_BYTES_PER_VALUE = 300
+#: working memory of compare's effect sizes per pair x metric x instance: the
+#: Hodges-Lehmann interval is the Wilcoxon test's Walsh selection, so at least its measured
+#: bytes (300 x 1 x 2,000, tests=("t",) with effect sizes, default 1 GiB budget: peak RSS
+#: 643 MiB, whole process)
+EFFECT_BYTES_PER_VALUE = max(160, WILCOXON_BYTES_PER_VALUE)
 
 
 def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
@@ -599,7 +604,13 @@ register(TestSpec(
     batch=differences_batch("sign", sign_test, _sign_test), statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
-    bytes_per_value=SIGN_BYTES_PER_VALUE,
+    bytes_per_value=SIGN_BYTES_PER_VALUE, label="sign test",
+    null_statistic=lambda n: n / 2,  # positive differences expected under H0
+    reasons={
+        "normal": "valid without assumptions but uses only the signs: low power",
+        "symmetric": "valid without assumptions but uses only the signs: low power",
+        "skewed": "differences are skewed: test the median; the sign test needs neither "
+                  "symmetry nor normality"},
 ))
 register(TestSpec(
     name="wilcoxon", func=wilcoxon, family="rank",
@@ -608,4 +619,13 @@ register(TestSpec(
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",
     bytes_per_value=WILCOXON_BYTES_PER_VALUE,
+    equivalence=True, label="Wilcoxon signed-rank",
+    estimate_label="Hodges-Lehmann estimate of A − B", effect_size=("wilcoxon_r", "hodges_lehmann"),
+    null_statistic=lambda n: n * (n + 1) / 4,  # W+ expected under H0
+    reasons={
+        "normal": "valid under symmetry but less powerful than t on normal data",
+        "symmetric": "differences are roughly symmetric but not normal: Wilcoxon keeps "
+                     "power without normality",
+        "skewed": "assumes a symmetric distribution of differences, which the skewness "
+                  "rejects"},
 ))

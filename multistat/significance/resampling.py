@@ -50,6 +50,7 @@ from scipy.special import ndtr, ndtri
 from multistat import resampling as eng
 from multistat._budget import Budget
 from multistat._centre import levels
+from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
@@ -267,7 +268,7 @@ def _empty(shape):
 
 
 def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
-                    null_value=0.0, confidence_level=0.95, n_resamples=10_000, seed=0,
+                    null_value=0.0, confidence_level=0.95, n_resamples=DEFAULT_N_RESAMPLES, seed=0,
                     dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, progress=None,
                     clusters=None, centre=None) -> dict:
@@ -388,7 +389,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
 
 
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
-                      null_value=0.0, n_resamples=10_000, seed=0, dataset="",
+                      null_value=0.0, n_resamples=DEFAULT_N_RESAMPLES, seed=0, dataset="",
                       scheduler="threads", n_chunks=None, corpus=None, budget=None,
                       progress=None, clusters=None, centre=None) -> dict:
     """Sign-flip permutation test for pairs of systems in ``X`` ``(S, M, n)``.
@@ -525,7 +526,7 @@ def _result(name, out, lead, alternative, null_value, confidence_level, n, kind)
 
 
 def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
-                   statistic="mean", n_resamples=10_000, seed=0, ci_method="basic",
+                   statistic="mean", n_resamples=DEFAULT_N_RESAMPLES, seed=0, ci_method="basic",
                    bootstrap_pvalue="shifted", scheduler="synchronous") -> TestResult:
     """Paired bootstrap test of the mean or median of ``x - y``.
 
@@ -584,7 +585,7 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
 
 
 def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
-                     confidence_level=0.95, statistic="mean", n_resamples=10_000, seed=0,
+                     confidence_level=0.95, statistic="mean", n_resamples=DEFAULT_N_RESAMPLES, seed=0,
                      scheduler="synchronous") -> TestResult:
     """Paired permutation (sign-flip / approximate randomization) test of ``x - y``.
 
@@ -608,7 +609,7 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
     >>> from scipy import stats
     >>> x = np.array([1.2, 0.4, 2.2, 1.5, -0.3, 0.9, 1.1, 0.2])
     >>> y = np.zeros(8)
-    >>> ours = permutation_test(x, y, n_resamples=10_000).p_value
+    >>> ours = permutation_test(x, y, n_resamples=DEFAULT_N_RESAMPLES).p_value
     >>> ref = stats.permutation_test((x, y), lambda a, b: np.mean(a - b),
     ...                              permutation_type="samples").pvalue
     >>> bool(np.isclose(ours, ref))
@@ -625,6 +626,25 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
                             scheduler=scheduler)
     return _result("permutation", out, lead, alternative, null_value, confidence_level,
                    X.shape[-1], statistic)
+
+
+# ----------------------------------------------------------------------------- floors
+def bootstrap_floor(n_resamples: int, *, alternative: str = "two-sided",
+                    bootstrap_pvalue: str = "shifted", n_units=None) -> float:
+    """Smallest p-value of the bootstrap test with ``n_resamples``: ``1/(B + 1)`` one-sided,
+    twice that two-sided with the shifted p-value (it doubles the smaller tail)."""
+    two = alternative == "two-sided"
+    return (2.0 if two and bootstrap_pvalue == "shifted" else 1.0) / (n_resamples + 1)
+
+
+def permutation_floor(n_resamples: int, *, alternative: str = "two-sided",
+                      bootstrap_pvalue: str = "shifted", n_units=None) -> float:
+    """Smallest p-value of the permutation test: ``1/(B + 1)`` (the two-sided p counts
+    ``|T*| >= |T|``: one +1), or ``1/2**n`` (two-sided ``2/2**n``) when all ``2**n``
+    sign vectors are enumerated (``2**n <= B``; no +1)."""
+    if n_units is not None and n_units < 63 and 2**int(n_units) <= n_resamples:
+        return (2.0 if alternative == "two-sided" else 1.0) / 2.0**int(n_units)
+    return 1.0 / (n_resamples + 1)
 
 
 # ----------------------------------------------------------------------------- batches
@@ -684,8 +704,22 @@ def permutation_batch(slab, ia, ib, ctx) -> BatchResult:
 register(TestSpec("bootstrap", bootstrap_test, "resampling", ("mean", "median", "corpus"),
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
                   description="paired bootstrap (shifted), BCa/percentile/studentized CI",
-                  batch=bootstrap_batch, supports_corpus=True, all_pairs=True))
+                  batch=bootstrap_batch, supports_corpus=True, all_pairs=True,
+                  joint_null=True, equivalence=True, cluster_resampling=True,
+                  p_floor=bootstrap_floor, label="paired bootstrap", reasons={
+                      "normal": "valid, but computationally expensive and no more powerful "
+                                "than t here",
+                      "symmetric": "valid (mean), but computationally expensive",
+                      "skewed": "valid with the median statistic, but computationally "
+                                "expensive"}))
 register(TestSpec("permutation", permutation_test, "resampling", ("mean", "median", "corpus"),
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
                   description="paired sign-flip permutation / approximate randomization",
-                  batch=permutation_batch, supports_corpus=True, all_pairs=True))
+                  batch=permutation_batch, supports_corpus=True, all_pairs=True,
+                  joint_null=True, equivalence=True, cluster_resampling=True,
+                  p_floor=permutation_floor, label="permutation", reasons={
+                      "normal": "valid, but computationally expensive and no more powerful "
+                                "than t here",
+                      "symmetric": "valid (mean), but computationally expensive",
+                      "skewed": "valid with the median statistic, but computationally "
+                                "expensive"}))

@@ -1,0 +1,334 @@
+"""One run request: every option of a ``compare`` run, validated once, frozen.
+
+:class:`RunRequest` holds what a run of :func:`multistat.compare` needs, in six groups:
+
+* the **selection**: ``tests``, ``pairs``, ``metrics``, ``datasets``;
+* the **hypothesis**: ``alternative``, ``null_value``, ``alpha``, ``confidence_level``,
+  ``statistic``;
+* **resampling**: ``n_resamples``, ``seed``, ``ci_method``, ``bootstrap_pvalue``,
+  ``cluster``;
+* **correction**: ``correction`` and its ``family``;
+* the **extras**: ``effect_sizes``, ``power``, ``mde_power``, ``equivalence_margin``,
+  ``test_options``;
+* **execution**: ``scheduler``, ``n_chunks``, ``memory_limit`` (held as a
+  :class:`~multistat._budget.Budget`), ``max_cost``, ``progress``.
+
+Each default is written here once, and :meth:`RunRequest.__post_init__` is the one
+validator: every construction, :func:`dataclasses.replace` and
+:meth:`RunRequest.with_options` runs it, so a request that exists is valid and its values
+are normalized (``tests`` a tuple, ``seed`` an int, ``"none"`` correction None, the memory
+limit a Budget, ...). ``compare``, ``rank``, the equivalence columns, the Westfall-Young
+step-down, the report and the command line read the request's fields and check nothing
+again (in the manner of scipy's ``BootstrapMethod`` and scikit-learn's declared parameter
+constraints). What depends on the study (systems named by ``pairs``, binary metrics for
+McNemar, the estimated cost) is checked by ``compare`` before it computes anything.
+
+A test's capabilities come from its registry spec
+(:class:`~multistat.significance.TestSpec`): which tests the Westfall-Young step-down
+takes, which have a TOST, which resample. Nothing here names a test.
+
+Example
+-------
+>>> from multistat.request import RunRequest
+>>> req = RunRequest(tests="t", alpha=0.01)
+>>> req.tests, req.level, req.correction
+(('t',), 0.99, 'holm')
+>>> req.with_options(correction="none").correction is None
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from multistat._budget import Budget
+from multistat._typing import DEFAULT_N_RESAMPLES, STATISTICS
+from multistat._validation import (
+    check_alternative,
+    check_choice,
+    check_int,
+    check_positive,
+    check_probability,
+    check_real,
+    check_seed,
+)
+from multistat.errors import ParameterError, ParameterTypeError, show
+
+#: the tests ``compare`` runs unless told otherwise
+DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
+#: default limit on the estimated operations of one request (about two days of bootstrap
+#: on one core; :mod:`multistat._cost`)
+DEFAULT_MAX_COST = 1e13
+#: corrections by resampling step-down over the shared plan (:mod:`multistat.stepdown`)
+STEPDOWN_CORRECTIONS = ("westfall-young", "westfall-young-maxT", "westfall-young-minP")
+CI_METHODS = ("basic", "bca", "percentile", "studentized")
+BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
+
+
+def _names(name: str, value) -> tuple | None:
+    """None, or a tuple of names (one string is one name)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    try:
+        return tuple(value)
+    except TypeError:
+        raise ParameterTypeError(f"`{name}` must be a name or a list of names; got "
+                                 f"{type(value).__name__}") from None
+
+
+def _pairs(value):
+    """``"all"``, ``"baseline:<system>"``, or a tuple of ``(a, b)`` name pairs (checked
+    against each dataset's systems by ``compare``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return tuple(tuple(p) if not isinstance(p, str) else p for p in value)
+    except TypeError:
+        raise ParameterTypeError("`pairs` must be 'all', 'baseline:<system>' or a list of "
+                                 f"(a, b) pairs; got {type(value).__name__}") from None
+
+
+def _power(value):
+    if value is True or value is False:
+        return value
+    if value is None:
+        return False
+    target = check_real("power", value)
+    if not math.isfinite(target) or target == 0:
+        raise ParameterError("`power` must be False, True (retrospective) or the nonzero "
+                             f"difference to detect, in metric units; got {show(value)}")
+    return target
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The options of one ``compare`` run (see :func:`multistat.compare` for each field).
+
+    Build it with keywords (``RunRequest(tests=("t",), alpha=0.01)``), derive another with
+    :meth:`with_options`; both validate. ``confidence_level=None`` means ``1 - alpha``
+    (:attr:`level`); ``memory_limit`` is held as a :class:`~multistat._budget.Budget`.
+    """
+
+    # selection
+    tests: Any = DEFAULT_TESTS
+    pairs: Any = "all"
+    metrics: Any = None
+    datasets: Any = None
+    # hypothesis
+    alternative: str = "two-sided"
+    null_value: float = 0.0
+    alpha: float = 0.05
+    confidence_level: float | None = None
+    statistic: str = "mean"
+    # resampling
+    n_resamples: int = DEFAULT_N_RESAMPLES
+    seed: Any = 0
+    ci_method: str = "basic"
+    bootstrap_pvalue: str = "shifted"
+    cluster: str | None = None
+    # correction
+    correction: str | None = "holm"
+    family: Any = None
+    # extras
+    effect_sizes: bool = True
+    power: Any = False
+    mde_power: float = 0.8
+    equivalence_margin: float | None = None
+    test_options: Mapping | None = None
+    # execution
+    scheduler: Any = "threads"
+    n_chunks: int | None = None
+    memory_limit: Any = None
+    max_cost: float | None = DEFAULT_MAX_COST
+    progress: bool = False
+
+    def __post_init__(self):
+        from multistat.significance import REGISTRY, get_test
+
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        tests = _names("tests", self.tests)
+        if not tests:
+            raise ParameterError("`tests` is empty; name at least one of "
+                                 f"{', '.join(sorted(REGISTRY))}")
+        for t in tests:
+            get_test(t)
+        if len(set(tests)) != len(tests):
+            raise ParameterError(f"`tests` lists a test twice: {tests}")
+        put("tests", tests)
+        put("pairs", _pairs(self.pairs))
+        put("metrics", _names("metrics", self.metrics))
+        put("datasets", _names("datasets", self.datasets))
+        put("alternative", check_alternative(self.alternative))
+        put("null_value", check_real("null_value", self.null_value))
+        alpha = check_probability("alpha", self.alpha)
+        put("alpha", alpha)
+        if self.confidence_level is None:
+            if 1 - alpha == 1:  # the default level 1 - alpha rounds to 1
+                raise ParameterError(
+                    f"`alpha` {alpha!r} is too small: the intervals' level 1 - alpha rounds "
+                    "to 1 (alpha must exceed 5.6e-17 = 2**-54, or give `confidence_level`)")
+        else:
+            put("confidence_level",
+                check_probability("confidence_level", self.confidence_level))
+        put("statistic", check_choice("statistic", self.statistic, STATISTICS))
+        put("n_resamples", check_int("n_resamples", self.n_resamples, minimum=1))
+        put("seed", check_seed(self.seed))
+        put("ci_method", check_choice("ci_method", self.ci_method, CI_METHODS))
+        put("bootstrap_pvalue",
+            check_choice("bootstrap_pvalue", self.bootstrap_pvalue, BOOTSTRAP_PVALUES))
+        correction = None if self.correction == "none" else self.correction
+        from multistat.correct import METHODS
+
+        if correction is not None and correction not in METHODS + STEPDOWN_CORRECTIONS:
+            raise ParameterError(f"`correction` must be one of "
+                                 f"{', '.join(METHODS + STEPDOWN_CORRECTIONS)}, 'none' or "
+                                 f"None; got {show(correction)}")
+        put("correction", correction)
+        if correction in STEPDOWN_CORRECTIONS:
+            closed = [t for t in tests if not REGISTRY[t].joint_null]
+            if closed:
+                have = [s.name for s in REGISTRY.values() if s.joint_null]
+                raise ParameterError(
+                    f"correction='westfall-young' needs a resampling test ({' or '.join(have)}"
+                    "): its joint null distribution comes from their shared plan; "
+                    f"{', '.join(closed)} {'is' if len(closed) == 1 else 'are'} closed-form "
+                    f"or keep no resampled arrays — run tests=('{have[0]}',), or use "
+                    "correction='holm'")
+            if self.statistic != "mean":
+                raise ParameterError("correction='westfall-young' works on the mean (or "
+                                     "corpus metric) statistic; got statistic="
+                                     f"{self.statistic!r}")
+        put("family", self.family if self.family is None or isinstance(self.family, str)
+            else _names("family", self.family))
+        if self.cluster is not None:
+            put("cluster", check_choice("cluster", self.cluster, ("group",)))
+            if correction in STEPDOWN_CORRECTIONS or self.equivalence_margin is not None:
+                raise ParameterError("cluster='group' is not available with Westfall-Young "
+                                     "corrections or equivalence margins (their resampling "
+                                     "plans are iid); use correction='holm'")
+        put("effect_sizes", bool(self.effect_sizes))
+        put("power", _power(self.power))
+        put("mde_power", check_probability("mde_power", self.mde_power))
+        if self.equivalence_margin is not None:
+            margin = check_real("equivalence_margin", self.equivalence_margin)
+            if not (margin > 0 and math.isfinite(margin)):
+                raise ParameterError("`equivalence_margin` must be a positive number "
+                                     f"(metric units); got {margin!r}")
+            put("equivalence_margin", margin)
+        put("test_options", _check_test_options(self.test_options, tests))
+        from multistat._scheduler import check_scheduler
+
+        put("scheduler", check_scheduler(self.scheduler))  # an address too, always
+        if self.n_chunks is not None:
+            put("n_chunks", check_int("n_chunks", self.n_chunks, minimum=1))
+        put("memory_limit", Budget.of(self.memory_limit))
+        max_cost = self.max_cost
+        if max_cost is None or (isinstance(max_cost, float) and math.isinf(max_cost)
+                                and max_cost > 0):
+            max_cost = None
+        else:
+            max_cost = check_positive("max_cost", max_cost)
+        put("max_cost", max_cost)
+        put("progress", bool(self.progress))
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def level(self) -> float:
+        """The intervals' confidence level: ``confidence_level``, or ``1 - alpha``."""
+        return 1 - self.alpha if self.confidence_level is None else self.confidence_level
+
+    @property
+    def budget(self) -> Budget:
+        """The working-memory budget every layer sizes its slabs by."""
+        return self.memory_limit
+
+    @property
+    def stepdown(self) -> bool:
+        """Whether the correction is the Westfall-Young step-down over the shared plan."""
+        return self.correction in STEPDOWN_CORRECTIONS
+
+    @property
+    def specs(self) -> list:
+        """The registry specs of :attr:`tests`, in order."""
+        from multistat.significance import REGISTRY
+
+        return [REGISTRY[t] for t in self.tests]
+
+    def with_options(self, **changes) -> RunRequest:
+        """A new request with ``changes`` applied (validated; unknown names refused)."""
+        unknown = sorted(set(changes) - set(option_names()))
+        if unknown:
+            raise ParameterTypeError(
+                f"unknown option{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(repr(u) for u in unknown)}; a run request takes "
+                f"{', '.join(option_names())}")
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def metadata(self) -> dict:
+        """The request as the table's run metadata records it (JSON values)."""
+        return {"seed": self.seed, "tests": list(self.tests), "statistic": self.statistic,
+                "pairs": self.pairs if isinstance(self.pairs, str) else
+                [list(p) for p in self.pairs],
+                "alternative": self.alternative, "null_value": self.null_value,
+                "alpha": self.alpha, "confidence_level": self.level,
+                "n_resamples": self.n_resamples, "correction": self.correction or "none",
+                "family": self.family if self.family is None or isinstance(self.family, str)
+                else list(self.family),
+                "ci_method": self.ci_method, "bootstrap_pvalue": self.bootstrap_pvalue,
+                "test_options": {k: dict(v) for k, v in self.test_options.items()},
+                "mde_power": self.mde_power}
+
+
+def option_names() -> tuple:
+    """Every option a run request takes (its public fields), in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(RunRequest) if f.init)
+
+
+def build_request(request: RunRequest | None = None, /, **options) -> RunRequest:
+    """``request`` (default: all defaults) with ``options`` applied: the one way a run
+    request is made from keywords (``compare``, ``rank`` and the command line use it)."""
+    if request is None:
+        request = RunRequest()
+    elif not isinstance(request, RunRequest):
+        raise ParameterTypeError("`request` must be a multistat.RunRequest (or None); got "
+                                 f"{type(request).__name__}")
+    return request.with_options(**options)
+
+
+def _check_test_options(test_options, tests) -> dict:
+    """``{test: {option: value}}`` checked against the tests run and their signatures."""
+    from multistat.significance import REGISTRY
+
+    if test_options is None:
+        return {}
+    if not isinstance(test_options, Mapping):
+        raise ParameterError("`test_options` must be a dict {test name: {option: value}}; "
+                             f"got {type(test_options).__name__}")
+    out = {}
+    for name, opts in test_options.items():
+        if name not in tests:
+            raise ParameterError(f"`test_options` names test {name!r}, which is not among "
+                                 f"the tests run ({', '.join(tests)})")
+        if not isinstance(opts, Mapping):
+            raise ParameterError(f"`test_options[{name!r}]` must be a dict of options; got "
+                                 f"{type(opts).__name__}")
+        allowed = REGISTRY[name].options()
+        fixed = {"alternative", "null_value", "confidence_level"}  # compare's own keywords
+        for key in opts:
+            if key in fixed or (allowed is not None and key not in allowed):
+                ok = sorted((allowed or set()) - fixed)
+                raise ParameterError(
+                    f"`test_options[{name!r}]`: unknown option {key!r}; {name} takes "
+                    f"{', '.join(ok) if ok else 'no options'}"
+                    + (f" ({key} is set for all tests by compare's own keyword)"
+                       if key in fixed else ""))
+        out[name] = dict(opts)
+    return out
