@@ -352,18 +352,26 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     >>> res.pairs.attrs["multistat"]["correction"]
     'westfall-young'
     """
-    from multistat.comparison import run, study_hash
-
-    if not hasattr(study, "children"):
-        study = cube.load(study)
     req = rank_request(test=test, alpha=alpha, correction=correction,
                        n_resamples=n_resamples, seed=seed, metrics=metrics,
                        datasets=datasets, confidence_level=confidence_level,
                        equivalence_margin=equivalence_margin, scheduler=scheduler,
                        n_chunks=n_chunks)
-    requested, (test,) = test, req.tests
+    return run_ranking(study, req, requested=test)
+
+
+def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> RankResult:
+    """:func:`rank_with_pairs` of a validated request (:func:`rank_request`; its one test
+    behind the clusters). ``requested``: the test name the user gave (``"auto"``), for
+    the metadata."""
+    from multistat.comparison import run, study_hash
+
+    if not hasattr(study, "children"):
+        study = cube.load(study)
+    (test,) = req.tests
+    requested = test if requested is None else requested
     kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
-    table = run(study, req, resampled=kept if REGISTRY[test].joint_null else None)
+    table = run(study, req, resampled=kept if REGISTRY[test].score_distribution else None)
     notes = floor_notes(table, test=test, correction=req.correction, alpha=req.alpha,
                         n_resamples=req.n_resamples)
     for note in notes:
@@ -373,7 +381,7 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     from multistat._centre import levels
 
     known = {(d, g.metrics): levels(g.arrays["dist"], g.arrays.get("centre", 0.0))
-             for (d, t, _), g in kept.items() if "dist" in g.arrays}
+             for (d, t, _), g in kept.items() if REGISTRY[t].score_distribution}
     parts = []
     by_key = {k: g for k, g in table.groupby(["dataset", "metric"], sort=False)}
     for name, mnames, hibs, obs, dist, sysnames in system_distributions(

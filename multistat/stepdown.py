@@ -145,28 +145,6 @@ def from_matrix(null: np.ndarray, observed, **kwargs):
 
 
 # ----------------------------------------------------------------------------- compare
-#: ``correction=`` names: "westfall-young" is max-T for mean statistics (studentized,
-#: one scale) and min-P for corpus metrics (scale and shape differ across pairs)
-CORRECTIONS = ("westfall-young", "westfall-young-maxT", "westfall-young-minP")
-TESTS = ("bootstrap", "permutation")
-
-
-def check_westfall_young(tests, statistic):
-    """Refuse what has no joint null on a shared plan (closed-form tests, medians)."""
-    from multistat.errors import ParameterError
-
-    closed = [t for t in tests if t not in TESTS]
-    if closed:
-        raise ParameterError(
-            f"correction='westfall-young' needs a resampling test ({' or '.join(TESTS)}): "
-            "its joint null distribution comes from their shared plan; "
-            f"{', '.join(closed)} {'is' if len(closed) == 1 else 'are'} closed-form — run "
-            "tests=('bootstrap',) or ('permutation',), or use correction='holm'")
-    if statistic != "mean":
-        raise ParameterError("correction='westfall-young' works on the mean (or corpus "
-                             f"metric) statistic; got statistic={statistic!r}")
-
-
 class GroupArrays(NamedTuple):
     """A resampling test's per-system arrays on one metric group's shared plan
     (:attr:`~multistat.significance.BatchResult.resampled`), as :func:`metric_nulls`

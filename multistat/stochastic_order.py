@@ -457,4 +457,4 @@ def _register():
                           description="Almost Stochastic Order over runs (eps_min; "
                                       "Dror et al. 2019, deepsig)",
                           batch=aso_batch, all_pairs=True, uses_runs=True,
-                          label="ASO", estimate_label="ε_min of A over B"))
+                          estimate_label="ε_min of A over B"))

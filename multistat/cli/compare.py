@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat.cli._common import (
     OUT_TABLE_HELP,
     PairOpt,
@@ -75,7 +76,7 @@ def compare_cmd(
     null_value: Annotated[float, typer.Option(help="margin delta of H0 (finite)")] = 0.0,
     alpha: Annotated[float, typer.Option(help="significance level, in (0, 1)")] = 0.05,
     n_resamples: Annotated[int, typer.Option(help="bootstrap/permutation resamples")] =
-    10_000,
+    DEFAULT_N_RESAMPLES,
     seed: Annotated[int, typer.Option(help="random seed, 0 to 2**64-1 (0 is a seed)")] = 0,
     correction: Annotated[str, typer.Option(
         help="statsmodels multipletests method, westfall-young (step-down over the shared "

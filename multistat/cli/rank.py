@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from multistat._typing import DEFAULT_N_RESAMPLES
+
 
 def rank_command(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
@@ -32,7 +34,7 @@ def rank_command(
     seed: Annotated[int, typer.Option(help="seed of the shared plan (0 is a seed)")] = 0,
     n_resamples: Annotated[int, typer.Option(
         help="resamples of the shared bootstrap plan (and of the resampling test)")] =
-    10_000,
+    DEFAULT_N_RESAMPLES,
     confidence_level: Annotated[float, typer.Option(
         help="level of the score and rank intervals")] = 0.95,
     equivalence_margin: Annotated[float | None, typer.Option(
@@ -55,27 +57,24 @@ def rank_command(
     from multistat import cube
     from multistat.cli._common import (
         guard_outputs,
-        seed_value,
         split_names,
         table_kind,
         write_table,
     )
-    from multistat.ranking import rank_with_pairs
+    from multistat.ranking import rank_request, run_ranking
 
-    seed = seed_value(seed)
+    # the flags become one run request, validated once (messages name the flags)
+    req = rank_request(test=test, correction=correction, alpha=alpha, seed=seed,
+                       n_resamples=n_resamples, confidence_level=confidence_level,
+                       equivalence_margin=equivalence_margin,
+                       metrics=split_names(metrics, "--metrics"),
+                       datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
     guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
     table_kind(out)
-    from multistat._scheduler import check_scheduler
-
-    check_scheduler(scheduler, "--scheduler")
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    result = rank_with_pairs(
-        cube.load(study), test=test, correction=None if correction == "none" else correction,
-        alpha=alpha, seed=seed, n_resamples=n_resamples, confidence_level=confidence_level,
-        equivalence_margin=equivalence_margin, metrics=split_names(metrics, "--metrics"),
-        datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+    result = run_ranking(cube.load(study), req, requested=test)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
@@ -89,9 +88,9 @@ def rank_command(
             members = ", ".join(f"{s} ({lo:g}-{hi:g})" for s, lo, hi in
                                 zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"]))
             typer.echo(f"  cluster {c}: {members}")
-    typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={alpha}; "
-               f"rank intervals at {confidence_level:g} from {n_resamples} resamples "
-               f"(seed {seed})")
+    typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={req.alpha}; "
+               f"rank intervals at {req.level:g} from {req.n_resamples} resamples "
+               f"(seed {req.seed})")
     for note in meta.get("floor_notes", ()):
         typer.echo(f"note: {note}")
     written = f"{out} and {pairs_out}" if pairs_out is not None else f"{out}"

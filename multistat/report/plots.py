@@ -226,7 +226,7 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
     cell_text = (f"cell: {what}, A = row, B = column" if annotate and fs_annot else
                  "A = row, B = column; numbers in the full-size image")
     thinned = f"; one system in {step} labelled" if step > 1 else ""
-    ax.set_title(_t(f"{test} test, α = {alpha}, {corr} correction · "
+    ax.set_title(_t(f"{_tables.test_label(test)} test, α = {alpha}, {corr} correction · "
                     f"{'higher' if hib else 'lower'} is better\n"
                     f"{cell_text}; best first{thinned}"),
                  fontsize=9, pad=8)

@@ -99,6 +99,14 @@ def _num(df: pd.DataFrame, col: str) -> np.ndarray:
     return pd.to_numeric(df[col], errors="coerce").to_numpy(dtype=float)
 
 
+def test_label(name) -> str:
+    """The report's name of a test: its registry spec's ``label``, else its name."""
+    from multistat.significance import REGISTRY
+
+    spec = REGISTRY.get(str(name))
+    return spec.label if spec is not None and spec.label else str(name)
+
+
 def _direction(df: pd.DataFrame) -> np.ndarray:
     """Sign of the difference a − b that a significant result points to (+1, −1, 0).
 

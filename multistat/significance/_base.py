@@ -119,8 +119,11 @@ class TestSpec:
         (:attr:`~multistat.significance.BatchResult.resampled`: ``"dist"`` bootstrap
         distributions, ``"flips"`` sign-flipped sums, or corpus ``"swapped"``/``"total"``
         statistics) from which every pair's resampled statistic is formed: the
-        Westfall-Young step-down (``correction="westfall-young"``) takes it, and
-        :func:`multistat.rank` reuses ``"dist"`` arrays for its rank intervals
+        Westfall-Young step-down (``correction="westfall-young"``) takes it
+    score_distribution : its ``"dist"`` arrays are each system's bootstrap distribution
+        of its score as the leaderboard shows it (mean or corpus metric, the shared plan
+        of :func:`multistat.system_scores`): :func:`multistat.rank` reuses them for its
+        rank intervals instead of drawing the plan again
     equivalence : valid at any ``null_value`` with one-sided alternatives, its estimate
         on the metric's scale: ``compare(equivalence_margin=...)`` runs its two one-sided
         tests (TOST) in the same walk
@@ -165,6 +168,7 @@ class TestSpec:
     advised: bool = True
     reasons: Mapping[str, str] = field(default_factory=dict, compare=False)
     joint_null: bool = False
+    score_distribution: bool = False
     equivalence: bool = False
     estimate_label: str | None = None
     effect_size: tuple[str, ...] | None = None

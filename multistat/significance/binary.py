@@ -319,7 +319,7 @@ register(TestSpec(
     assumes_symmetric=False, assumes_normal=False, binary_only=True,
     description="McNemar's test on discordant pairs (exact, mid-p, asymptotic); "
                 "Newcombe interval for the accuracy difference",
-    batch=mcnemar_batch, bytes_per_value=8, label="McNemar",
+    batch=mcnemar_batch, bytes_per_value=8,
     estimate_label="accuracy of A − B",
     reasons={s: "binary (0/1) scores: McNemar's test on discordant pairs is exact"
              for s in ("normal", "symmetric", "skewed")},

@@ -454,5 +454,4 @@ def _register():
                           description="mixed-effects model of human ratings with crossed "
                                       "rater and item effects (Card et al. 2020 H.3), "
                                       "REML, Satterthwaite t",
-                          batch=mixed_batch, bytes_per_value=64, advised=False,
-                          label="mixed model"))
+                          batch=mixed_batch, bytes_per_value=64, advised=False))

@@ -440,7 +440,7 @@ register(TestSpec(
     name="t", func=paired_t, family="parametric", statistic_kinds=("mean",),
     assumes_symmetric=True, assumes_normal=True,
     description="paired Student t test on the mean difference (closed form, t interval)",
-    batch=paired_t_batch, bytes_per_value=16, equivalence=True, label="paired t",
+    batch=paired_t_batch, bytes_per_value=16, equivalence=True,
     reasons={
         "normal": "differences look symmetric and normal: the t test is exact and most "
                   "powerful",

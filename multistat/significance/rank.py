@@ -604,7 +604,7 @@ register(TestSpec(
     batch=differences_batch("sign", sign_test, _sign_test), statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
-    bytes_per_value=SIGN_BYTES_PER_VALUE, label="sign test",
+    bytes_per_value=SIGN_BYTES_PER_VALUE,
     null_statistic=lambda n: n / 2,  # positive differences expected under H0
     reasons={
         "normal": "valid without assumptions but uses only the signs: low power",
@@ -619,7 +619,7 @@ register(TestSpec(
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",
     bytes_per_value=WILCOXON_BYTES_PER_VALUE,
-    equivalence=True, label="Wilcoxon signed-rank",
+    equivalence=True,
     estimate_label="Hodges-Lehmann estimate of A − B", effect_size=("wilcoxon_r", "hodges_lehmann"),
     null_statistic=lambda n: n * (n + 1) / 4,  # W+ expected under H0
     reasons={

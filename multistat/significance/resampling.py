@@ -705,8 +705,8 @@ register(TestSpec("bootstrap", bootstrap_test, "resampling", ("mean", "median", 
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
                   description="paired bootstrap (shifted), BCa/percentile/studentized CI",
                   batch=bootstrap_batch, supports_corpus=True, all_pairs=True,
-                  joint_null=True, equivalence=True, cluster_resampling=True,
-                  p_floor=bootstrap_floor, label="paired bootstrap", reasons={
+                  joint_null=True, score_distribution=True, equivalence=True,
+                  cluster_resampling=True, p_floor=bootstrap_floor, reasons={
                       "normal": "valid, but computationally expensive and no more powerful "
                                 "than t here",
                       "symmetric": "valid (mean), but computationally expensive",
@@ -717,7 +717,7 @@ register(TestSpec("permutation", permutation_test, "resampling", ("mean", "media
                   description="paired sign-flip permutation / approximate randomization",
                   batch=permutation_batch, supports_corpus=True, all_pairs=True,
                   joint_null=True, equivalence=True, cluster_resampling=True,
-                  p_floor=permutation_floor, label="permutation", reasons={
+                  p_floor=permutation_floor, reasons={
                       "normal": "valid, but computationally expensive and no more powerful "
                                 "than t here",
                       "symmetric": "valid (mean), but computationally expensive",
