@@ -17,6 +17,7 @@ _LAZY = {
     "write_parquet": ("multistat.io", "write_parquet"),
     "read_parquet": ("multistat.io", "read_parquet"),
     "load": ("multistat.cube", "load"),
+    "RunRequest": ("multistat.request", "RunRequest"),
     "open_study": ("multistat.cube", "open_study"),
     "save_study": ("multistat.cube", "save"),
     "from_frame": ("multistat.cube", "from_frame"),
