@@ -190,10 +190,20 @@ def _seed(*parts) -> int:
 
 
 # ---------------------------------------------------------------------------- verdicts
+#: tests of two unpaired samples (calibrated on the paired null data of the others)
+UNPAIRED = ("mannwhitney", "brunner-munzel")
+
+
 def _reason(kind, test, method, distribution, n, verdict) -> str:
     if verdict == "ok":
         return ""
     discrete = distribution in ("likert", "binary")
+    if test in UNPAIRED and verdict == "conservative":
+        return ("an unpaired test of paired data: the instances' shared effect makes the two "
+                "systems' scores positively correlated, which the two-sample variance "
+                "ignores, so the test is conservative (its interval too wide); on paired "
+                "instances use a paired test, the unpaired ones are for designs where each "
+                "system has its own instances")
     if kind == "type_i_error":
         if verdict == "conservative":
             if test in ("sign", "mcnemar"):
@@ -221,6 +231,9 @@ def _reason(kind, test, method, distribution, n, verdict) -> str:
                         "small-sample property; it shrinks as n grows")
             if test == "t" and distribution == "skewed":
                 return "skewed differences: the t test is liberal at small n"
+            if test == "mixed" and distribution == "skewed":
+                return ("without raters the mixed model is the paired t test: skewed "
+                        "differences make it liberal at small n")
             if test == "mixed" and distribution.startswith("card-"):
                 return ("few raters: the rater-slope variance is estimated from a handful "
                         "of raters, often at its boundary (0), which Satterthwaite's df "
