@@ -504,7 +504,7 @@ def _task_ticks():
     return TaskTicks
 
 
-def _TaskTicks(progress, n_resamples):
+def _TaskTicks(progress, n_resamples):  # noqa: N802 - a class factory (lazy dask import)
     return _task_ticks()(progress, n_resamples)
 
 

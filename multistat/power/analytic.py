@@ -40,18 +40,9 @@ from multistat.power import _discrete
 stats = lazy_module("scipy.stats")  # imported on first use (the MDE of compare: never)
 
 __all__ = [
-    "GLUE_AGREEMENT_MODEL",
-    "SQUAD_AGREEMENT_MODEL",
-    "ExactErrors",
-    "LinearAgreementModel",
-    "mcnemar",
-    "mcnemar_discordant",
-    "mcnemar_exact_errors",
-    "mde_accuracy",
-    "mde_paired_t",
-    "paired_t",
-    "sign_test",
-    "two_proportions",
+    "paired_t", "two_proportions", "mcnemar", "mcnemar_discordant", "sign_test",
+    "mde_accuracy", "mde_paired_t", "mcnemar_exact_errors", "LinearAgreementModel",
+    "GLUE_AGREEMENT_MODEL", "SQUAD_AGREEMENT_MODEL", "ExactErrors",
 ]
 
 _N_MAX = 1e9
@@ -680,7 +671,7 @@ def mde_accuracy(*, n, baseline=None, agreement=None, agreement_model=None, powe
             "(callable (baseline, delta) -> agreement)")
     if agreement is not None:
         agreement = c.closed_unit("agreement", agreement)
-        model: Callable[[float, float], float] = lambda b, d: agreement
+        model: Callable[[float, float], float] = lambda b, d: agreement  # noqa: E731
     else:
         if not callable(agreement_model):
             raise PowerParameterError(

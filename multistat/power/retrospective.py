@@ -29,7 +29,7 @@ from multistat.errors import PowerParameterError
 from multistat.power import _common as c
 from multistat.resampling import block_rng
 
-__all__ = ["default_sample_sizes", "power_curve"]
+__all__ = ["power_curve", "default_sample_sizes"]
 
 _MAX_CELLS = 20_000_000  # doubles per test call (160 MB); larger grids go in blocks
 

@@ -32,17 +32,9 @@ from multistat.significance._binomial import binom_half_pvalue
 stats = lazy_module("scipy.stats")  # imported on first use
 
 __all__ = [
-    "BLEU_B_ZERO",
-    "BLEU_P_ZERO",
-    "BLEU_TABLE3",
-    "LIKERT_PRESETS",
-    "LikertVariance",
-    "binomial_p_values",
-    "mcnemar_p_values",
-    "simulate_bleu",
-    "simulate_likert",
-    "simulate_mcnemar",
-    "simulate_preference",
+    "simulate_mcnemar", "simulate_bleu", "simulate_likert", "simulate_preference",
+    "BLEU_TABLE3", "BLEU_P_ZERO", "BLEU_B_ZERO", "LikertVariance", "LIKERT_PRESETS",
+    "mcnemar_p_values", "binomial_p_values",
 ]
 
 

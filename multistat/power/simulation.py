@@ -39,7 +39,7 @@ import numpy as np
 from multistat.power import _common as c
 from multistat.resampling import BLOCK_SIZE, block_bounds, block_rng
 
-__all__ = ["SimulationResult", "registry_test", "simulate_power", "summarize"]
+__all__ = ["SimulationResult", "simulate_power", "summarize", "registry_test"]
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,11 @@ from multistat.stochastic_order import _register as _register_aso
 _register_aso()
 
 # the mixed-effects model of human ratings by rater (issue 25), registered as "mixed"
-from multistat.significance.mixed import _register as _register_mixed
+from multistat.significance.mixed import _register as _register_mixed  # noqa: E402
 
 _register_mixed()
 
 # unpaired tests of each system's own scores, for incomplete designs (issue 25)
-from multistat.significance.unpaired import _register as _register_unpaired
+from multistat.significance.unpaired import _register as _register_unpaired  # noqa: E402
 
 _register_unpaired()

@@ -51,7 +51,7 @@ def _lower(s, si, i, e, t, strict):
         d = 0
         for q in range(_WINDOW):
             j = e - _WINDOW + q
-            w = (si + s[max(j, 0)]) / 2.0
+            w = (si + s[j if j >= 0 else 0]) / 2.0
             d += (j >= i) & (not (w < t) if strict else not (w <= t))
         e -= d
         if d < _WINDOW:
@@ -74,7 +74,8 @@ def _count(s, n, t):
         if e <= i:
             break
         c_le += e - i
-        f = min(f, e)
+        if f > e:
+            f = e
         while f > i and not ((si + s[f - 1]) / 2.0 < t):
             f -= 1
         c_lt += f - i if f > i else 0
@@ -100,7 +101,8 @@ def _scan(s, n, has_lo, lo, has_hi, hi, pos, npos, out):
             break
         start = i
         if has_lo:
-            e = min(e, f)
+            if e > f:
+                e = f
             while e > i and not ((si + s[e - 1]) / 2.0 <= lo):
                 e -= 1
             if e > start:
@@ -405,7 +407,8 @@ def _nth(a, lo, hi, k):
             x, y = y, x
         if y > z:
             y = z
-            y = max(y, x)
+            if x > y:
+                y = x
         i = left
         j = right
         while i <= j:

@@ -609,7 +609,7 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
     >>> from scipy import stats
     >>> x = np.array([1.2, 0.4, 2.2, 1.5, -0.3, 0.9, 1.1, 0.2])
     >>> y = np.zeros(8)
-    >>> ours = permutation_test(x, y, n_resamples=DEFAULT_N_RESAMPLES).p_value
+    >>> ours = permutation_test(x, y, n_resamples=10_000).p_value
     >>> ref = stats.permutation_test((x, y), lambda a, b: np.mean(a - b),
     ...                              permutation_type="samples").pvalue
     >>> bool(np.isclose(ours, ref))
@@ -628,7 +628,14 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
                    X.shape[-1], statistic)
 
 
-# ----------------------------------------------------------------------------- floors
+# ----------------------------------------------------------------------------- registry
+#: what :func:`multistat.analyze` says of both resampling tests, by situation
+_REASONS = {
+    "normal": "valid, but computationally expensive and no more powerful than t here",
+    "symmetric": "valid (mean), but computationally expensive",
+    "skewed": "valid with the median statistic, but computationally expensive"}
+
+
 def bootstrap_floor(n_resamples: int, *, alternative: str = "two-sided",
                     bootstrap_pvalue: str = "shifted", n_units=None) -> float:
     """Smallest p-value of the bootstrap test with ``n_resamples``: ``1/(B + 1)`` one-sided,
@@ -706,20 +713,10 @@ register(TestSpec("bootstrap", bootstrap_test, "resampling", ("mean", "median", 
                   description="paired bootstrap (shifted), BCa/percentile/studentized CI",
                   batch=bootstrap_batch, supports_corpus=True, all_pairs=True,
                   joint_null=True, score_distribution=True, equivalence=True,
-                  cluster_resampling=True, p_floor=bootstrap_floor, reasons={
-                      "normal": "valid, but computationally expensive and no more powerful "
-                                "than t here",
-                      "symmetric": "valid (mean), but computationally expensive",
-                      "skewed": "valid with the median statistic, but computationally "
-                                "expensive"}))
+                  cluster_resampling=True, p_floor=bootstrap_floor, reasons=_REASONS))
 register(TestSpec("permutation", permutation_test, "resampling", ("mean", "median", "corpus"),
                   assumes_symmetric=False, assumes_normal=False, resampling=True,
                   description="paired sign-flip permutation / approximate randomization",
                   batch=permutation_batch, supports_corpus=True, all_pairs=True,
                   joint_null=True, equivalence=True, cluster_resampling=True,
-                  p_floor=permutation_floor, reasons={
-                      "normal": "valid, but computationally expensive and no more powerful "
-                                "than t here",
-                      "symmetric": "valid (mean), but computationally expensive",
-                      "skewed": "valid with the median statistic, but computationally "
-                                "expensive"}))
+                  p_floor=permutation_floor, reasons=_REASONS))

@@ -36,7 +36,6 @@ L. E. Moses (1965). Query: confidence limits from rank tests. Technometrics 7(2)
 from __future__ import annotations
 
 import numpy as np
-
 from multistat._lazy import lazy_module
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
