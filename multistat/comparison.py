@@ -44,6 +44,7 @@ from multistat.correct import METHODS, adjust, adjust_groups
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance import REGISTRY, get_test
 from multistat.significance import resampling as rs
+from multistat.significance import _holes
 from multistat.significance._batch import (BatchResult, Context, Slab, accepted_keywords,
                                            background)
 from multistat.significance.parametric import pair_mean_sd
@@ -171,14 +172,15 @@ class _Dataset:
     gathered cube is ``score[..., order]``, the array (and memory layout) an xarray
     ``isel`` gives, on which every statistic has always run."""
 
-    __slots__ = ("name", "ds", "score", "order", "sysnames", "_canonical")
+    __slots__ = ("name", "ds", "score", "order", "sysnames", "_canonical", "holes")
 
     def __init__(self, name, ds):
         if not all(getattr(v, "_in_memory", False) for v in ds.variables.values()):
             ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
-        cube.refuse_holes(ds, name, self.score)  # read with missing="keep"
+        # read with missing="keep": instances only some systems have (issue 25)
+        self.holes = _holes.has_holes(ds, self.score)
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
         self.sysnames = self.ds.system.values.astype(str)
@@ -194,6 +196,10 @@ class _Dataset:
         """``(kind, metric indices, valid-instance mask)``: mean/binary metrics sharing a
         mask (canonical order) form one group; each corpus metric is its own group.
         ``metrics``: keep only these names (groups left empty are skipped)."""
+        if self.holes:  # issue 25: grouped by the whole presence pattern
+            yield from _holes.groups(self.ds.kind.values, self.score, self.order,
+                                     self.ds.metric.values, metrics)
+            return
         first = self.score[0]
         keyed: dict = {}
         out = []
@@ -254,6 +260,9 @@ def _group_bootstrap(d, kind, ms, valid, **run):
     distribution (B, S, M), n)``."""
     X = d.group_scores(ms, valid)
     n = X.shape[-1]
+    if d.holes:  # issue 25: each system over its own instances
+        cs = _corpus_stats(d.ds, ms, valid) if kind == "corpus" else None
+        return _holes.group_bootstrap(X, cs and (cs[0].fn, cs[1]), dataset=d.name, **run)
     return (*system_bootstrap(d.ds, kind, ms, valid, X, n=n, dataset=d.name, **run), n)
 
 
@@ -457,8 +466,15 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                                             len(ia)),
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
-            results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
-                                        effect_sizes, power, budget)
+            if slab.present is None:
+                results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
+                                            effect_sizes, power, budget)
+            else:  # issue 25: paired tests on each pair's joint instances
+                results, extra = _holes.run_group(
+                    slab, ia, ib, specs, ctxs, base_ctx, bar, effect_sizes, power, budget,
+                    run=_run_group, refuse_stepdown=correction in stepdown.CORRECTIONS,
+                    mde=lambda spec, sub, sd, se: _mde(spec, sub, _mde_multiplier(
+                        sub.n, alpha, mde_power, alternative), sd, se))
             mult = mde_multiplier()
             have_systems = False
             for spec in specs:
@@ -483,9 +499,10 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
                 if "seed" not in arrays:
                     rows["seed"] = -1
                 rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
-                rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
-                                   null_sd if null_sd is not None else
-                                   se if spec.resampling else None)
+                if "mde" not in arrays:  # (a slab with holes: per row, issue 25)
+                    rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
+                                       null_sd if null_sd is not None else
+                                       se if spec.resampling else None)
                 if extra.get("_note") is not None:
                     rows["note"] = _join_notes(rows["note"], extra["_note"])
                 rows["n_runs"] = n_runs
@@ -647,6 +664,8 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
         corpus = (cm.fn, stats)
         slab.corpus = corpus
         slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
+    if d.holes:  # issue 25: slab.present, the instances each system has
+        _holes.mark(slab)
     return slab
 
 

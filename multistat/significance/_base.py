@@ -112,6 +112,12 @@ class TestSpec:
     advised : :func:`multistat.analyze` may recommend it (NLPStatTest's Table 2 is about
         tests of paired per-instance scores); False for tests of another design, such as
         ratings by rater (``"mixed"``) or two unpaired samples (``"mannwhitney"``)
+    missing : what ``compare`` gives the test on a study with holes (``missing="keep"``,
+        instances only some systems have; :mod:`multistat.significance._holes`):
+        ``"pairwise"`` (default) runs it on each pair's joint instances, the instances
+        both systems have; ``"own"`` hands it the scores with their NaN cells, which it
+        handles itself (the unpaired tests use each system's own scores, ``"mixed"`` its
+        ratings)
     """
 
     __test__ = False
@@ -130,6 +136,7 @@ class TestSpec:
     all_pairs: bool = False
     bytes_per_value: int = 64
     advised: bool = True
+    missing: str = "pairwise"
 
     def run(self, slab, ia, ib, ctx):
         """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->

@@ -1,0 +1,314 @@
+"""Incomplete designs (issue 25 item 6): studies read with missing="keep" whose systems
+lack some instances. Paired tests use each pair's joint instances and equal the same test
+on the complete study restricted to them; unpaired tests use each system's own scores;
+rank clusters and the report work on them (multistat/significance/_holes.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import multistat
+from multistat import cube
+from multistat.errors import ParameterError
+
+SYSTEMS = list("abcde")
+INSTANCES = [f"i{j:02d}" for j in range(40)]
+SCALAR = ["n", "estimate", "statistic", "p_value", "ci_low", "ci_high", "se", "mde",
+          "score_a", "score_b", "cohens_d", "cohens_d_ci_low", "hedges_g", "wilcoxon_r",
+          "wilcoxon_r_ci_high", "hodges_lehmann", "hodges_lehmann_ci_low", "cohens_d_se",
+          "power", "n_resamples", "seed", "eps_min", "eps_min_reverse", "violation_ratio"]
+
+
+def holey_scores(kind="mean", seed=1):
+    """(5, 2, 40) scores with holes: b lacks i00-i09, d lacks i05-i11, e lacks i30-i39;
+    a and c are complete (their pair takes the complete path inside the holey group)."""
+    rng = np.random.default_rng(seed)
+    if kind == "binary":
+        X = (rng.random((5, 1, 40)) < np.linspace(0.5, 0.7, 5)[:, None, None]) * 1.0
+    else:
+        X = np.round(rng.normal(size=(5, 2, 40)), 2) + 0.2 * np.arange(5)[:, None, None]
+    X[1, :, :10] = np.nan
+    X[3, :, 5:12] = np.nan
+    X[4, :, 30:] = np.nan
+    return X
+
+
+def study_of(X, systems=SYSTEMS, instances=INSTANCES, kind="mean", **kw):
+    metrics = ["m1", "m2"][:X.shape[1]]
+    ds = cube.make_dataset("d", X, systems=systems, metrics=metrics, instances=instances,
+                           kind=[kind] * len(metrics), **kw)
+    return cube.make_study({"d": ds})
+
+
+def restricted(X, a, b, kind="mean"):
+    """The complete study of systems a and b on the instances both have."""
+    ia, ib = SYSTEMS.index(a), SYSTEMS.index(b)
+    m = ~np.isnan(X[ia, 0]) & ~np.isnan(X[ib, 0])
+    return study_of(X[[ia, ib]][:, :, m], systems=[a, b],
+                    instances=[i for i, k in zip(INSTANCES, m) if k], kind=kind)
+
+
+def assert_same_rows(got, ref):
+    """Every numeric column (NaN = NaN) and every note. Not bit for bit: pairs with the
+    same joint instances share one sub-slab, whose per-metric centring constant (subtracted
+    before every sum, multistat._centre) comes from all its systems, so means may differ
+    from the two-system study's in the last bit (measured: at most 3.2e-16 relative)."""
+    assert len(got) == len(ref) > 0
+    for c in SCALAR:
+        if c in ref:
+            np.testing.assert_allclose(got[c].to_numpy(float), ref[c].to_numpy(float),
+                                       rtol=1e-13, atol=1e-15, err_msg=c)
+    assert got["note"].tolist() == ref["note"].tolist()
+
+
+CASES = [  # (tests, kind, options)
+    (("t", "wilcoxon", "sign", "bootstrap", "permutation", "aso"), "mean", {}),
+    (("bootstrap", "permutation"), "mean", {"statistic": "median"}),
+    (("bootstrap",), "mean", {"ci_method": "bca"}),
+    (("mcnemar", "t", "sign"), "binary", {}),
+]
+
+
+@pytest.mark.parametrize("tests, kind, options", CASES)
+def test_every_paired_test_on_pairs_with_holes_equals_the_restricted_complete_study(
+        tests, kind, options):
+    # the plan of a pair with holes is the one the restricted complete study draws (it
+    # depends on seed, dataset, kind, block and the number of instances only), so even
+    # the resampling tests agree bit for bit, as do effect sizes, power and mde
+    X = holey_scores(kind)
+    kw = dict(tests=tests, n_resamples=499, seed=3, correction=None, power=True, **options)
+    table = multistat.compare(study_of(X, missing="keep", kind=kind), **kw)
+    for a, b in [("a", "b"), ("b", "d"), ("b", "e"), ("d", "e"), ("a", "c")]:
+        got = table[(table.system_a == a) & (table.system_b == b)].reset_index(drop=True)
+        ref = multistat.compare(restricted(X, a, b, kind), **kw)
+        assert_same_rows(got, ref)
+    n = table.loc[(table.system_a == "b") & (table.system_b == "d") & (table.test == "t"),
+                  "n"]
+    assert (n == 28).all()  # 40 - i00..i11
+
+
+def test_closed_forms_on_joint_instances_equal_scipy():
+    X = holey_scores()
+    table = multistat.compare(study_of(X, missing="keep"), tests=("t", "wilcoxon", "sign"),
+                              metrics=["m1"], correction=None)
+    for a, b in [("b", "d"), ("d", "e")]:
+        x, y = X[SYSTEMS.index(a), 0], X[SYSTEMS.index(b), 0]
+        ok = ~np.isnan(x) & ~np.isnan(y)
+        rows = table[(table.system_a == a) & (table.system_b == b)].set_index("test")
+        assert rows.loc["t", "p_value"] == pytest.approx(  # scipy.stats.ttest_rel
+            stats.ttest_rel(x[ok], y[ok]).pvalue, rel=1e-12)
+        assert rows.loc["wilcoxon", "p_value"] == pytest.approx(  # scipy.stats.wilcoxon
+            stats.wilcoxon(x[ok], y[ok]).pvalue, rel=1e-9)
+        d = x[ok] - y[ok]
+        assert rows.loc["sign", "p_value"] == pytest.approx(  # scipy.stats.binomtest
+            stats.binomtest(int((d > 0).sum()), int((d != 0).sum())).pvalue, rel=1e-12)
+        assert rows.loc["t", "estimate"] == pytest.approx(d.mean(), rel=1e-12)
+        assert rows.loc["t", "score_a"] - rows.loc["t", "score_b"] == pytest.approx(
+            d.mean(), rel=1e-12)
+
+
+def test_a_complete_study_read_with_keep_takes_the_complete_path():
+    X = np.round(np.random.default_rng(2).normal(size=(4, 2, 30)), 2)
+    kw = dict(n_resamples=300, seed=1, power=True)
+    inst = INSTANCES[:30]
+    plain = multistat.compare(study_of(X, systems=SYSTEMS[:4], instances=inst), **kw)
+    keep = multistat.compare(study_of(X, systems=SYSTEMS[:4], instances=inst,
+                                      missing="keep"), **kw)
+    pd.testing.assert_frame_equal(plain, keep)
+
+
+def test_pairs_with_fewer_than_two_joint_instances_are_nan_rows_that_say_why():
+    X = np.round(np.random.default_rng(3).normal(size=(3, 1, 20)), 2)
+    X[0, 0, 10:] = np.nan       # a: i00..i09
+    X[1, 0, :9] = np.nan        # b: i09..i19 -> one instance with a
+    X[2, 0, 5:15] = np.nan      # c: with a 5, with b 5
+    s = study_of(X, systems=list("abc"), instances=INSTANCES[:20], missing="keep")
+    table = multistat.compare(s, tests=("t", "bootstrap", "mannwhitney"), n_resamples=99,
+                              correction="holm", power=True)
+    ab = table[(table.system_a == "a") & (table.system_b == "b")].set_index("test")
+    for test in ("t", "bootstrap"):
+        assert np.isnan(ab.loc[test, ["p_value", "estimate", "mde", "cohens_d",
+                                      "power"]].astype(float)).all()
+        assert ab.loc[test, "n"] == 1
+        assert (f"{test}: 1 instance(s) scored for both systems (missing='keep'); a paired "
+                "test needs at least 2") in ab.loc[test, "note"]
+        assert "effect sizes, power and mde: 1 instance(s)" in ab.loc[test, "note"]
+    assert np.isfinite(ab.loc["mannwhitney", "p_value"])  # 10 and 11 scores of its own
+    assert (ab.loc["mannwhitney", "n_a"], ab.loc["mannwhitney", "n_b"]) == (10, 11)
+    # a NaN p-value is not counted in its correction family: Holm over the 2 others
+    from statsmodels.stats.multitest import multipletests
+
+    t = table[table.test == "t"]
+    ok = t["p_value"].notna().to_numpy()
+    assert ok.sum() == 2 and np.isnan(t["p_adjusted"].to_numpy()[~ok]).all()
+    np.testing.assert_allclose(t["p_adjusted"].to_numpy()[ok], multipletests(
+        t["p_value"].to_numpy()[ok], method="holm")[1], rtol=1e-12)
+
+
+def test_unpaired_tests_run_on_each_systems_own_scores():
+    X = holey_scores()
+    table = multistat.compare(study_of(X, missing="keep"),
+                              tests=("mannwhitney", "brunner-munzel"), correction=None)
+    for a, b in [("b", "d"), ("a", "e")]:
+        x, y = X[SYSTEMS.index(a), 1], X[SYSTEMS.index(b), 1]
+        x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+        rows = table[(table.system_a == a) & (table.system_b == b)
+                     & (table.metric == "m2")].set_index("test")
+        mw, bm = rows.loc["mannwhitney"], rows.loc["brunner-munzel"]
+        assert mw["p_value"] == pytest.approx(stats.mannwhitneyu(x, y).pvalue, rel=1e-12)
+        assert bm["p_value"] == pytest.approx(stats.brunnermunzel(x, y).pvalue, rel=1e-12)
+        assert (mw["n_a"], mw["n_b"]) == (x.size, y.size)
+        assert mw["score_a"] == pytest.approx(x.mean()) and mw["score_b"] == pytest.approx(
+            y.mean())
+        assert np.isnan(mw["mde"]) and "mde: not defined for a test of each system's own" \
+            in mw["note"]
+
+
+def test_mixed_on_ratings_with_holes_and_its_memory_free_batch():
+    from multistat.significance.mixed import _rated_pairs, mixed_test
+
+    rng = np.random.default_rng(4)
+    R = np.round(rng.normal(3, 1, (4, 1, 30, 5)), 0)  # (S, M, items, raters)
+    R[rng.random(R.shape) < 0.3] = np.nan
+    R[1, :, :8] = np.nan     # system b never rated on 8 items
+    R[3, :, 20:] = np.nan
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # items nobody rated: NaN
+        score = np.nanmean(R, axis=-1)
+    ds = cube.make_dataset("d", score, systems=list("abcd"), metrics=["q"],
+                           instances=INSTANCES[:30], rating=R,
+                           raters=[f"r{j}" for j in range(5)], missing="keep")
+    table = multistat.compare(cube.make_study({"d": ds}), tests=("mixed",),
+                              correction=None, effect_sizes=False)
+    row = table[(table.system_a == "b") & (table.system_b == "d")].iloc[0]
+    ref = mixed_test(R[1, 0], R[3, 0], raters=True)  # the fit on the pair's ratings
+    assert row["estimate"] == float(ref.estimate) and row["p_value"] == float(ref.p_value)
+    # pair by pair on views: the same numbers as the gathered R[ia], R[ib]
+    ia, ib = np.array([0, 0, 1, 2]), np.array([1, 3, 3, 3])
+    kw = dict(alternative="two-sided", null_value=0.0, confidence_level=0.95)
+    new, old = _rated_pairs(R, ia, ib, kw), mixed_test(R[ia], R[ib], raters=True, **kw)
+    for k in ("estimate", "p_value", "ci_low", "ci_high", "n"):
+        np.testing.assert_array_equal(getattr(new, k), getattr(old, k))
+    np.testing.assert_array_equal(new.extra["sd_sigma"], old.extra["sd_sigma"])
+
+
+def test_westfall_young_is_refused_on_holes():
+    s = study_of(holey_scores(), missing="keep")
+    with pytest.raises(ParameterError, match=r"dataset 'd' has holes \(read with "
+                       r"missing='keep'\): each pair is resampled on its own joint "
+                       r"instances.*use correction='holm'"):
+        multistat.compare(s, tests=("bootstrap",), n_resamples=99,
+                          correction="westfall-young")
+
+
+def test_system_scores_bootstrap_each_system_over_its_own_instances():
+    X = holey_scores()
+    table = multistat.system_scores(study_of(X, missing="keep"), n_resamples=400, seed=2)
+    row = table[(table.system == "d") & (table.metric == "m1")].iloc[0]
+    own = ~np.isnan(X[3, 0])
+    # the complete study of d's own instances (d twice: one system's interval does not
+    # depend on the other's scores, only on the plan of its 33 instances)
+    Xd = X[[3, 3]][:, :, own]
+    ref = multistat.system_scores(study_of(Xd, systems=["d", "d2"], instances=[
+        i for i, k in zip(INSTANCES, own) if k]), n_resamples=400, seed=2)
+    ref = ref[(ref.system == "d") & (ref.metric == "m1")].iloc[0]
+    assert row["n"] == ref["n"] == 33
+    for c in ("score", "ci_low", "ci_high"):
+        assert row[c] == pytest.approx(ref[c], rel=1e-12, abs=1e-14)
+
+
+def wmt_like(tmp_path, systems=6, segments=120, per_system=60, seed=5):
+    """WMT DA's design: each system rated on its own sample of segments (long CSV)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(systems):
+        for i in rng.choice(segments, per_system, replace=False):
+            rows.append((f"sys{s}", f"seg{i:03d}", "da",
+                         round(float(50 + 4 * s + rng.normal(0, 15)), 1)))
+    path = tmp_path / "da.csv"
+    pd.DataFrame(rows, columns=["system", "instance", "metric", "score"]).to_csv(
+        path, index=False)
+    return path
+
+
+def test_rank_mannwhitney_clusters_on_an_incomplete_study(tmp_path, capsys):
+    from multistat.ranking import better_matrix, clusters, rank_with_pairs, score_order
+    from multistat.correct import adjust_groups
+    from tests.conftest import run_cli
+
+    path = wmt_like(tmp_path)
+    study = multistat.load(path, missing="keep")
+    res = rank_with_pairs(study, test="mannwhitney", n_resamples=500)
+    board, pairs = res.table, res.pairs
+    assert res.table.attrs["multistat"]["correction"] == "holm"
+    # the decisions are scipy's rank-sum tests of the systems' own scores, Holm-corrected
+    score = study["da"]["score"].sel(metric="da").values
+    names = list(study["da"].system.values)
+    p = [stats.mannwhitneyu(score[names.index(a)][~np.isnan(score[names.index(a)])],
+                            score[names.index(b)][~np.isnan(score[names.index(b)])]).pvalue
+         for a, b in zip(pairs.system_a, pairs.system_b)]
+    np.testing.assert_allclose(pairs["p_value"], p, rtol=1e-12)
+    _, reject = adjust_groups(np.asarray(p), np.zeros(len(p), int), method="holm",
+                              alpha=0.05)
+    np.testing.assert_array_equal(pairs["reject"], reject)
+    assert reject.any() and not reject.all()
+    # the clusters follow from those decisions and each system's own mean
+    own = np.array([np.nanmean(score[names.index(s)]) for s in names])
+    np.testing.assert_allclose(board.set_index("system").loc[names, "score"], own,
+                               rtol=1e-12)
+    idx = {s: i for i, s in enumerate(names)}
+    better = better_matrix(len(names), pairs.system_a.map(idx).to_numpy(),
+                           pairs.system_b.map(idx).to_numpy(), reject,
+                           np.sign(pairs["estimate"].to_numpy()))
+    expect = clusters(score_order(own, True, np.array(names)), better)  # per system
+    np.testing.assert_array_equal(board.set_index("system").loc[names, "cluster"], expect)
+    assert board["cluster"].max() > 1
+    # the command line gives the same clusters
+    out = tmp_path / "ranking.parquet"
+    nc = tmp_path / "study.nc"
+    assert run_cli(["load", str(path), "--missing", "keep", "--out", str(nc)],
+                   capsys)[0] == 0
+    status, text, err = run_cli(["rank", str(nc), "--test", "mannwhitney",
+                                 "--n-resamples", "500", "--out", str(out)], capsys)
+    assert status == 0, err
+    assert "cluster 2:" in text and "mannwhitney test, holm correction" in text
+    cli = pd.read_parquet(out)
+    np.testing.assert_array_equal(cli["cluster"], board["cluster"])
+    np.testing.assert_array_equal(cli["system"], board["system"])
+
+
+def test_report_on_an_incomplete_study_end_to_end(tmp_path, capsys):
+    from tests.conftest import run_cli
+
+    path = wmt_like(tmp_path, systems=5, segments=100, per_system=40)
+    nc, res, sys_, rk, rp = (tmp_path / f for f in (
+        "study.nc", "results.parquet", "systems.parquet", "ranking.parquet",
+        "pairs.parquet"))
+    steps = [
+        ["load", path, "--missing", "keep", "--out", nc],
+        ["compare", nc, "--out", res, "--systems-out", sys_, "--tests",
+         "t,wilcoxon,bootstrap,mannwhitney,brunner-munzel", "--n-resamples", "500",
+         "--power", "5", "--no-progress"],
+        ["rank", nc, "--test", "mannwhitney", "--n-resamples", "500", "--out", rk,
+         "--pairs-out", rp],
+        ["report", res, "--out", tmp_path / "rep", "--study", nc, "--systems", sys_,
+         "--ranking", rk, "--ranking-pairs", rp],
+    ]
+    for argv in steps:
+        status, _, err = run_cli([str(a) for a in argv], capsys)
+        assert status == 0, (argv[0], err)
+    table = pd.read_parquet(res)
+    t = table[table.test == "t"]
+    assert t["n"].nunique() > 3 and t["n"].max() < 40  # pairs with their own n
+    assert t["power"].notna().all() and t["mde"].notna().all()
+    html = (tmp_path / "rep" / "report.html").read_text()
+    lo, hi = int(t["n"].min()), int(table["n"].max())
+    assert f"n per comparison {lo}–{hi}" in " ".join(
+        html.replace("<td>", " ").replace("</td>", " ").split()) or f"{lo}–{hi}" in html
+    systems = pd.read_parquet(sys_)
+    assert (systems["n"] == 40).all()  # each system's own 40 segments
