@@ -369,6 +369,12 @@ def compare(study, *, tests=DEFAULT_TESTS, statistic="mean", pairs="all", metric
         instances as independent (their ``note`` says so); for them make one unit per
         group with ``evaluation_units(study, by="group")``.
 
+    A study read with ``missing="keep"`` whose systems lack some instances (an incomplete
+    design) runs every paired test on each pair's joint instances (``n`` per row; equal
+    to the test on the complete study restricted to them, resampling plans included)
+    and the unpaired and mixed tests on each system's own scores
+    (:mod:`multistat.significance._holes`); Westfall-Young corrections are refused.
+
     Returns
     -------
     pandas.DataFrame

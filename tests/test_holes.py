@@ -43,12 +43,13 @@ def study_of(X, systems=SYSTEMS, instances=INSTANCES, kind="mean", **kw):
     return cube.make_study({"d": ds})
 
 
-def restricted(X, a, b, kind="mean"):
+def restricted(X, a, b, kind="mean", group=None):
     """The complete study of systems a and b on the instances both have."""
     ia, ib = SYSTEMS.index(a), SYSTEMS.index(b)
     m = ~np.isnan(X[ia, 0]) & ~np.isnan(X[ib, 0])
+    kw = {} if group is None else {"group": [g for g, k in zip(group, m) if k]}
     return study_of(X[[ia, ib]][:, :, m], systems=[a, b],
-                    instances=[i for i, k in zip(INSTANCES, m) if k], kind=kind)
+                    instances=[i for i, k in zip(INSTANCES, m) if k], kind=kind, **kw)
 
 
 def assert_same_rows(got, ref):
@@ -69,7 +70,9 @@ CASES = [  # (tests, kind, options)
     (("bootstrap", "permutation"), "mean", {"statistic": "median"}),
     (("bootstrap",), "mean", {"ci_method": "bca"}),
     (("mcnemar", "t", "sign"), "binary", {}),
+    (("bootstrap", "permutation"), "mean", {"cluster": "group"}),  # documents of 4
 ]
+GROUPS = [f"doc{j // 4}" for j in range(40)]
 
 
 @pytest.mark.parametrize("tests, kind, options", CASES)
@@ -79,11 +82,13 @@ def test_every_paired_test_on_pairs_with_holes_equals_the_restricted_complete_st
     # depends on seed, dataset, kind, block and the number of instances only), so even
     # the resampling tests agree bit for bit, as do effect sizes, power and mde
     X = holey_scores(kind)
+    group = GROUPS if "cluster" in options else None
     kw = dict(tests=tests, n_resamples=499, seed=3, correction=None, power=True, **options)
-    table = multistat.compare(study_of(X, missing="keep", kind=kind), **kw)
+    table = multistat.compare(study_of(X, missing="keep", kind=kind, **(
+        {} if group is None else {"group": group})), **kw)
     for a, b in [("a", "b"), ("b", "d"), ("b", "e"), ("d", "e"), ("a", "c")]:
         got = table[(table.system_a == a) & (table.system_b == b)].reset_index(drop=True)
-        ref = multistat.compare(restricted(X, a, b, kind), **kw)
+        ref = multistat.compare(restricted(X, a, b, kind, group), **kw)
         assert_same_rows(got, ref)
     n = table.loc[(table.system_a == "b") & (table.system_b == "d") & (table.test == "t"),
                   "n"]
@@ -112,7 +117,7 @@ def test_closed_forms_on_joint_instances_equal_scipy():
 
 def test_a_complete_study_read_with_keep_takes_the_complete_path():
     X = np.round(np.random.default_rng(2).normal(size=(4, 2, 30)), 2)
-    kw = dict(n_resamples=300, seed=1, power=True)
+    kw = {"n_resamples": 300, "seed": 1, "power": True}
     inst = INSTANCES[:30]
     plain = multistat.compare(study_of(X, systems=SYSTEMS[:4], instances=inst), **kw)
     keep = multistat.compare(study_of(X, systems=SYSTEMS[:4], instances=inst,
@@ -190,7 +195,7 @@ def test_mixed_on_ratings_with_holes_and_its_memory_free_batch():
     assert row["estimate"] == float(ref.estimate) and row["p_value"] == float(ref.p_value)
     # pair by pair on views: the same numbers as the gathered R[ia], R[ib]
     ia, ib = np.array([0, 0, 1, 2]), np.array([1, 3, 3, 3])
-    kw = dict(alternative="two-sided", null_value=0.0, confidence_level=0.95)
+    kw = {"alternative": "two-sided", "null_value": 0.0, "confidence_level": 0.95}
     new, old = _rated_pairs(R, ia, ib, kw), mixed_test(R[ia], R[ib], raters=True, **kw)
     for k in ("estimate", "p_value", "ci_low", "ci_high", "n"):
         np.testing.assert_array_equal(getattr(new, k), getattr(old, k))
@@ -237,8 +242,8 @@ def wmt_like(tmp_path, systems=6, segments=120, per_system=60, seed=5):
 
 
 def test_rank_mannwhitney_clusters_on_an_incomplete_study(tmp_path, capsys):
-    from multistat.ranking import better_matrix, clusters, rank_with_pairs, score_order
     from multistat.correct import adjust_groups
+    from multistat.ranking import better_matrix, clusters, rank_with_pairs, score_order
     from tests.conftest import run_cli
 
     path = wmt_like(tmp_path)
@@ -286,6 +291,10 @@ def test_report_on_an_incomplete_study_end_to_end(tmp_path, capsys):
     from tests.conftest import run_cli
 
     path = wmt_like(tmp_path, systems=5, segments=100, per_system=40)
+    frame = pd.read_csv(path)  # sys4 shares no segment with sys0: a pair without a row
+    frame = frame[~((frame.system == "sys4") & frame.instance.isin(
+        frame.instance[frame.system == "sys0"]))]
+    frame.to_csv(path, index=False)
     nc, res, sys_, rk, rp = (tmp_path / f for f in (
         "study.nc", "results.parquet", "systems.parquet", "ranking.parquet",
         "pairs.parquet"))
@@ -304,11 +313,40 @@ def test_report_on_an_incomplete_study_end_to_end(tmp_path, capsys):
         assert status == 0, (argv[0], err)
     table = pd.read_parquet(res)
     t = table[table.test == "t"]
-    assert t["n"].nunique() > 3 and t["n"].max() < 40  # pairs with their own n
-    assert t["power"].notna().all() and t["mde"].notna().all()
+    none = (t.system_a == "sys0") & (t.system_b == "sys4")
+    assert t.loc[none, "n"].item() == 0 and np.isnan(t.loc[none, "p_value"].item())
+    assert "t: 0 instance(s) scored for both systems" in t.loc[none, "note"].item()
+    assert "effect sizes, power and mde: 0 instance(s)" in t.loc[none, "note"].item()
+    rest = t[~none]
+    assert rest["n"].nunique() > 3 and rest["n"].max() < 40  # pairs with their own n
+    assert rest["power"].notna().all() and rest["mde"].notna().all()
     html = (tmp_path / "rep" / "report.html").read_text()
-    lo, hi = int(t["n"].min()), int(table["n"].max())
-    assert f"n per comparison {lo}–{hi}" in " ".join(
-        html.replace("<td>", " ").replace("</td>", " ").split()) or f"{lo}–{hi}" in html
+    assert f"0–{int(table['n'].max())}" in html  # the study summary's n per comparison
     systems = pd.read_parquet(sys_)
-    assert (systems["n"] == 40).all()  # each system's own 40 segments
+    np.testing.assert_array_equal(systems["n"], [40, 40, 40, 40, (frame.system == "sys4")
+                                                 .sum()])  # each system's own segments
+
+
+def test_holes_tables_do_not_depend_on_the_batches(monkeypatch):
+    # batches of at most 2 systems put every joint-instance group in a batch of its own;
+    # the default batches the groups of one size together (here b's and e's 30 instances,
+    # pairs (a, b), (b, c), (a, e), (c, e)): the same table
+    from multistat.significance import _holes
+
+    s = study_of(holey_scores(), missing="keep")
+    kw = {"tests": ("t", "wilcoxon", "bootstrap", "permutation"), "n_resamples": 499,
+              "seed": 5, "power": True}
+    sizes, batches = [], _holes._batches
+
+    def spy(*args):
+        out = batches(*args)
+        sizes.append(max(len(b) for _, b in out))
+        return out
+
+    monkeypatch.setattr(_holes, "_batches", spy)
+    batched = multistat.compare(s, **kw)
+    monkeypatch.setattr(_holes, "MAX_BATCH_SYSTEMS", 2)
+    alone = multistat.compare(s, memory_limit="16MiB", **kw)
+    assert sizes[0] == 2 and sizes[-1] == 1  # mask groups per batch
+    pd.testing.assert_frame_equal(batched, alone, check_exact=False, rtol=1e-13,
+                                  atol=1e-15)

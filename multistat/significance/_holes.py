@@ -48,6 +48,9 @@ from multistat.significance._batch import BatchResult, Slab
 #: the note of a pair with fewer than 2 joint instances
 SHORT_NOTE = ("{test}: {n} instance(s) scored for both systems (missing='keep'); a paired "
               "test needs at least 2")
+#: most (virtual) systems in one batch of joint-instance groups: bounds the Gram matrix of
+#: a batch (systems^2 per metric) whatever the budget
+MAX_BATCH_SYSTEMS = 4096
 OWN_MDE_NOTE = ("mde: not defined for a test of each system's own scores on an incomplete "
                 "design (the paired-t closed form needs paired instances)")
 
@@ -95,25 +98,62 @@ def mark(slab: Slab) -> Slab:
     return slab
 
 
-def sub_slab(slab: Slab, systems: np.ndarray, mask: np.ndarray) -> Slab:
-    """The complete slab of ``systems`` on instances ``mask`` (no hole left): what
-    ``compare`` builds for a complete study of those systems and instances."""
+def sub_slab(slab: Slab, parts) -> Slab:
+    """The hole-free slab of ``parts``, ``[(systems, instance mask)]`` with masks of one
+    size ``n'``: each part's systems on its instances, stacked along the system axis
+    (a system of two parts appears twice). With one part it is what ``compare`` builds
+    for the complete study of those systems and instances; with several, their pairs
+    run in one batch on the one plan of ``n'`` instances they would each draw."""
     from multistat._cluster import group_codes
 
-    X = slab.scores[systems][:, :, mask]
-    pick = (lambda a: None if a is None else a[systems][:, :, mask])
-    sub = Slab(X, dataset=slab.dataset, metrics=slab.metrics,
-               systems=tuple(np.asarray(slab.systems, dtype=object)[systems]),
+    def stack(a, axis):
+        if a is None:
+            return None
+        pieces = [np.compress(mask, a[systems], axis=axis) for systems, mask in parts]
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    names = np.asarray(slab.systems, dtype=object)
+    mask0 = parts[0][1]
+    sub = Slab(stack(slab.scores, 2), dataset=slab.dataset, metrics=slab.metrics,
+               systems=tuple(np.concatenate([names[s] for s, _ in parts])),
                metric_kinds=slab.metric_kinds,
-               clusters=None if slab.clusters is None else group_codes(slab.clusters[mask]),
-               run_scores=pick(slab.run_scores), ratings=pick(slab.ratings),
+               clusters=None if slab.clusters is None else group_codes(slab.clusters[mask0]),
+               run_scores=stack(slab.run_scores, 2), ratings=stack(slab.ratings, 2),
                higher_is_better=slab.higher_is_better)
     if slab.is_corpus:
         fn, stats = slab.corpus
-        st = stats[systems][:, mask]
+        st = stack(stats, 1)
         sub.corpus = (fn, st)
         sub.corpus_observed = fn(st.sum(1))[:, None]
     return sub
+
+
+def _batches(groups, M, budget, n_resamples, clustered):
+    """Joint-instance groups of one size in batches: ``[(n', [(mask, rows), ...])]``.
+    A batch's systems (``2 x pairs`` at most) are held per system by the tests (Gram
+    matrix, resampled means ``B x systems``), so each batch is sized by the budget; with
+    ``cluster="group"`` every group keeps its own cluster codes (no batching)."""
+    by_n: dict = {}
+    for mask, rows in groups:
+        by_n.setdefault(int(mask.sum()), []).append((mask, rows))
+    out = []
+    for n_joint, items in by_n.items():
+        if clustered:
+            out.extend((n_joint, [it]) for it in items)
+            continue
+        per_system = 8 * M * (n_joint + 3 * n_resamples + MAX_BATCH_SYSTEMS)
+        cap = max(2, min(MAX_BATCH_SYSTEMS, budget.rows(per_system)))
+        batch, size = [], 0
+        for mask, rows in items:
+            k = 2 * len(rows)
+            if batch and size + k > cap:
+                out.append((n_joint, batch))
+                batch, size = [], 0
+            batch.append((mask, rows))
+            size += k
+        if batch:
+            out.append((n_joint, batch))
+    return out
 
 
 def joint_groups(present: np.ndarray, ia: np.ndarray, ib: np.ndarray):
@@ -205,7 +245,8 @@ def run_group(slab: Slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, powe
     out = {s.name: _Scatter((P, M)) for s in specs}
     extra_all: dict = {}
     if paired or want_effects or power:
-        for mask, rows in joint_groups(slab.present, ia, ib):
+        groups = joint_groups(slab.present, ia, ib)
+        for mask, rows in groups:
             n_joint = int(mask.sum())
             if n_joint < 2:
                 _short(out, paired, ctxs, rows, n_joint, M)
@@ -213,11 +254,19 @@ def run_group(slab: Slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, powe
                     _scatter_extra(extra_all, rows, M, {"_note": (
                         f"effect sizes, power and mde: {n_joint} instance(s) scored for "
                         "both systems (missing='keep'); at least 2 are needed")}, P)
-                continue
-            systems, local = np.unique(np.concatenate([ia[rows], ib[rows]]),
-                                       return_inverse=True)
-            la, lb = local[:len(rows)], local[len(rows):]
-            sub = sub_slab(slab, systems, mask)
+        for n_joint, batch in _batches([g for g in groups if g[0].sum() >= 2], M, budget,
+                                       base_ctx.n_resamples, slab.clusters is not None):
+            parts, la, lb, offset = [], [], [], 0
+            for mask, rows in batch:
+                systems, local = np.unique(np.concatenate([ia[rows], ib[rows]]),
+                                           return_inverse=True)
+                parts.append((systems, mask))
+                la.append(offset + local[:len(rows)])
+                lb.append(offset + local[len(rows):])
+                offset += len(systems)
+            rows = np.concatenate([r for _, r in batch])
+            la, lb = np.concatenate(la), np.concatenate(lb)
+            sub = sub_slab(slab, parts)
             results, extra = run(sub, la, lb, paired, ctxs, base_ctx, bar, want_effects,
                                  power, budget)
             means = sub.means() if not sub.is_corpus else sub.corpus_observed
@@ -231,7 +280,6 @@ def run_group(slab: Slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, powe
             _scatter_extra(extra_all, rows, M, {
                 k: (np.full(len(rows) * M, v, dtype=object) if isinstance(v, str) else v)
                 for k, v in extra.items()}, P)
-            slab.release_pairs()
     if own:
         _run_own(slab, ia, ib, own, ctxs, bar, budget, out)
     results = {s.name: BatchResult(s.name, out[s.name].cols) for s in specs}
