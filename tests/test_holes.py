@@ -350,3 +350,46 @@ def test_holes_tables_do_not_depend_on_the_batches(monkeypatch):
     assert sizes[0] == 2 and sizes[-1] == 1  # mask groups per batch
     pd.testing.assert_frame_equal(batched, alone, check_exact=False, rtol=1e-13,
                                   atol=1e-15)
+
+
+def test_corpus_metric_with_holes_equals_the_restricted_complete_study():
+    from multistat.adapters import from_statistics
+    from multistat.corpus import register_corpus_metric
+
+    register_corpus_metric("holes_hit_rate", lambda s: 100 * s[..., 0] / s[..., 1], 2,
+                           stat_names=("hits", "n"), overwrite=True)
+    rng = np.random.default_rng(0)
+    n = rng.integers(1, 5, size=60)
+    inst = [f"q{i:02d}" for i in range(60)]
+    frame = pd.DataFrame({"system": np.repeat(["x", "y", "z"], 60),
+                          "instance": np.tile(inst, 3), "n": np.tile(n, 3),
+                          "hits": np.concatenate([rng.binomial(n, p) for p in
+                                                  (0.6, 0.5, 0.55)])})
+    full = from_statistics(frame, "holes_hit_rate")
+    name = next(iter(full.children))
+    ds = full[name].to_dataset()
+    score, st = ds.score.values.copy(), ds.stats.values.copy()
+    score[1, :, :15] = st[1, :, :15] = np.nan   # y lacks q00..q14
+    score[2, :, 50:] = st[2, :, 50:] = np.nan   # z lacks q50..q59
+
+    def make(sc, s, systems, instances, missing="raise"):
+        return cube.make_study({name: cube.make_dataset(
+            name, sc, systems=systems, metrics=list(ds.metric.values), instances=instances,
+            kind=list(ds.kind.values), corpus_fn=list(ds.corpus_fn.values), stats=s,
+            missing=missing)})
+
+    kw = {"tests": ("bootstrap", "permutation"), "n_resamples": 500, "seed": 1, "correction": None}
+    table = multistat.compare(make(score, st, ["x", "y", "z"], inst, "keep"), **kw)
+    m = ~np.isnan(score[1, 0]) & ~np.isnan(score[2, 0])
+    ref = multistat.compare(make(score[[1, 2]][:, :, m], st[[1, 2]][:, :, m], ["y", "z"],
+                                 list(np.asarray(inst)[m])), **kw)
+    got = table[(table.system_a == "y") & (table.system_b == "z")].reset_index(drop=True)
+    assert (got["n"] == 35).all()
+    assert_same_rows(got, ref)
+    # each system's corpus score over its own questions (system_scores, rank)
+    sys_ = multistat.system_scores(make(score, st, ["x", "y", "z"], inst, "keep"),
+                                   n_resamples=200).set_index("system")
+    own = ~np.isnan(score[1, 0])
+    assert sys_.loc["y", "n"] == 45
+    assert sys_.loc["y", "score"] == pytest.approx(
+        100 * st[1, 0, own, 0].sum() / st[1, 0, own, 1].sum(), rel=1e-12)
