@@ -196,19 +196,17 @@ class _Dataset:
         """``(kind, metric indices, valid-instance mask)``: mean/binary metrics sharing a
         mask (canonical order) form one group; each corpus metric is its own group.
         ``metrics``: keep only these names (groups left empty are skipped)."""
-        if self.holes:  # issue 25: grouped by the whole presence pattern
-            yield from _holes.groups(self.ds.kind.values, self.score, self.order,
-                                     self.ds.metric.values, metrics)
-            return
         first = self.score[0]
         keyed: dict = {}
         out = []
         for m, kind in enumerate(self.ds.kind.values):
             valid = ~np.isnan(first[m])[self.order]
+            if self.holes:  # issue 25: any system's instances, the whole pattern as key
+                valid, key = _holes.presence_key(self.score[:, m], self.order)
             if kind == "corpus":
                 out.append(("corpus", [m], valid))
                 continue
-            key = valid.tobytes()
+            key = key if self.holes else valid.tobytes()
             if key not in keyed:
                 keyed[key] = ("mean", [], valid)
                 out.append(keyed[key])

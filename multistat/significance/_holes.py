@@ -64,31 +64,14 @@ def has_holes(ds, score) -> bool:
     return bool((nan.any(axis=0) & ~nan.all(axis=0)).any())
 
 
-def groups(kinds, score, order, metric_names, metrics=None):
-    """``(kind, metric indices, valid instances)`` of a dataset with holes: the metric
-    groups of :meth:`multistat.comparison._Dataset.groups`, with ``valid`` the instances
-    any system has (canonical order) and mean/binary metrics grouped by their whole
-    ``(systems, instances)`` presence pattern, so every metric of a group has the same
-    holes; each corpus metric is its own group."""
-    keyed: dict = {}
-    out = []
-    for m, kind in enumerate(kinds):
-        present = ~np.isnan(score[:, m])[:, order]  # (S, n) canonical
-        valid = present.any(axis=0)
-        if kind == "corpus":
-            out.append(("corpus", [m], valid))
-            continue
-        key = np.packbits(present).tobytes() + bytes(str(present.shape), "ascii")
-        if key not in keyed:
-            keyed[key] = ("mean", [], valid)
-            out.append(keyed[key])
-        keyed[key][1].append(m)
-    for kind, ms, valid in out:
-        if metrics is not None:
-            ms = [m for m in ms if str(metric_names[m]) in metrics]
-            if not ms:
-                continue
-        yield kind, ms, valid
+def presence_key(score_m, order):
+    """``(valid, key)`` of one metric of a dataset with holes (``score_m`` its ``(S, n)``
+    scores): ``valid`` the instances any system has (canonical order), ``key`` the whole
+    ``(systems, instances)`` presence pattern, so the metric groups of
+    :meth:`multistat.comparison._Dataset.groups` share their holes."""
+    present = ~np.isnan(score_m)[:, order]
+    return present.any(axis=0), np.packbits(present).tobytes() + bytes(
+        str(present.shape), "ascii")
 
 
 def mark(slab: Slab) -> Slab:
