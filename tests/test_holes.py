@@ -285,6 +285,12 @@ def test_rank_mannwhitney_clusters_on_an_incomplete_study(tmp_path, capsys):
     cli = pd.read_parquet(out)
     np.testing.assert_array_equal(cli["cluster"], board["cluster"])
     np.testing.assert_array_equal(cli["system"], board["system"])
+    # the default (bootstrap + Westfall-Young) needs one plan over all pairs: one line
+    status, text, err = run_cli(["rank", str(nc), "--n-resamples", "200", "--out",
+                                 str(tmp_path / "r2.parquet")], capsys)
+    assert status == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "dataset 'da' has holes (read with missing='keep')" in err
+    assert "use correction='holm' (or an unpaired test)" in err
 
 
 def test_report_on_an_incomplete_study_end_to_end(tmp_path, capsys):
@@ -393,3 +399,28 @@ def test_corpus_metric_with_holes_equals_the_restricted_complete_study():
     assert sys_.loc["y", "n"] == 45
     assert sys_.loc["y", "score"] == pytest.approx(
         100 * st[1, 0, own, 0].sum() / st[1, 0, own, 1].sum(), rel=1e-12)
+
+
+def test_runs_with_holes_aso_and_t_equal_the_restricted_complete_study():
+    # per-run scores (training seeds): the pair's runs are restricted to its joint
+    # instances too, so ASO over the runs' scores sees what the restricted study has
+    rng = np.random.default_rng(0)
+    R = rng.normal(size=(3, 1, 30, 4)) + np.array([0, 0.3, 0.5])[:, None, None, None]
+    R[1, :, :6] = np.nan
+    R[2, :, 25:] = np.nan
+    inst = INSTANCES[:30]
+
+    def make(r, systems, instances, missing="raise"):
+        return cube.make_study({"d": cube.make_dataset(
+            "d", cube.run_mean(r), systems=systems, metrics=["m"], instances=instances,
+            run_score=r, missing=missing)})
+
+    kw = {"tests": ("aso", "t", "bootstrap"), "n_resamples": 300, "seed": 2,
+          "correction": None}
+    table = multistat.compare(make(R, list("abc"), inst, "keep"), **kw)
+    m = ~np.isnan(R[1, 0, :, 0]) & ~np.isnan(R[2, 0, :, 0])
+    ref = multistat.compare(make(R[[1, 2]][:, :, m], list("bc"), list(np.asarray(inst)[m])),
+                            **kw)
+    got = table[(table.system_a == "b") & (table.system_b == "c")].reset_index(drop=True)
+    assert got["n"].tolist() == [4, 19, 19]  # ASO: 4 runs; t, bootstrap: 19 instances
+    assert_same_rows(got, ref)
