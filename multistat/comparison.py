@@ -29,6 +29,7 @@ import pandas as pd
 from multistat import _table, cube, equivalence, stepdown
 from multistat._budget import Budget
 from multistat._progress import Progress as _Progress
+from multistat._progress import _Null as _NoProgress
 from multistat._table import Coded as _Coded
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes
@@ -38,6 +39,7 @@ from multistat._validation import check_int, check_probability, check_seed
 from multistat.correct import adjust, adjust_groups
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError, show
 from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, build_request
+from multistat.significance import _holes
 from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords, background
 from multistat.significance.parametric import pair_mean_sd
 from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
@@ -101,14 +103,15 @@ class _Dataset:
     gathered cube is ``score[..., order]``, the array (and memory layout) an xarray
     ``isel`` gives, on which every statistic has always run."""
 
-    __slots__ = ("_canonical", "ds", "name", "order", "score", "sysnames")
+    __slots__ = ("_canonical", "ds", "holes", "name", "order", "score", "sysnames")
 
     def __init__(self, name, ds):
         if not all(getattr(v, "_in_memory", False) for v in ds.variables.values()):
             ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
-        cube.refuse_holes(ds, name, self.score)  # read with missing="keep"
+        # read with missing="keep": instances only some systems have (issue 25)
+        self.holes = _holes.has_holes(ds, self.score)
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
         self.sysnames = self.ds.system.values.astype(str)
@@ -129,10 +132,12 @@ class _Dataset:
         out = []
         for m, kind in enumerate(self.ds.kind.values):
             valid = ~np.isnan(first[m])[self.order]
+            if self.holes:  # issue 25: any system's instances, the whole pattern as key
+                valid, key = _holes.presence_key(self.score[:, m], self.order)
             if kind == "corpus":
                 out.append(("corpus", [m], valid))
                 continue
-            key = valid.tobytes()
+            key = key if self.holes else valid.tobytes()
             if key not in keyed:
                 keyed[key] = ("mean", [], valid)
                 out.append(keyed[key])
@@ -184,6 +189,9 @@ def _group_bootstrap(d, kind, ms, valid, **run):
     distribution (B, S, M), n)``."""
     X = d.group_scores(ms, valid)
     n = X.shape[-1]
+    if d.holes:  # issue 25: each system over its own instances
+        cs = _corpus_stats(d.ds, ms, valid) if kind == "corpus" else None
+        return _holes.group_bootstrap(X, cs and (cs[0].fn, cs[1]), dataset=d.name, **run)
     return (*system_bootstrap(d.ds, kind, ms, valid, X, n=n, dataset=d.name, **run), n)
 
 
@@ -298,6 +306,12 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
         whole groups (:mod:`multistat._cluster`). Closed-form tests still treat
         instances as independent (their ``note`` says so); for them make one unit per
         group with ``evaluation_units(study, by="group")``.
+
+    A study read with ``missing="keep"`` whose systems lack some instances (an incomplete
+    design) runs every paired test on each pair's joint instances (``n`` per row; equal
+    to the test on the complete study restricted to them, resampling plans included)
+    and the unpaired and mixed tests on each system's own scores
+    (:mod:`multistat.significance._holes`); Westfall-Young corrections are refused.
 
     Returns
     -------
@@ -422,8 +436,15 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                                             len(ia)),
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
-            results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
-                                        req.effect_sizes, req.power, req.budget)
+            if slab.present is None:
+                results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
+                                            req.effect_sizes, req.power, req.budget)
+            else:  # issue 25: paired tests on each pair's joint instances
+                results, extra = _holes.run_group(
+                    slab, ia, ib, specs, ctxs, base_ctx, bar, req.effect_sizes, req.power,
+                    req.budget, run=_run_group, refuse_stepdown=req.stepdown,
+                    mde=lambda spec, sub, sd, se: _mde(spec, sub, _mde_multiplier(
+                        sub.n, req.alpha, req.mde_power, req.alternative), sd, se))
             mult = mde_multiplier()
             have_systems = False
             for spec in specs:
@@ -442,13 +463,25 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                     ((name, slab.metrics, spec.name), len(ia)))
                 if walked.equivalence is not None:  # TOST in the same walk
                     walked.equivalence.append(equivalence.block_pvalues(
-                        spec, slab, ia, ib, ctxs[spec.name], req.equivalence_margin))
+                        spec, slab, ia, ib, ctxs[spec.name], req.equivalence_margin,
+                        run=None if slab.present is None else _holes_side(slab, base_ctx)))
         bar.finish(name)
     bar.close()
     if not walked.parts:
         raise ParameterError("nothing to compare: no dataset/metric left after the "
                              "`datasets`/`metrics` selection")
     return walked
+
+
+def _holes_side(slab, base_ctx):
+    """How a TOST side runs on a slab with holes: every pair on its joint instances, as
+    the main rows (:func:`multistat.significance._holes.run_group`)."""
+    def run(spec, ia, ib, ctx):
+        results, _ = _holes.run_group(
+            slab, ia, ib, [spec], {spec.name: ctx}, base_ctx, _NoProgress(), False, False,
+            ctx.budget, run=_run_group, mde=lambda spec, sub, sd, se: np.nan)
+        return results[spec.name]
+    return run
 
 
 def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> dict:
@@ -466,8 +499,9 @@ def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> 
     if "seed" not in arrays:
         rows["seed"] = -1
     rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
-    rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
-                       null_sd if null_sd is not None else se if spec.resampling else None)
+    if "mde" not in arrays:  # (a slab with holes: per row, issue 25)
+        rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
+                           null_sd if null_sd is not None else se if spec.resampling else None)
     if extra.get("_note") is not None:
         rows["note"] = _join_notes(rows["note"], extra["_note"])
     rows["n_runs"] = n_runs
@@ -596,6 +630,8 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
         corpus = (cm.fn, stats)
         slab.corpus = corpus
         slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
+    if d.holes:  # issue 25: slab.present, the instances each system has
+        _holes.mark(slab)
     return slab
 
 

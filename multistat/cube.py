@@ -5,7 +5,8 @@ Each dataset node holds an :class:`xarray.Dataset` with
 * ``score`` — float64 on ``(system, metric, instance)``; NaN marks an instance removed
   for that metric (``missing="drop"``), always for *all* systems so pairs stay paired
   (with ``missing="keep"``, ``attrs["missing"] = "keep"``: also a cell only some systems
-  lack, which :func:`multistat.meta_evaluate` leaves out and ``compare`` refuses);
+  lack, which :func:`multistat.meta_evaluate` leaves out, ``compare`` skips pairwise in
+  paired tests and uses whole in unpaired ones, :mod:`multistat.significance._holes`);
 * coordinates ``higher_is_better`` (bool), ``kind`` (``"mean" | "binary" | "corpus"``)
   and ``corpus_fn`` (name of a registered corpus-metric function, ``""`` otherwise) on
   ``metric``;
@@ -218,9 +219,9 @@ def refuse_holes(ds: xr.Dataset, name: str, score=None) -> None:
         raise DataValidationError(
             f"dataset {name!r}, metric {str(ds.metric.values[m])!r}: instance "
             f"{str(ds.instance.values[i])!r} is scored for some systems only (read with "
-            f"missing='keep', {int(partial.sum())} such cells); paired tests need every "
-            f"system on the same instances: read with missing='drop' (meta_evaluate uses "
-            f"the incomplete cells)")
+            f"missing='keep', {int(partial.sum())} such cells); this analysis needs every "
+            f"system on the same instances: read with missing='drop' (compare and "
+            f"meta_evaluate use the incomplete cells)")
 
 
 def _is_lazy(da: xr.DataArray) -> bool:

@@ -37,7 +37,8 @@ def tost_tests() -> tuple:
     return tuple(name for name, spec in REGISTRY.items() if spec.equivalence)
 
 
-def block_pvalues(spec, slab, ia, ib, ctx, margin: float) -> tuple[np.ndarray, str]:
+def block_pvalues(spec, slab, ia, ib, ctx, margin: float, run=None
+                  ) -> tuple[np.ndarray, str]:
     """``(p_equivalence, note)`` of one compare block (test ``spec`` on metric group
     ``slab``, pairs ``ia - ib``), ravelled pair-major like the block's rows; NaN with a
     note where the test has no TOST or cannot run it.
@@ -45,6 +46,9 @@ def block_pvalues(spec, slab, ia, ib, ctx, margin: float) -> tuple[np.ndarray, s
     Each one-sided test is ``spec.run`` with ``ctx`` at the other null value and
     alternative (the interval method set to the cheapest, ``percentile``: only the
     p-value is used), over the same slabs of pairs as the main run for closed-form tests.
+    ``run(spec, ia, ib, ctx) -> BatchResult``: how the driver runs a test on this slab
+    when it is not ``spec.run`` (a slab with holes runs each pair on its joint
+    instances).
     """
     if not spec.equivalence:
         note = f"equivalence: no TOST for the {spec.name} test (use one of {tost_tests()})"
@@ -54,8 +58,9 @@ def block_pvalues(spec, slab, ia, ib, ctx, margin: float) -> tuple[np.ndarray, s
         for alt, null in (("greater", -margin), ("less", margin)):
             side = ctx.replace(alternative=alt, null_value=null, ci_method="percentile",
                                progress=None)
-            sides.append(_table.flat(_run(spec, slab, ia, ib, side).arrays["p_value"])
-                         .astype(float))
+            res = (_run(spec, slab, ia, ib, side) if run is None else
+                   run(spec, ia, ib, side))
+            sides.append(_table.flat(res.arrays["p_value"]).astype(float))
     except TestNotApplicableError as exc:
         return np.full(len(ia) * slab.shape[1], np.nan), f"equivalence: {exc}"
     lower, upper = sides

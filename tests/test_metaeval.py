@@ -346,8 +346,13 @@ def test_meta_evaluate_with_missing_human_judgments(tmp_path):
         multistat.load(path)
     study = multistat.load(path, missing="keep")
     assert np.isnan(study["scores"]["score"].sel(metric="mqm").values).any()
-    with pytest.raises(DataValidationError, match="scored for some systems only"):
-        multistat.compare(study)
+    # compare runs paired tests on the items both systems have (issue 25, _holes)
+    table = multistat.compare(study, tests=("t",), metrics=["mqm"], correction=None)
+    both = ~np.isnan(study["scores"]["score"].sel(metric="mqm").values)
+    idx = {f"s{s}": s for s in range(5)}
+    assert (table["n"].to_numpy() == [int((both[idx[a]] & both[idx[b]]).sum()) for a, b in
+                                       zip(table.system_a, table.system_b)]).all()
+    assert (table["n"] < 40).all()
     with pytest.raises(DataValidationError, match="dataset 'scores', metric 'mqm': instance "
                                                   "'0' is scored for some systems only"):
         multistat.analyze(study)

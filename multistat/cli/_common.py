@@ -60,7 +60,9 @@ MissingOpt = Annotated[str, typer.Option(
     "--missing", help="raise: stop on NaN/missing scores; drop: remove those instances "
                       "for that metric across all systems, and report how many; keep: "
                       "leave them NaN (incomplete designs, e.g. human judgments only some "
-                      "systems have; used by meta-evaluate)")]
+                      "systems have: compare runs paired tests on the instances both "
+                      "systems have, unpaired tests on each system's own; meta-evaluate "
+                      "leaves them out)")]
 SepOpt = Annotated[str | None, typer.Option(
     "--sep", help="field separator for text tables: one character, or '\\s+' for runs of "
                   "whitespace (default: from the extension and first line)")]

@@ -23,7 +23,8 @@ def rank_command(
     test: Annotated[str, typer.Option(
         help="pairwise test behind clusters and rank ranges: auto (= bootstrap of the "
              "score difference, any metric kind), t, wilcoxon, sign, bootstrap, "
-             "permutation")] = "auto",
+             "permutation, or mannwhitney (WMT's rank-sum test of each system's own "
+             "scores, for studies loaded with --missing keep)")] = "auto",
     correction: Annotated[str, typer.Option(
         help="correction within each dataset x metric: auto (westfall-young for the "
              "resampling tests, whose adjusted p is not multiplied by the number of "

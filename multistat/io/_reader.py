@@ -83,7 +83,9 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         ``"drop"`` that instance of that metric for *every* system, so pairs stay paired,
         or ``"keep"`` it: the cell stays NaN (incomplete designs, e.g. human judgments
         that only some systems have; :func:`multistat.meta_evaluate` leaves such cells
-        out, :func:`multistat.compare` refuses them). ``frame.attrs["missing"]`` records
+        out, :func:`multistat.compare` runs paired tests on each pair's joint instances
+        and unpaired tests on each system's own scores, :func:`multistat.analyze`
+        refuses them). ``frame.attrs["missing"]`` records
         the choice.
     systems : pair of str or list of str, optional
         ``pairs``: the names of the two columns' systems (default ``("A", "B")``).

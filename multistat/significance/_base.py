@@ -148,6 +148,12 @@ class TestSpec:
         bootstrap and permutation tests); the others treat instances as independent and
         their note says so
     label : the report's name of the test (default: the registry name)
+    missing : what ``compare`` gives the test on a study with holes (``missing="keep"``,
+        instances only some systems have; :mod:`multistat.significance._holes`):
+        ``"pairwise"`` (default) runs it on each pair's joint instances, the instances
+        both systems have; ``"own"`` hands it the scores with their NaN cells, which it
+        handles itself (the unpaired tests use each system's own scores, ``"mixed"`` its
+        ratings)
     """
 
     __test__ = False
@@ -178,6 +184,7 @@ class TestSpec:
     uses_runs: bool = False
     cluster_resampling: bool = False
     label: str = ""
+    missing: str = "pairwise"
 
     def run(self, slab, ia, ib, ctx):
         """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->

@@ -183,6 +183,10 @@ class Slab:
         values are those of the gathered array, bit for bit: each metric's rows are
         gathered with the memory layout they have in it (instances outermost), on which
         numpy's sums run in the same order.
+    present : None for a complete group; for a group with holes (a study read with
+        ``missing="keep"``) ``(systems, instances)`` bool, the instances each system has
+        (``scores`` is NaN elsewhere): ``compare`` then runs paired tests on each pair's
+        joint instances (:mod:`multistat.significance._holes`)
     """
 
     scores: np.ndarray
@@ -197,6 +201,7 @@ class Slab:
     ratings: np.ndarray | None = None
     higher_is_better: tuple = ()
     order: np.ndarray | None = field(default=None, repr=False)
+    present: np.ndarray | None = field(default=None, repr=False)
     _memo: dict = field(default_factory=dict, repr=False)
 
     def _given(self) -> np.ndarray:

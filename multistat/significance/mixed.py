@@ -423,6 +423,32 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
                              or k.startswith("sd_")})
 
 
+def _rated_pairs(R, ia, ib, kw):
+    """:func:`mixed_test` of pairs ``(ia, ib)`` from ratings ``R`` ``(S, M, n, raters)``,
+    one pair at a time on views of the two systems' ratings: no ``pairs x instances x
+    raters`` gather (``R[ia]``, ``R[ib]`` were two copies of that size, so peak memory
+    grew with the number of pairs; the fits were one pair at a time anyway)."""
+    from multistat.significance._base import TestResult
+
+    P, M = len(ia), R.shape[1]
+    if not P:
+        return mixed_test(R[ia], R[ib], raters=True, **kw)
+    cols: dict = {}
+    notes = np.full((P, M), "", dtype=object)
+    for p, (a, b) in enumerate(zip(np.asarray(ia).tolist(), np.asarray(ib).tolist())):
+        res = mixed_test(R[a], R[b], raters=True, **kw)  # (M,) per field
+        for k in ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n",
+                  *res.extra):
+            v = res.extra[k] if k in res.extra else getattr(res, k)
+            cols.setdefault(k, np.full((P, M), np.nan))[p] = v
+        notes[p] = res.note
+    return TestResult("mixed", cols["statistic"], cols["p_value"], cols["estimate"],
+                      cols["ci_low"], cols["ci_high"], kw["confidence_level"], cols["n"],
+                      kw["alternative"], kw["null_value"], "mean", note=notes,
+                      extra={k: cols[k] for k in cols if k in ("se", "df")
+                             or k.startswith("sd_")})
+
+
 def mixed_batch(slab, ia, ib, ctx):
     """Batch entry of ``"mixed"``: one REML fit per pair x metric from the slab's ratings
     by rater (``slab.ratings``); without ratings, the item-difference t test of every
@@ -436,8 +462,7 @@ def mixed_batch(slab, ia, ib, ctx):
         X = slab.scores
         res = mixed_test(X[ia], X[ib], **kw)
     else:
-        R = slab.ratings  # (S, M, n, raters)
-        res = mixed_test(R[ia], R[ib], raters=True, **kw)
+        res = _rated_pairs(slab.ratings, ia, ib, kw)
         ctx.tick(P * M)
     out = from_test_result(res, (P, M), "mean")
     out.update({k: np.broadcast_to(np.asarray(v, dtype=float), (P, M))
@@ -454,4 +479,5 @@ def _register():
                           description="mixed-effects model of human ratings with crossed "
                                       "rater and item effects (Card et al. 2020 H.3), "
                                       "REML, Satterthwaite t",
-                          batch=mixed_batch, bytes_per_value=64, advised=False))
+                          batch=mixed_batch, bytes_per_value=64, advised=False,
+                          missing="own"))

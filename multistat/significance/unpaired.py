@@ -306,4 +306,4 @@ def _register():
             register(TestSpec(name, func, "rank", ("median",), assumes_symmetric=False,
                               assumes_normal=False, description=text,
                               batch=unpaired_batch(name), bytes_per_value=16,
-                              advised=False))
+                              advised=False, missing="own"))
