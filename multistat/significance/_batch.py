@@ -45,6 +45,7 @@ import pandas as pd
 
 from multistat._budget import Budget
 from multistat._table import constant_string
+from multistat.significance._signrank import signed_rank_info
 
 #: fields every BatchResult holds, each an array (pairs, metrics)
 FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
@@ -447,16 +448,13 @@ class Slab:
 
     def rank_info(self, ia, ib):
         """Sort information of ``X[ia] - X[ib]`` for rank statistics
-        (:func:`multistat.significance.rank.signed_rank_info`), shared by the Wilcoxon
-        test, Wilcoxon r and Hodges-Lehmann of one slab of pairs (kept for the last slab);
-        None if the rank module takes no such argument."""
+        (:func:`multistat.significance._signrank.signed_rank_info`), shared by the
+        Wilcoxon test, Wilcoxon r and Hodges-Lehmann of one slab of pairs (kept for the
+        last slab)."""
         key = ("rank",) + self._pair_key(ia, ib)
         hit = self._memo.get("rank_info")
         if hit is None or hit[0] != key:
-            from multistat.significance import rank
-
-            make = getattr(rank, "signed_rank_info", None)
-            self._memo["rank_info"] = (key, None if make is None else make(self.diff(ia, ib)))
+            self._memo["rank_info"] = (key, signed_rank_info(self.diff(ia, ib)))
         return self._memo["rank_info"][1]
 
     def for_pairs(self, name: str, ia, ib, make):
@@ -661,7 +659,7 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context, call=None) -> Batc
     return BatchResult(spec.name, out)
 
 
-def differences_batch(name: str, public, private):
+def differences_batch(name: str, public, private, get_spec: Callable):
     """The ``batch`` of the rank test registered as ``name``: :func:`closed_form_batch`
     computing ``private`` on the slab's differences and their sort
     (:meth:`Slab.rank_info`, shared with the effect sizes and the other rank tests of the
@@ -687,10 +685,8 @@ def differences_batch(name: str, public, private):
         return private(info.d, None, _diff=True,
                        **{k: v for k, v in args.items() if names is None or k in names})
 
-    def batch(slab, ia, ib, ctx):
-        from multistat.significance._base import REGISTRY
-
-        return closed_form_batch(REGISTRY[name], slab, ia, ib, ctx, call=call)
+    def batch(slab, ia, ib, ctx):  # get_spec(name): the spec registered as ``name``
+        return closed_form_batch(get_spec(name), slab, ia, ib, ctx, call=call)
 
     return batch
 

@@ -28,8 +28,19 @@ import numpy as np
 from multistat._lazy import lazy_module
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
-from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._base import TestResult, TestSpec, get_test, register
 from multistat.significance._batch import differences_batch
+from multistat.significance._common import (
+    add_note,
+    check_paired,
+    checked_diff,
+    empty_notes,
+    estimate_inside,
+    interval_quantile,
+    one_sided_ends,
+    scalar,
+    warn_rows,
+)
 from multistat.significance._signrank import (
     EXACT_CI_MAX_N,
     EXACT_MAX_N,
@@ -44,18 +55,7 @@ from multistat.significance._signrank import (
 )
 from multistat.significance._slabs import slabbed
 from multistat.significance._walsh import walsh_order_statistics
-from multistat.significance.parametric import (
-    _add_note,
-    _check_common,
-    _checked_diff,
-    _estimate_inside,
-    _interval_quantile,
-    _notes,
-    _one_sided_ends,
-    _scalar,
-    _warn,
-)
-from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_test, sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test_rows, sign_test
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
@@ -107,7 +107,7 @@ def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=No
     """
     n = diff.shape[-1]
     n_walsh = n * (n + 1) // 2
-    tail = _interval_quantile(level, alternative)
+    tail = interval_quantile(level, alternative)
     k_exact = _signed_rank_lower_rank(n, tail, True) if np.any(exact) else None
     k_approx = (_signed_rank_lower_rank(n, tail, False, bool(correction))
                 if not np.all(exact) else None)
@@ -136,7 +136,7 @@ def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=No
             high = np.where(mask, stats_[..., pos[n_walsh - k]], high)
         else:
             unbounded |= mask
-    low, high = _one_sided_ends(low, high, alternative)
+    low, high = one_sided_ends(low, high, alternative)
     return estimate, low, high, unbounded
 
 
@@ -193,7 +193,7 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     elif not isinstance(exact, (bool, np.bool_)):
         raise ParameterTypeError(f"`exact` must be True, False or None; got {exact!r}")
     est, low, high, _ = _hl_and_interval(diff, level, alternative, exact, info)
-    return _scalar(est), _scalar(low), _scalar(high)
+    return scalar(est), scalar(low), scalar(high)
 
 
 _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
@@ -305,7 +305,7 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
               "_interval": _interval}
     if info is not None:  # the caller sized the batch (one info for all of it)
         return _wilcoxon(x, y, info=info, **kwargs)
-    x, y, *_ = _check_common(x, y, alternative, null_value, confidence_level)
+    x, y, *_ = check_paired(x, y, alternative, null_value, confidence_level)
     return slabbed(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
                    memory_limit=memory_limit)
 
@@ -315,7 +315,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (the spec's batch,
     :func:`~multistat.significance._batch.differences_batch`), and ``info`` describes it."""
-    diff, alternative, null_value, confidence_level = _checked_diff(
+    diff, alternative, null_value, confidence_level = checked_diff(
         x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
     method = check_choice("method", method, _WILCOXON_METHODS)
@@ -326,7 +326,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     d = diff if null_value == 0 else diff - null_value  # (x - 0.0 is x, bit for bit)
     shape = d.shape[:-1]
     n_all = d.shape[-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     if info is not None and not _diff:
         info.check(diff, "wilcoxon")
     # the ranks are those of d = diff - null_value: ``info`` describes them when null is 0
@@ -381,19 +381,19 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     p = np.where(degenerate, np.nan, p)
     statistic = np.where(degenerate, np.nan, w_plus)
     z_out = np.where(degenerate, np.nan, z_out)
-    _add_note(notes, degenerate, "all differences equal the null value: W+ undefined")
-    _warn(degenerate, ConstantInputWarning,
+    add_note(notes, degenerate, "all differences equal the null value: W+ undefined")
+    warn_rows(degenerate, ConstantInputWarning,
           "Wilcoxon test: all differences equal the null value, result is NaN")
     small = (n_all < 2)
     if small:
-        _warn(np.ones(shape, bool), SmallSampleWarning,
+        warn_rows(np.ones(shape, bool), SmallSampleWarning,
               "Wilcoxon test: fewer than 2 pairs, the interval is unbounded")
 
     if not _interval:  # p-values only (the tied-data inversion scan below)
-        nan = _scalar(np.full(shape, np.nan))
-        return TestResult(test="wilcoxon", statistic=_scalar(statistic),
-                          p_value=_scalar(p), estimate=nan, ci_low=nan, ci_high=nan,
-                          confidence_level=confidence_level, n=_scalar(count),
+        nan = scalar(np.full(shape, np.nan))
+        return TestResult(test="wilcoxon", statistic=scalar(statistic),
+                          p_value=scalar(p), estimate=nan, ci_low=nan, ci_high=nan,
+                          confidence_level=confidence_level, n=scalar(count),
                           alternative=alternative, null_value=null_value,
                           statistic_kind="median")
     ci_exact = _walsh_exact_rows(diff, method, info)
@@ -405,24 +405,24 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
         est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
                                                      info, memory_limit, correction)
         if notes is not None:
-            _add_note(notes, unbounded,
+            add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
                       f"{level}: interval is unbounded")
         if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
             low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
                                         notes, None if info is None else info.sorted_d,
                                         memory_limit)
-        return est, _scalar(low), _scalar(high)
+        return est, scalar(low), scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
-    estimate = _estimate_inside(estimate, low, high, notes, "Hodges-Lehmann estimate")
+    estimate = estimate_inside(estimate, low, high, notes, "Hodges-Lehmann estimate")
     return TestResult(
-        test="wilcoxon", statistic=_scalar(statistic), p_value=_scalar(p),
-        estimate=_scalar(estimate), ci_low=low, ci_high=high,
-        confidence_level=confidence_level, n=_scalar(count.astype(np.int64)),
+        test="wilcoxon", statistic=scalar(statistic), p_value=scalar(p),
+        estimate=scalar(estimate), ci_low=low, ci_high=high,
+        confidence_level=confidence_level, n=scalar(count.astype(np.int64)),
         alternative=alternative, null_value=null_value, statistic_kind="median",
-        note=_scalar(notes),
-        extra={"z": _scalar(z_out), "exact": _scalar(np.array(use_exact))},
+        note=scalar(notes),
+        extra={"z": scalar(z_out), "exact": scalar(np.array(use_exact))},
         _ci_fn=lambda level: interval(check_probability("confidence_level", level))[1:],
     )
 
@@ -584,26 +584,28 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
 
         lo_f[r], hi_f[r] = scan_interval(pvalues, walsh, alpha=1.0 - level)
     if notes is not None:
-        _add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
+        add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
                   "disagree with the tie-corrected p-value at its ends")
-        _add_note(notes, too_slow.reshape(shape), f"ties with method='exact' at n = {n}: "
+        add_note(notes, too_slow.reshape(shape), f"ties with method='exact' at n = {n}: "
                   "Walsh interval (inverting the exact test would take too long), which "
                   "may disagree with the p-value at its ends")
-        _add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
+        add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
                   "interval is empty")
     return low, high
 
 
 register(TestSpec(
     name="sign", func=sign_test, family="rank",
-    batch=differences_batch("sign", sign_test, _sign_test), statistic_kinds=("median",),
+    batch=differences_batch("sign", sign_test, sign_test_rows, get_test),
+    statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
     bytes_per_value=SIGN_BYTES_PER_VALUE,
 ))
 register(TestSpec(
     name="wilcoxon", func=wilcoxon, family="rank",
-    batch=differences_batch("wilcoxon", wilcoxon, _wilcoxon), statistic_kinds=("median",),
+    batch=differences_batch("wilcoxon", wilcoxon, _wilcoxon, get_test),
+    statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",

@@ -54,8 +54,8 @@ from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 from multistat.significance._batch import BatchResult
+from multistat.significance._common import check_hypothesis
 from multistat.significance._inversion import bootstrap_basic_interval
-from multistat.significance.parametric import _check_keywords
 
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
@@ -254,9 +254,9 @@ def jackknife_median(d: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- core
-def _check_common(alternative, null_value, confidence_level, n_resamples, seed,
+def _check_resampling_args(alternative, null_value, confidence_level, n_resamples, seed,
                   statistic):
-    return (*_check_keywords(alternative, null_value, confidence_level),
+    return (*check_hypothesis(alternative, null_value, confidence_level),
             check_int("n_resamples", n_resamples, minimum=1), check_seed(seed),
             check_choice("statistic", statistic, ("mean", "median")))
 
@@ -565,7 +565,7 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
     >>> bool(res.p_value < 0.05), bool(res.ci_low < res.estimate < res.ci_high)
     (True, True)
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_common(
+    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
         alternative, null_value, confidence_level, n_resamples, seed, statistic)
     check_choice("ci_method", ci_method, CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, BOOTSTRAP_PVALUES)
@@ -614,7 +614,7 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
     >>> bool(np.isclose(ours, ref))
     True
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_common(
+    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
         alternative, null_value, confidence_level, n_resamples, seed, statistic)
     X, lead = _as_block(x, y)
     if X.shape[-1] < 2:
