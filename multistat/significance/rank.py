@@ -55,7 +55,7 @@ from multistat.significance._signrank import (
 )
 from multistat.significance._slabs import slabbed
 from multistat.significance._walsh import walsh_order_statistics
-from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test_rows, sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test, sign_test_rows
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
