@@ -300,10 +300,10 @@ class MetaResult:
         return pd.concat([studies, pooled], ignore_index=True)
 
     def plot_forest(self, ax=None, *, title: str | None = None):
-        """Forest plot (:func:`multistat.report.meta.forest_plot`): the studies with
+        """Forest plot (:func:`multistat.report.forest.forest_plot`): the studies with
         their intervals (squares sized by weight), the pooled diamond and the prediction
         interval. Returns the matplotlib Figure."""
-        from multistat.report.meta import forest_plot
+        from multistat.report.forest import forest_plot  # heavy: matplotlib, lazily
 
         return forest_plot(self.to_frame(), ax=ax, title=title)
 

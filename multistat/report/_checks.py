@@ -159,3 +159,22 @@ def check_systems_matches(res: pd.DataFrame, scores, name: str = "systems") -> N
                 f"`{name}` does not match the results: it has no score for system "
                 f"{system!r} of dataset {ds!r}, metric {metric!r} ({len(missing)} such); "
                 f"pass the --systems-out table of the same compare run")
+
+
+# the ranking table (report/ranking.py draws it; report/_files.py writes its DVC plots)
+NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
+          "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
+          "rank_range_high", "cluster", "beats", "beaten_by")
+
+
+def check_ranking(board) -> pd.DataFrame:
+    """The ranking table (DataFrame or Parquet path), with its columns checked."""
+    if not isinstance(board, pd.DataFrame):
+        from multistat.io import read_parquet
+
+        board = read_parquet(board)
+    missing = [c for c in NEEDED if c not in board.columns]
+    if missing:
+        raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
+                                  "`multistat rank` / multistat.rank)")
+    return board

@@ -134,7 +134,9 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
     """HTML of the section (empty string when it does not apply); writes
     ``figures/cd_diagram_<metric>.png`` (one per metric), ``tables/friedman.{csv,md}`` and
     ``tables/replicability.{csv,md}``."""
-    from multistat.report.html import _e, _img, _table
+    from multistat.report._markup import escape as _e
+    from multistat.report._markup import figure as _img
+    from multistat.report._markup import table as _table
     from multistat.report.plots import save_png
 
     cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}

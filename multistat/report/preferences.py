@@ -112,7 +112,7 @@ def write_preference_page(board, out_dir, *, dpi: int = 110, name: str = "battle
                           title: str = "multistat: pairwise preferences") -> Path:
     """``out_dir/preferences.html`` (figure embedded) with the tables and figure."""
     from multistat import _atomic
-    from multistat.report.html import _CSS
+    from multistat.report._markup import CSS as _CSS
 
     out = Path(out_dir)
     section = _section(board, out, dpi, name)

@@ -21,25 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from multistat.errors import DataValidationError, ParameterError
+from multistat.errors import ParameterError
 from multistat.report import tables as _tables
-
-NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
-          "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
-          "rank_range_high", "cluster", "beats", "beaten_by")
-
-
-def check_ranking(board) -> pd.DataFrame:
-    """The ranking table (DataFrame or Parquet path), with its columns checked."""
-    if not isinstance(board, pd.DataFrame):
-        from multistat.io import read_parquet
-
-        board = read_parquet(board)
-    missing = [c for c in NEEDED if c not in board.columns]
-    if missing:
-        raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
-                                  "`multistat rank` / multistat.rank)")
-    return board
+from multistat.report._checks import NEEDED, check_ranking  # noqa: F401 - re-exported
 
 
 def _num(v, digits=4) -> str:

@@ -1,0 +1,188 @@
+"""Issue 22.4: the package's layout shows its layers. The import graph of every module
+of ``multistat`` (read from the source with :mod:`ast`, without importing the package;
+imports inside functions count as much as those at the top) has no cycle; the command
+line is the package ``multistat/cli/`` with no ``_cli_*.py`` left at the package root."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "multistat"
+
+#: cycles still allowed, each with the change that removes it
+KNOWN_CYCLES = [
+    # removed by the run-request redesign (equivalence stops calling compare, issue 22.2)
+    {"multistat._progress", "multistat.comparison", "multistat.equivalence"},
+]
+
+
+def module_names(root: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` under ``root`` (packages by their
+    ``__init__.py``)."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from ... import`` names (package-relative for dots)."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _owner(name: str, modules) -> str | None:
+    """The deepest existing module of a dotted name (``multistat.cube.make`` -> cube)."""
+    while name and name not in modules:
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+    return name or None
+
+
+def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its file (top level, inside
+    functions or ``if TYPE_CHECKING:`` blocks alike)."""
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(module, is_package, node)
+                # `from pkg import mod` imports the module pkg.mod; `from mod import name`
+                # imports mod
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                           for a in node.names]
+            for t in targets:
+                owner = _owner(t, modules)
+                if owner is not None and owner != module:
+                    graph[module].add(owner)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative),
+    each as one cycle through all of its members' order of discovery."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        found.append(sorted(comp))
+    return found
+
+
+def cycle_path(graph: dict[str, set[str]], component) -> list[str]:
+    """One closed path ``a -> b -> ... -> a`` inside ``component`` (to print)."""
+    members = set(component)
+    start = min(members)
+    # breadth-first from start's successors back to start, inside the component
+    prev = {start: None}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & members):
+                if w == start:
+                    path = [start]
+                    while v is not None:
+                        path.append(v)
+                        v = prev[v]
+                    return path[::-1]  # start -> ... -> v -> start
+                if w not in prev:
+                    prev[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return sorted(members)
+
+
+# ------------------------------------------------------------------ the cycle finder
+def test_cycle_finder_finds_a_synthetic_cycle_and_no_false_one():
+    acyclic = {"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"a"}}
+    assert cycles(acyclic) == []
+    cyclic = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "d"}}
+    assert cycles(cyclic) == [["a", "b", "c"]]
+    assert cycle_path(cyclic, ["a", "b", "c"]) == ["a", "b", "c", "a"]
+    two = {"x": {"y"}, "y": {"x"}, "p": {"q"}, "q": {"r"}, "r": {"p"}}
+    assert sorted(cycles(two)) == [["p", "q", "r"], ["x", "y"]]
+
+
+def test_import_graph_reads_relative_and_function_level_imports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from . import low\n")
+    (pkg / "sub" / "low.py").write_text("def f():\n    from pkg import top\n")
+    (pkg / "top.py").write_text("from .sub.low import f\nimport pkg.sub\n")
+    modules = module_names(pkg)
+    assert set(modules) == {"pkg", "pkg.sub", "pkg.sub.low", "pkg.top"}
+    graph = import_graph(modules)
+    assert graph["pkg.sub.low"] == {"pkg.top"}  # inside a function: counted
+    assert graph["pkg.top"] == {"pkg.sub.low", "pkg.sub"}
+    assert graph["pkg.sub"] == {"pkg.sub.low"}
+    # top -> sub (imports pkg.sub) -> sub.low -> top (inside a function)
+    assert cycles(graph) == [["pkg.sub", "pkg.sub.low", "pkg.top"]]
+    assert cycle_path(graph, cycles(graph)[0]) == ["pkg.sub", "pkg.sub.low", "pkg.top",
+                                                   "pkg.sub"]
+
+
+# ------------------------------------------------------------------ the package itself
+def test_multistat_has_no_import_cycles():
+    modules = module_names()
+    assert len(modules) > 100 and "multistat.significance._base" in modules
+    graph = import_graph(modules)
+    unexpected = [c for c in cycles(graph) if set(c) not in KNOWN_CYCLES]
+    shown = ["  " + " -> ".join(cycle_path(graph, c)) for c in unexpected]
+    assert not unexpected, "import cycles in multistat/:\n" + "\n".join(shown)
+
+
+def test_the_command_line_is_a_package_with_no_cli_modules_at_the_root():
+    assert (PACKAGE / "cli" / "__init__.py").is_file()
+    assert not sorted(p.name for p in PACKAGE.glob("_cli_*.py"))
+    assert not (PACKAGE / "cli.py").exists()
