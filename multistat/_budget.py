@@ -11,7 +11,7 @@ must fit, whatever the budget).
 
 Slab sizes never change a result: every kernel computes each row (pair, resample) on its
 own, and the resampling plans are generated in the same order whatever the slab
-(:mod:`multistat.resampling`), so tables are bit-identical for every ``memory_limit``.
+(:mod:`multistat.engine`), so tables are bit-identical for every ``memory_limit``.
 """
 
 from __future__ import annotations

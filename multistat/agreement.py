@@ -23,7 +23,7 @@ them equal ``c``. The metric ``delta^2`` is the level of measurement:
 
 Written here rather than taken from the ``krippendorff`` package (whose values the tests
 reproduce) because the bootstrap needs every quantity as a sum over units: a resample is
-then a row of unit counts from the engine's shared plans (:mod:`multistat.resampling`),
+then a row of unit counts from the engine's shared plans (:mod:`multistat.engine`),
 and all resamples of a block are a few matrix products, with no loop over resamples.
 The interval metric uses within-unit centred sums of squares (shift-free); the ordinal
 positions are exact half-integers, so its sums are exact.
@@ -268,7 +268,7 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
     low = high = np.nan
     undefined = 0
     if n_resamples:
-        from multistat.resampling import plan_blocks
+        from multistat.engine import plan_blocks
 
         boot = np.concatenate([parts.alpha(block) for block in plan_blocks(
             "bootstrap", x.shape[0], n_resamples, seed, dataset=PLAN_DATASET)])

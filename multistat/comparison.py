@@ -4,7 +4,7 @@ For each dataset, metrics that share the same set of scored instances form a gro
 :class:`~multistat.significance.Slab`); every requested test runs through its registry
 spec's batch entry (:meth:`~multistat.significance.TestSpec.run`), so this module names no
 test. One resampling plan per ``(seed, dataset, kind, block)`` serves all systems, metrics
-and pairs of the dataset (:mod:`multistat.resampling`); closed-form tests and effect sizes
+and pairs of the dataset (:mod:`multistat.engine`); closed-form tests and effect sizes
 run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._budget`),
 from per-system quantities where the statistic allows (means and the Gram matrix for t and
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
@@ -793,12 +793,12 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     """Each system's observed score and its bootstrap distribution for one metric group.
 
     ``X`` ``(S, M, n)`` holds the group's scores on its valid instances; ``run`` goes to
-    :func:`multistat.resampling.resample` (``n``, ``n_resamples``, ``seed``, ``dataset``,
+    :func:`multistat.engine.resample` (``n``, ``n_resamples``, ``seed``, ``dataset``,
     scheduler options). Mean metrics: resampled means (one BLAS product per block);
     corpus metrics: the corpus metric of resampled summed statistics. Returns
     ``(observed (S, M), distribution (B, S, M))`` on the shared plan.
     """
-    from multistat import resampling as eng
+    from multistat import engine as eng
 
     if kind == "corpus":
         cm, stats = _corpus_stats(ds, ms, valid)

@@ -31,7 +31,7 @@ tot``. Pairwise accuracy is ``acc_23`` without tie calibration: the share of sys
 whose order (or tie) the metric gets right.
 
 Resampling. The paired bootstrap draws items from the engine's shared bootstrap plan
-(:mod:`multistat.resampling`, keyed by seed and dataset) and recomputes every metric's
+(:mod:`multistat.engine`, keyed by seed and dataset) and recomputes every metric's
 statistic per resample as BLAS products of the count matrix with per-item (or per-system)
 sums: per metric first, pairs last. PERM-BOTH z-scores each metric over the valid cells
 and swaps each cell's pair of scores with probability 1/2 (the engine's sign-flip plan over
@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat._validation import (
     check_alternative,
     check_choice,

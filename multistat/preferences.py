@@ -452,8 +452,8 @@ def _pairwise_better(dist, beta, alpha, correction):
     from scipy.stats import norm
 
     from multistat.correct import adjust_groups
+    from multistat.engine import pair_differences
     from multistat.ranking import better_matrix
-    from multistat.resampling import pair_differences
 
     S = dist.shape[1]
     ia, ib = np.triu_indices(S, 1)
@@ -702,7 +702,7 @@ def sign_flip_pvalues(x, *, alternative="two-sided", n_resamples=9999, rng=None)
     from ``n_resamples`` random sign vectors of ``rng`` (one plan for the rows).
     Returns ``(p, how)`` with ``how`` per row: ``"binomial"``, ``"exact"``,
     ``"monte carlo"``."""
-    from multistat.resampling import pvalues_from_null, sign_flips
+    from multistat.engine import pvalues_from_null, sign_flips
     from multistat.significance._binomial import binom_half_pvalue
 
     x = np.atleast_2d(np.asarray(x, float))
@@ -842,7 +842,7 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     if cnt[:, 0].sum() + cnt[:, 1].sum() == 0:
         raise DataValidationError(f"{where}: no judgment prefers {show(a)} or "
                                   f"{show(b)} (all ties): nothing to test")
-    from multistat.resampling import block_rng
+    from multistat.engine import block_rng
 
     rng = block_rng(seed, "preference_test", "permutation", 0)
     nz = x[x != 0]

@@ -4,7 +4,7 @@
 
 * the pairwise decisions come from :func:`multistat.compare` (one test, all pairs, the
   chosen correction over each ``dataset x metric`` family);
-* the rank intervals come from the shared bootstrap plan of :mod:`multistat.resampling`
+* the rank intervals come from the shared bootstrap plan of :mod:`multistat.engine`
   (the plan ``compare``'s bootstrap and :func:`multistat.system_scores` use, same seed):
   every system's score in every resample is one BLAS product (corpus metrics: the count
   matrix times the sufficient statistics, then the metric), the systems are ranked in

@@ -1,6 +1,6 @@
 """Westfall-Young step-down adjustment (max-T and min-P) over a shared resampling plan.
 
-Every pair of a family is resampled with the *same* plan (:mod:`multistat.resampling`),
+Every pair of a family is resampled with the *same* plan (:mod:`multistat.engine`),
 so the resampled statistics of all pairs come from one joint null distribution: the
 dependence between pairs that share systems and instances is the real one, not an
 inequality (Holm, Bonferroni) that ignores it.

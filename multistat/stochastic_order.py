@@ -391,7 +391,7 @@ def aso_batch(slab, ia, ib, ctx):
     over the instances of each run: one score per training seed, as in deepsig);
     without runs, its per-instance scores (a distribution over test items). Scores of a
     lower-is-better metric are negated, so eps_min < 0.5 always means "a is better"."""
-    from multistat.resampling import block_rng
+    from multistat.engine import block_rng
     from multistat.significance._batch import BatchResult
 
     S, M, _ = slab.shape

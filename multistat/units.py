@@ -20,8 +20,8 @@ import xarray as xr
 
 from multistat import cube
 from multistat._validation import check_choice, check_int, check_seed
+from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterError
-from multistat.resampling import block_rng
 
 
 def partition(n: int, size: int, remainder: str = "spread") -> list[np.ndarray]:

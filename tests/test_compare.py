@@ -314,13 +314,13 @@ ALL5 = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
 def test_bit_identical_for_every_memory_limit(statistic):
     # 16 MiB forces slabs of pairs (about 1 MiB each) and row slabs of every plan block
     # (8 MiB per worker: 87 rows of 3,000 instances)
-    from multistat import resampling
+    from multistat import engine
     from multistat._budget import Budget
 
     rng = np.random.default_rng(1)
     n, S = 3000, 6 if statistic == "mean" else 3
-    rows = Budget.of("16MiB").per_worker().rows(n * resampling.PLAN_BYTES_PER_VALUE)
-    assert rows < resampling.BLOCK_SIZE  # precondition: blocks are cut into row slabs
+    rows = Budget.of("16MiB").per_worker().rows(n * engine.PLAN_BYTES_PER_VALUE)
+    assert rows < engine.BLOCK_SIZE  # precondition: blocks are cut into row slabs
     score = np.round(rng.normal(size=(S, 2, n)) + rng.normal(size=(1, 2, n)), 2)
     ds = cube.make_dataset("big", score, systems=[f"s{i}" for i in range(S)],
                            metrics=["m1", "m2"], instances=range(n))

@@ -186,3 +186,38 @@ def test_the_command_line_is_a_package_with_no_cli_modules_at_the_root():
     assert (PACKAGE / "cli" / "__init__.py").is_file()
     assert not sorted(p.name for p in PACKAGE.glob("_cli_*.py"))
     assert not (PACKAGE / "cli.py").exists()
+
+
+def test_one_module_per_name_outside_the_command_line():
+    # multistat/x.py beside multistat/report/x.py (or significance/x.py) named two
+    # concepts alike (issue 22.4: resampling, ranking, across); cli/ names its modules by
+    # command group on purpose (cli/rank.py runs multistat.rank)
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE)
+        if rel.parts[0] == "cli" or path.name.startswith("_"):
+            continue
+        seen.setdefault(path.stem, []).append(str(rel))
+    repeated = {k: sorted(v) for k, v in seen.items() if len(v) > 1}
+    # report/<room>.py is the report section of the room multistat/<room>.py (DESIGN:
+    # each room is a module with its command and its report section)
+    rooms = {room: [f"{room}.py", f"report/{room}.py"]
+             for room in ("human", "meta", "metaeval", "preferences")}
+    assert repeated == rooms, repeated
+
+
+def test_public_names_are_not_shared_by_two_different_functions():
+    # the public multistat.system_scores / power.power_curve are the statistics; the
+    # report's helpers are named by what they do (issue 22.4)
+    import multistat
+    from multistat import report
+    from multistat.power import power_curve
+
+    assert multistat.system_scores.__module__ == "multistat.comparison"
+    assert power_curve.__module__ == "multistat.power.retrospective"
+    assert not hasattr(report, "system_scores") and not hasattr(report, "power_curve")
+    assert report.leaderboard_scores.__name__ == "leaderboard_scores"
+    assert report.power_curve_plot.__name__ == "power_curve_plot"
+    from multistat.report import clusters, ranking  # the old name of report/clusters.py
+
+    assert ranking is clusters

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat.errors import ParameterError, ParameterTypeError
 
 
@@ -130,7 +130,7 @@ def test_kernels_are_bit_identical_whatever_the_callers_blas_threads():
 @pytest.mark.parametrize("n", [5, 13, 1001])
 @pytest.mark.parametrize("max_rows", [1, 4, 7, 64, 999])
 def test_row_slabs_of_a_block_are_the_block_bit_for_bit(kind, n, max_rows):
-    from multistat.resampling import plan_block, plan_slabs
+    from multistat.engine import plan_block, plan_slabs
 
     whole = plan_block(kind, n, 2500, 11, "ds", 1)
     slabs = list(plan_slabs(kind, n, 2500, 11, "ds", 1, max_rows))
@@ -142,7 +142,7 @@ def test_row_slabs_of_a_block_are_the_block_bit_for_bit(kind, n, max_rows):
 def test_uint8_draws_split_off_a_multiple_of_four_bytes_change_the_stream():
     # why slabs are multiples of 4 rows: numpy draws 4 bytes per 32-bit value with a
     # buffer that restarts at every call (if this ever passes, the constraint is moot)
-    from multistat.resampling import block_rng
+    from multistat.engine import block_rng
 
     one = block_rng(3, "d", "permutation", 0).integers(0, 256, size=(12, 1), dtype=np.uint8)
     rng = block_rng(3, "d", "permutation", 0)
@@ -153,7 +153,7 @@ def test_uint8_draws_split_off_a_multiple_of_four_bytes_change_the_stream():
 
 def test_resample_with_a_small_budget_equals_the_whole_blocks():
     from multistat._budget import Budget
-    from multistat.resampling import linear_kernel, resample
+    from multistat.engine import linear_kernel, resample
 
     rng = np.random.default_rng(0)
     data = rng.normal(size=(3, 4000)) / 4000

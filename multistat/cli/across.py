@@ -114,8 +114,8 @@ def friedman_command(
                    ", ".join(f"{a} vs {b}" for a, b in zip(sig.system_a, sig.system_b)))
         if figure is not None:
             from multistat._atomic import write_bytes
-            from multistat.report.across import cd_diagram
             from multistat.report.plots import save_png
+            from multistat.report.testsets import cd_diagram
 
             path = _figure_path(figure, metric, several)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
+from multistat.engine import block_rng
 from multistat.errors import PowerParameterError
 from multistat.power import _common as c
-from multistat.resampling import block_rng
 
 __all__ = ["power_curve", "default_sample_sizes"]
 
@@ -69,7 +69,7 @@ def power_curve(x=None, y=None, *, delta, method="bootstrap", test="t", sample_s
     alpha : float in (0, 1)
     alternative : {"two-sided", "greater", "less"}
     seed : int >= 0
-        One generator per sample size from :func:`multistat.resampling.block_rng`.
+        One generator per sample size from :func:`multistat.engine.block_rng`.
     sd : float or None
         Standard deviation of the differences for ``method="normal"``.
     shift : bool

@@ -13,7 +13,7 @@ from a data generator, tests each, and summarizes
 * ``mean_significant_effect``: mean observed effect among significant results;
 
 each with its Monte Carlo standard error. Datasets are drawn in blocks of simulations,
-each block from :func:`multistat.resampling.block_rng` (``kind="power"``), so results are
+each block from :func:`multistat.engine.block_rng` (``kind="power"``), so results are
 reproducible (seed 0 is a seed) and independent of anything but the arguments; within a
 block the generator and the test work on whole ``(simulations, n)`` arrays.
 
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from multistat.engine import BLOCK_SIZE, block_bounds, block_rng
 from multistat.power import _common as c
-from multistat.resampling import BLOCK_SIZE, block_bounds, block_rng
 
 __all__ = ["SimulationResult", "simulate_power", "summarize", "registry_test"]
 

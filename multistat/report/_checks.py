@@ -161,7 +161,7 @@ def check_systems_matches(res: pd.DataFrame, scores, name: str = "systems") -> N
                 f"pass the --systems-out table of the same compare run")
 
 
-# the ranking table (report/ranking.py draws it; report/_files.py writes its DVC plots)
+# the ranking table (report/clusters.py draws it; report/_files.py writes its DVC plots)
 NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
           "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
           "rank_range_high", "cluster", "beats", "beaten_by")

@@ -109,7 +109,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         normality_p, test_statistic, recommended, non_preferred, inappropriate``
     power : optional power table(s): a DataFrame/path, or a list or ``{title: table}`` of
         them, each with at least ``n`` and ``power`` (see
-        :func:`multistat.report.plots.power_curve`); a folder path stands for all its
+        :func:`multistat.report.plots.power_curve_plot`); a folder path stands for all its
         ``*.parquet`` tables concatenated (e.g. one ``multistat power curve`` per delta)
     study : optional study (or saved ``.nc`` path) the results came from: per-system scores
         with intervals for the leaderboards and the histograms of A, B and A − B
@@ -117,7 +117,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         compare --systems-out``, :func:`multistat.system_scores`) with columns
         ``dataset, metric, system, score, ci_low, ci_high``: the leaderboard scores and
         intervals; otherwise they are computed from ``study`` (see
-        :func:`multistat.report.tables.system_scores`)
+        :func:`multistat.report.tables.leaderboard_scores`)
     test : which test the leaderboards, heatmaps and pairwise tables show. Default: with
         ``analysis``, per dataset × metric the test the analysis recommends for most pairs
         (among the tests run); otherwise the first test of the run. The checklist files
@@ -133,7 +133,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     max_power_figures : cap on the number of power-curve figures
     ranking : optional :func:`multistat.rank` table (DataFrame or Parquet path): a section
         with the cluster leaderboards and rank-interval figures
-        (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
+        (:mod:`multistat.report.clusters`, which also writes ``tables/ranking*`` and
         ``figures/rank_intervals_*.png``). Its test, correction and alpha then decide
         every pair in every section ("beats", heatmap stars, clusters, rank ranges; see
         :mod:`multistat.report.decisions`); the compare table must hold those rows, or
@@ -202,7 +202,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
     from multistat.report import decisions as _decisions
-    from multistat.report.ranking import check_ranking
+    from multistat.report.clusters import check_ranking
 
     board = check_ranking(ranking) if ranking is not None else None
     dec, dec_tests, dec_settings = _decisions.decision_rows(
@@ -247,8 +247,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                         numeric=("systems", "pairs", "significant pairs")))
     parts.append("</section>")
 
-    if ranking is not None:  # cluster leaderboards (multistat.report.ranking)
-        from multistat.report.ranking import write_ranking
+    if ranking is not None:  # cluster leaderboards (multistat.report.clusters)
+        from multistat.report.clusters import write_ranking
 
         parts.append(write_ranking(board, out, dpi=dpi))
         _files.write_rank_plots(out, board)
@@ -357,7 +357,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         fam_html.append("".join(h))
 
     # ------------------------------------------------------------------ across test sets
-    from multistat.report.across import across_section  # engineer E's section (issue 11)
+    from multistat.report.testsets import across_section  # engineer E's section (issue 11)
 
     across_html = across_section(res, figdir, tabdir, dpi=dpi,
                                  test=test if isinstance(test, str) else None)
@@ -675,7 +675,7 @@ def _power_section(res, powers, figdir, dpi, cap) -> str:
                 key = key if isinstance(key, tuple) else (key,)
                 label = " · ".join(f"{f} {v}" for f, v in zip(facets, key))
                 label = ", ".join(x for x in (label, _power_design(g)) if x) or title
-                fig = _plots.power_curve(g, title=label)
+                fig = _plots.power_curve_plot(g, title=label)
                 png = _plots.save_png(fig, figdir / f"power_{n_fig + 1:02d}.png",
                                       dpi=dpi)
                 h.append(_img(png, f"power curve {label}",

@@ -89,8 +89,8 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     """Write ``tables/metaeval.csv`` and ``figures/metaeval_<dataset>.png`` (and
     ``figures/metric_correlations_<dataset>.png`` with ``matrix``) under ``out_dir``;
     return the HTML section (figures embedded)."""
+    from multistat.report.clusters import _html_table, _slug
     from multistat.report.plots import save_png
-    from multistat.report.ranking import _html_table, _slug
 
     board = _frame(board, "metaeval", BOARD)
     matrix = _frame(matrix, "metaeval_matrix", MATRIX)

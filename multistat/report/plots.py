@@ -39,7 +39,7 @@ NS = "#E8E8E8"  # light grey: not significant
 MISSING = "#FFFFFF"
 
 __all__ = ["MAX_POWER_PANELS", "PAGE_SHRINK", "PAGE_WIDTH", "adjacent_power", "heatmap", "heatmap_fits", "histograms", "leaderboard_plot",
-           "power_curve", "save_png"]
+           "power_curve_plot", "save_png"]
 
 
 def _t(text) -> str:
@@ -98,7 +98,7 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         for no numbers, or ``"auto"``: the estimate, unless most estimates are exactly 0
         (medians of binary or Likert differences) and the score difference is known
     study, scores : sources of the per-system scores that order the axes (see
-        :func:`multistat.report.tables.system_scores`)
+        :func:`multistat.report.tables.leaderboard_scores`)
     order : explicit system order (best first) instead, e.g. the ranking's
     max_width : widest figure wanted, in inches (the report's page takes
         :data:`PAGE_WIDTH` = 13 in, 1,430 px at 110 dpi). ``None`` (default): the full-size
@@ -414,9 +414,9 @@ def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *
 _HUES = ("delta", "true_effect", "effect_size", "effect", "difference", "agreement", "test")
 
 
-def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str | None = None,
-                target: float = 0.8, title: str = "", se: str | None = "power_se",
-                type_m: str | None = "type_m") -> Figure:
+def power_curve_plot(table: pd.DataFrame, *, x: str = "n", y: str = "power",
+                     hue: str | None = None, target: float = 0.8, title: str = "",
+                     se: str | None = "power_se", type_m: str | None = "type_m") -> Figure:
     """Power against sample size, one line per value of ``hue``, with the target line.
 
     Parameters

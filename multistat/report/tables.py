@@ -184,8 +184,8 @@ def recommended_tests(results: pd.DataFrame, analysis: pd.DataFrame) -> dict[tup
 
 
 # ----------------------------------------------------------------------------- scores
-def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
-                  confidence_level: float | None = None) -> pd.DataFrame:
+def leaderboard_scores(results: pd.DataFrame, *, study=None,
+                       scores: pd.DataFrame | None = None, confidence_level: float | None = None) -> pd.DataFrame:
     """One score per ``dataset × metric × system``, with a confidence interval if possible.
 
     Parameters
@@ -309,7 +309,7 @@ def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | Non
     ----------
     results : compare table
     study, scores : where per-system scores and intervals come from (see
-        :func:`system_scores`)
+        :func:`leaderboard_scores`)
     test : the test whose corrected decisions count as wins (default: see
         :func:`primary_tests`)
 
@@ -329,7 +329,7 @@ def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | Non
     """
     df = check_results(results)
     chosen = primary_tests(df, test)
-    sc = system_scores(df, study=study, scores=scores)
+    sc = leaderboard_scores(df, study=study, scores=scores)
     out = []
     for (ds, metric), t in chosen.items():
         part = df[(df["dataset"] == ds) & (df["metric"] == metric) & (df["test"] == t)]

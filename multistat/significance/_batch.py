@@ -76,7 +76,7 @@ class Context:
     alternative, null_value, confidence_level, alpha : the hypothesis and levels
     statistic : ``"mean"`` or ``"median"`` for tests that compare either
     n_resamples, seed : the resampling plan: blocks of 1000 resamples, one generator per
-        ``(seed, dataset, kind, block)`` (:mod:`multistat.resampling`)
+        ``(seed, dataset, kind, block)`` (:mod:`multistat.engine`)
     scheduler, n_chunks : where the plan blocks run
     ci_method, bootstrap_pvalue : bootstrap options
     budget : :class:`multistat._budget.Budget`, the working memory of one step

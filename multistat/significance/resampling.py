@@ -3,7 +3,7 @@
 Everything here works on a block of systems at once: ``X`` holds scores
 ``(system, metric, instance)`` and ``ia``/``ib`` index the pairs ``a - b``; one
 resampling plan per ``(seed, dataset, kind, block)`` serves every system, metric and pair
-(:mod:`multistat.resampling`). The registered per-pair functions :func:`bootstrap_test`
+(:mod:`multistat.engine`). The registered per-pair functions :func:`bootstrap_test`
 and :func:`permutation_test` are the same code with two "systems" ``x`` and ``y``.
 
 p-values (``theta`` is the statistic of ``d = a - b``: mean, median or corpus metric
@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat._budget import Budget
 from multistat._centre import levels
 from multistat._validation import check_choice, check_int, check_seed
@@ -81,7 +81,7 @@ def _std(dist: np.ndarray) -> np.ndarray:
 
 
 def _pair_major(dist: np.ndarray) -> np.ndarray:
-    """A C-ordered ``(B, P, M)`` pair array (:func:`multistat.resampling.pair_differences`)
+    """A C-ordered ``(B, P, M)`` pair array (:func:`multistat.engine.pair_differences`)
     laid out for sums over resamples in the order numpy used on ``arr[:, ia] - arr[:, ib]``
     (pair axis outermost in memory), so that means and standard deviations keep their
     bits. The orders differ only when ``M == 1``: numpy then summed each pair's contiguous
@@ -142,7 +142,7 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
 
     ``jackknife`` (``(..., n)`` leave-one-out values) is needed for BCa;
     ``studentized`` = ``(se_hat, se_star)`` for the bootstrap-t interval.
-    ``scale``: :func:`multistat.resampling.null_scale` of ``dist - est`` if known.
+    ``scale``: :func:`multistat.engine.null_scale` of ``dist - est`` if known.
     Returns ``(low, high, note)``; infinite ends for one-sided alternatives.
     """
     note = np.full(est.shape, "", dtype=object)
@@ -208,7 +208,7 @@ def _quantile_valid(srt, valid, level):
 def bootstrap_pvalues(est, dist, *, alternative, null_value, method="shifted",
                       centred=None, scale=None):
     """p-values of the bootstrap test (see module docstring). ``centred`` (``dist -
-    est``) and ``scale`` (its :func:`multistat.resampling.null_scale`): if known."""
+    est``) and ``scale`` (its :func:`multistat.engine.null_scale`): if known."""
     if centred is None and method != "sacrebleu":
         centred = dist - est
     if method == "shifted":
