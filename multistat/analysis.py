@@ -165,7 +165,7 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     pairs : ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
     metrics, datasets : restrict to these names (default: all)
     memory_limit : working-memory budget (bytes or e.g. ``"2GiB"``; default as
-        :func:`multistat.compare`): pairs are analysed in slabs within it
+        :func:`multistat.compare`): pairs are analysed in chunks within it
 
     Returns
     -------
@@ -205,9 +205,9 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
             n_keep = int(keep.sum())
             binary = str(ds.kind.values[m]) == "binary"
             n_const = 0
-            # pairs in slabs sized by the memory budget (a, b, d and the percentiles' sort
+            # pairs in chunks sized by the memory budget (a, b, d and the percentiles' sort
             # copies): peak memory does not grow with the number of pairs
-            for sl in budget.slabs(len(idx), max(n_keep, 1) * 8 * 8):
+            for sl in budget.chunks(len(idx), max(n_keep, 1) * 8 * 8):
                 A, B = score[ia[sl], m][:, keep], score[ib[sl], m][:, keep]
                 D = A - B
                 with warnings.catch_warnings():

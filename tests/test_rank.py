@@ -627,7 +627,7 @@ def test_sign_interval_rows_equal_the_per_row_scan():
 
 
 def test_sign_test_uses_the_memory_it_declares():
-    # peak traced memory of sign_test on a slab of pairs (the pair slab X[ia], X[ib]
+    # peak traced memory of sign_test on a chunk of pairs (the pair chunk X[ia], X[ib]
     # included, as the batch forms it) stays within SIGN_BYTES_PER_VALUE
     import tracemalloc
 

@@ -140,7 +140,7 @@ def main(argv=None) -> int:
 
     from multistat._blas import pin_kernels
 
-    pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every slab
+    pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every chunk
     args = list(sys.argv[1:] if argv is None else argv)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):

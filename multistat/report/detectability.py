@@ -51,7 +51,7 @@ def _study_sds(study, dataset, metric, pairs) -> tuple[np.ndarray, np.ndarray]:
     """``(n, sd)`` per ``(a, b)`` of ``pairs``: the number of instances both scored and the
     standard deviation of A − B over them (n 0 and sd NaN where the study cannot tell:
     unknown dataset, metric or system, corpus metric). Scores are read once per dataset ×
-    metric (per system first); the differences are formed in slabs of pairs within the
+    metric (per system first); the differences are formed in chunks of pairs within the
     default memory budget."""
     n_out, sd = np.zeros(len(pairs), dtype=int), np.full(len(pairs), np.nan)
     from multistat import cube
@@ -73,7 +73,7 @@ def _study_sds(study, dataset, metric, pairs) -> tuple[np.ndarray, np.ndarray]:
     ib = np.array([index[b] for (_, b), k in zip(pairs, known) if k], dtype=int)
     n_k, sd_k = np.full(ia.size, x.shape[1]), np.empty(ia.size)
     from multistat._budget import Budget
-    for sl in Budget.of(None).slabs(ia.size, 8.0 * x.shape[1] * 3):
+    for sl in Budget.of(None).chunks(ia.size, 8.0 * x.shape[1] * 3):
         d = x[ia[sl]] - x[ib[sl]]
         if not partial:
             sd_k[sl] = np.std(d, axis=1, ddof=1) if x.shape[1] > 1 else np.nan

@@ -111,7 +111,7 @@ class SignedRankInfo:
     @property
     def sorted_d(self):
         if self._sorted is None:
-            # a C-ordered copy sorted in place: ``d`` may be strided (pair slabs of a cube
+            # a C-ordered copy sorted in place: ``d`` may be strided (pair chunks of a cube
             # whose instances are not innermost), and rows sort fastest contiguous
             self._sorted = np.array(self.d, dtype=np.float64, order="C")
             if self._sorted.size:
@@ -150,7 +150,7 @@ class SignedRankInfo:
 
 def index_dtype(n: int):
     """The smallest signed integer type holding the positions ``0 .. n`` (int16 up to
-    32,767 instances, then int32): ranks and sort orders of a slab of pairs take 2 or 4
+    32,767 instances, then int32): ranks and sort orders of a chunk of pairs take 2 or 4
     bytes a value instead of 8."""
     for t in (np.int16, np.int32):
         if n <= np.iinfo(t).max:

@@ -30,6 +30,7 @@ from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
 from multistat.significance._base import TestResult, TestSpec, get_test, register
 from multistat.significance._batch import differences_batch
+from multistat.significance._chunks import chunked
 from multistat.significance._common import (
     add_note,
     check_paired,
@@ -53,7 +54,6 @@ from multistat.significance._signrank import (
     signed_rank_pmf,
     signed_rank_sums,
 )
-from multistat.significance._slabs import slabbed
 from multistat.significance._walsh import walsh_order_statistics
 from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test, sign_test_rows
 
@@ -198,7 +198,7 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
 
 _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
 #: working memory of the Wilcoxon test per pair x instance (the differences, their sorted
-#: copy, the rank sums' and the Walsh kernel's arrays); sizes slabs of pairs. Measured
+#: copy, the rank sums' and the Walsh kernel's arrays); sizes chunks of pairs. Measured
 #: (WAL2, numba Walsh kernel): ru_maxrss of ``compare(make_study(300, 1, 2000),
 #: tests=("wilcoxon",), effect_sizes=False, memory_limit=...)`` from
 #: benchmarks/bench_leaderboard.py minus the same process after a warm-up call on a tiny
@@ -248,7 +248,7 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         of ``x - y - null_value`` and are sorted here; the interval still uses ``info``.)
     memory_limit : int, str or None
         Working memory (bytes or ``"512MiB"``; None: the engine's default budget). Rows
-        are tested in slabs of about ``memory_limit / (n * WILCOXON_BYTES_PER_VALUE)``
+        are tested in chunks of about ``memory_limit / (n * WILCOXON_BYTES_PER_VALUE)``
         (without ``info``); results do not depend on it.
 
     Returns
@@ -306,13 +306,13 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     if info is not None:  # the caller sized the batch (one info for all of it)
         return _wilcoxon(x, y, info=info, **kwargs)
     x, y, *_ = check_paired(x, y, alternative, null_value, confidence_level)
-    return slabbed(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
+    return chunked(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
                    memory_limit=memory_limit)
 
 
 def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, method,
               correction, info=None, memory_limit=None, _interval=True, _diff=False):
-    """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
+    """:func:`wilcoxon` on one chunk of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (the spec's batch,
     :func:`~multistat.significance._batch.differences_batch`), and ``info`` describes it."""
     diff, alternative, null_value, confidence_level = checked_diff(
@@ -518,7 +518,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
     tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
     each distinct Walsh average and each gap between two
-    (:func:`multistat.significance._inversion.scan_interval`), in slabs of candidate
+    (:func:`multistat.significance._inversion.scan_interval`), in chunks of candidate
     nulls sized by the memory budget. Rows with more than ``_SCAN_MAX_BREAKPOINTS``
     distinct averages, and ``method="exact"`` rows whose scan would exceed
     ``_EXACT_SCAN_MAX_OPS``, keep the Walsh interval, with a note."""
@@ -573,7 +573,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
 
         def pvalues(deltas, d=d):
             out = np.empty(deltas.size)
-            for sl in budget.slabs(deltas.size, per_null):  # each null on its own
+            for sl in budget.chunks(deltas.size, per_null):  # each null on its own
                 shifted = d[None, :] - deltas[sl, None]
                 with warnings.catch_warnings():  # candidate nulls, not the user's data
                     warnings.simplefilter("ignore")

@@ -59,7 +59,7 @@ from multistat.significance._inversion import bootstrap_basic_interval
 
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
-MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functions)
+MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair chunk (per-pair functions)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -100,7 +100,7 @@ def _pair_std(dist: np.ndarray) -> np.ndarray:
 
 def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
     budget = Budget(MEMORY_BUDGET) if budget is None else budget
-    return budget.slabs(n_pairs, per_pair_bytes)
+    return budget.chunks(n_pairs, per_pair_bytes)
 
 
 def _interp_quantile(sorted_dist: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -278,7 +278,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     ``statistic`` (theta_hat - null_value), ``p_value``, ``estimate``, ``ci_low``,
     ``ci_high``, ``note``, ``se`` (standard deviation of the bootstrap distribution),
     and the system-level bootstrap distribution ``systems`` ``(B, S, M)`` when the
-    statistic is a mean or corpus metric. Pairs are taken in slabs sized by ``budget``
+    statistic is a mean or corpus metric. Pairs are taken in chunks sized by ``budget``
     (:class:`multistat._budget.Budget`). ``clusters``: group code per instance
     (:mod:`multistat._cluster`): whole groups are resampled. ``centre``: the per-metric
     constants ``(M,)`` the resampled means subtract (:mod:`multistat._centre`; computed

@@ -8,6 +8,7 @@ from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning
 from multistat.significance._base import TestResult
 from multistat.significance._binomial import binom_half_pvalue
+from multistat.significance._chunks import chunked
 from multistat.significance._common import (
     add_note,
     check_paired,
@@ -18,11 +19,10 @@ from multistat.significance._common import (
     warn_rows,
 )
 from multistat.significance._inversion import sign_interval_rows
-from multistat.significance._slabs import slabbed
 
 __all__ = ["SIGN_BYTES_PER_VALUE", "sign_test"]
 
-#: working memory of the sign test per pair x instance, sizes slabs of pairs: the pair
+#: working memory of the sign test per pair x instance, sizes chunks of pairs: the pair
 #: slab ``X[ia], X[ib]`` the batch forms (16 bytes), the differences and their sort (16),
 #: the interval's int32 tie-run positions and one-byte masks. Measured with tracemalloc
 #: on 200 pairs x 2 metrics x 10,000 instances (4 decimals) through sign_test(X[ia],
@@ -52,7 +52,7 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
         counts stay integers (Conover 1999, sec. 3.4).
     memory_limit : int, str or None
         Working memory (bytes or ``"512MiB"``; None: the engine's default budget): rows
-        are tested in slabs of about ``memory_limit / (n * SIGN_BYTES_PER_VALUE)``;
+        are tested in chunks of about ``memory_limit / (n * SIGN_BYTES_PER_VALUE)``;
         results do not depend on it.
 
     Returns
@@ -102,13 +102,13 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     kwargs = {"alternative": alternative, "null_value": null_value,
               "confidence_level": confidence_level, "zero_method": zero_method}
     x, y, *_ = check_paired(x, y, alternative, null_value, confidence_level)
-    return slabbed(sign_test_rows, x, y, kwargs, bytes_per_value=SIGN_BYTES_PER_VALUE,
+    return chunked(sign_test_rows, x, y, kwargs, bytes_per_value=SIGN_BYTES_PER_VALUE,
                    memory_limit=memory_limit)
 
 
 def sign_test_rows(x, y, *, alternative, null_value, confidence_level, zero_method,
                info=None, _diff=False):
-    """:func:`sign_test` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
+    """:func:`sign_test` on one chunk of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (the spec's batch,
     :func:`~multistat.significance._batch.differences_batch`), ``info`` its
     :class:`~multistat.significance.rank.SignedRankInfo` (whose sorted rows are shared)."""
