@@ -4,6 +4,7 @@ progress lines and the dataset node built from per-instance statistics."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -87,7 +88,6 @@ def _ticker(progress, label: str, every: float = 2.0):
     if not callable(progress):
         raise ParameterTypeError(f"`progress` must be a callable taking one line of text; "
                                  f"got {type(progress).__name__}")
-    import time
 
     start = time.perf_counter()
     last = [start]

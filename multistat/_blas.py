@@ -70,7 +70,10 @@ def shape_consistent() -> bool:
     product (one BLAS thread, as the engine runs it): a 64 x 3,000 count plan times 303
     columns, whole against chunks of 4 and 40 rows and a 4 x 4 corner; a few milliseconds,
     once per process."""
+    # heavy: numpy, lazily
     import numpy as np
+
+    # lazily: `multistat --help` does not load it (startup time)
     from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(0)

@@ -59,6 +59,7 @@ def estimate_cost(*, n_systems: int, n_pairs: int, n_metrics: int, n_instances: 
 
 def _is_resampling(test) -> bool:
     try:
+        # heavy: pyarrow, pandas, lazily
         from multistat.significance import REGISTRY
     except ImportError:  # pragma: no cover
         return False
@@ -70,6 +71,7 @@ def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs
                metrics=None, datasets=None) -> float:
     """:func:`estimate_cost` summed over the datasets of ``study`` that the request
     selects (same ``pairs``/``metrics``/``datasets`` arguments as ``compare``)."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)

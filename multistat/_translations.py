@@ -78,6 +78,7 @@ def _split_sacrebleu_options(metrics: list[str], options: dict) -> dict[str, dic
         cls, _, fixed = TRANSLATION_METRICS[m]
         out[m] = {**per_class[cls], **fixed, **prefixed[cls]}
     if "tokenize" in out.get("bleu", {}):
+        # heavy: sacrebleu, lazily
         from sacrebleu.metrics.bleu import BLEU
         tok = out["bleu"]["tokenize"]
         if tok not in BLEU.TOKENIZERS:
@@ -192,6 +193,7 @@ def _table_inputs(hypotheses, references, system_col, segment_col, text_col, ref
 
 
 def _sacrebleu_metric(cls_name: str, options: dict, refs: list[list[str]]):
+    # heavy: sacrebleu, lazily
     import sacrebleu.metrics as sm
     cls = getattr(sm, cls_name)
     try:

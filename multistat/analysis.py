@@ -18,6 +18,7 @@ from multistat import cube
 from multistat._budget import Budget
 from multistat._validation import check_probability
 from multistat.errors import ConstantInputWarning
+from multistat.significance import REGISTRY
 
 SHAPIRO_MAX = 5000
 SKEW_THRESHOLD = 0.5
@@ -86,8 +87,6 @@ def _classify(spec, symmetric: bool, normal: bool) -> str:
 
 
 def _specs(binary: bool):
-    from multistat.significance import REGISTRY
-
     # ASO ("distribution": dominance over runs, no p-value) is no test of Table 2, nor
     # are the tests of other designs (ratings by rater, unpaired samples: not advised)
     general = [s for s in REGISTRY.values() if not s.binary_only and s.advised

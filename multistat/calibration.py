@@ -41,6 +41,7 @@ their ratio (design effect) shows how much the shared plans matter.
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from pathlib import Path
@@ -48,7 +49,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multistat import _atomic
 from multistat._calibration_cells import ALPHA, CONFIDENCE, cell, seed_of
+from multistat.corpus import get_corpus_metric
 
 DISTRIBUTIONS = ("normal", "skewed", "heavy", "likert", "binary", "bleu")
 SIZES = (20, 50, 200)
@@ -126,6 +129,7 @@ def _bleu_stats(n, replicates, rng):
 def _study(distribution, a, b, n_groups):
     """``n_groups`` datasets, each with systems ``s0000, s0001, ...``; replicate ``k`` of
     a dataset is the pair ``(s{2k}, s{2k+1})``."""
+    # heavy: xarray, lazily
     from multistat import cube
 
     R = a.shape[0]
@@ -139,8 +143,6 @@ def _study(distribution, a, b, n_groups):
         systems = [f"s{i:05d}" for i in range(2 * m)]
         inst = [f"i{j:04d}" for j in range(a.shape[1])]
         if distribution == "bleu":
-            from multistat.corpus import get_corpus_metric
-
             cm = get_corpus_metric("bleu")
             st = np.empty((2 * m, 1) + a.shape[1:])
             st[0::2, 0], st[1::2, 0] = a[sl], b[sl]
@@ -162,6 +164,7 @@ def _study(distribution, a, b, n_groups):
 
 def tests_for(distribution: str) -> list[str]:
     """Registered tests that apply to a setting (every registered test somewhere)."""
+    # heavy: scipy.special, numpy, lazily
     from multistat.significance import REGISTRY
 
     out = []
@@ -188,6 +191,7 @@ def run_setting(distribution: str, n: int, *, replicates: int = 2000, n_groups: 
                 n_resamples: int = 999, seed: int = 0, tests=None,
                 ci_methods=CI_METHODS) -> list[dict]:
     """All cells of one (distribution, n) setting."""
+    # heavy: xarray, scipy.special, lazily
     from multistat import compare
 
     s = seed_of("calibration", seed, distribution, n)
@@ -238,7 +242,10 @@ def run_ratings_setting(preset: str, raters: int, items: int, *, replicates: int
     """Type I error and coverage of the ``"mixed"`` test on null rating studies drawn
     from Card et al.'s crossed model (no system effect) with the preset's standard
     deviations, through :func:`multistat.compare` on studies with ratings by rater."""
+    # heavy: xarray, scipy.special, lazily
     from multistat import compare, cube
+
+    # heavy: scipy.special, numpy, lazily
     from multistat.power import LIKERT_PRESETS
 
     v = LIKERT_PRESETS[preset]
@@ -306,6 +313,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
             if progress is not None:
                 progress(f"{dist:>7} n={n:<4} {time.perf_counter() - t0:6.1f} s")
     if preferences:
+        # heavy: scipy.special, numpy, lazily
         from multistat._calibration_preferences import preference_rows
 
         rows += preference_rows(replicates=replicates, seed=seed)
@@ -319,6 +327,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
 # ---------------------------------------------------------------------------- output
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one section per kind, off-nominal cells listed first."""
+    # heavy: matplotlib, seaborn, lazily
     from multistat.report.formatting import to_markdown as markdown_table
 
     meta = table.attrs.get("multistat", {})
@@ -353,7 +362,6 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Path, Path]:
     """Write ``calibration.parquet`` and ``calibration.md`` atomically."""
-    from multistat import _atomic
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -368,7 +376,6 @@ def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Pa
 
 def main(argv=None) -> int:
     """``python -m multistat.calibration [--quick] [--out DIR]`` (``make validate``)."""
-    import argparse
 
     ap = argparse.ArgumentParser(prog="python -m multistat.calibration",
                                  description="Type I error and interval coverage of every "

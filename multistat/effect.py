@@ -39,6 +39,7 @@ from multistat.significance._signrank import (
 from multistat.significance._signrank import (
     walsh_projection_variance as _walsh_projection_variance,
 )
+from multistat.significance.parametric import pair_constant, pair_mean_sd
 from multistat.significance.rank import _hl_and_interval, _walsh_exact_rows
 
 __all__ = [
@@ -456,7 +457,6 @@ def effect_sizes_batch(slab, ia, ib, *, confidence_level=0.95, moments=None
     already computed) - no pair is materialised for them; Wilcoxon r and Hodges-Lehmann
     use the slab's differences and their sort (shared with the Wilcoxon test).
     """
-    from multistat.significance.parametric import pair_constant, pair_mean_sd
 
     level = check_probability("confidence_level", confidence_level)
     n = slab.n

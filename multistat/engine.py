@@ -30,12 +30,16 @@ depend on the chunk either.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import zlib
 from collections.abc import Iterator
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from multistat._budget import Budget
+from multistat._scheduler import blas_core, check_task_blas, match_workers_blas
 from multistat._validation import check_int, check_seed
 
 BLOCK_SIZE = 1000
@@ -298,13 +302,11 @@ def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact
                 parent_pid, max_rows=None, blas=None):
     global _WORKER_BLAS_LIMITED
     if blas is not None:  # a dask.distributed worker: the client's BLAS kernels or nothing
-        from multistat._scheduler import check_task_blas
 
         check_task_blas(blas)
     if os.getpid() != parent_pid and not _WORKER_BLAS_LIMITED:
         # a worker process (dask processes / distributed): BLAS on one thread, as in the
         # caller's process (see `resample`), so every block gives the same bits everywhere
-        from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=1, user_api="blas")
         _WORKER_BLAS_LIMITED = True
@@ -330,9 +332,8 @@ def get_client(scheduler):
                                           "sync", "single-threaded"):
         yield None
         return
+    # heavy: distributed, dask, lazily
     from distributed import Client
-
-    from multistat._scheduler import match_workers_blas
 
     if isinstance(scheduler, Client):
         match_workers_blas(scheduler)  # the workers compute with this process's kernels
@@ -354,8 +355,6 @@ def get_client(scheduler):
 
 
 def _close_quietly(client) -> None:
-    import logging
-
     names = ["distributed"] + [n for n in logging.root.manager.loggerDict
                                if n.startswith("distributed.")]
     loggers = [logging.getLogger(n) for n in names]
@@ -392,9 +391,8 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     consumed in row chunks (:func:`plan_chunks`), which changes no bit. ``progress(units)``
     is called with the number of blocks as each task finishes.
     """
+    # heavy: dask, lazily
     import dask
-
-    from multistat._budget import Budget
 
     budget = Budget.of(budget) if not isinstance(budget, Budget) else budget
     # row chunks: every concurrent task keeps one chunk of (rows x n) plan values alive
@@ -408,13 +406,11 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
         nb = len(block_bounds(n_resamples))
         k = min(nb, 64) if n_chunks is None else max(1, min(int(n_chunks), nb))
         groups = [list(g) for g in np.array_split(np.arange(nb), k) if len(g)]
-    from threadpoolctl import threadpool_limits
 
     pid = os.getpid()
     # One BLAS thread per block everywhere: a multi-threaded GEMM splits the product
     # differently with the thread count and changes the last bits; parallelism comes from
     # running blocks concurrently instead.
-    from multistat._scheduler import blas_core
 
     with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
@@ -463,7 +459,10 @@ def _cluster_run(client, data, groups, progress, submit) -> list:
     the result is the same bit for bit. A lost scheduler ("scheduler-connection-lost"), or
     a task that kills its workers (``KilledWorker``), is not retried.
     """
+    # heavy: distributed, dask, lazily
     from distributed import as_completed
+
+    # heavy: distributed, dask, lazily
     from distributed.client import FutureCancelledError
 
     done: dict = {}
@@ -488,6 +487,7 @@ def _cluster_run(client, data, groups, progress, submit) -> list:
 
 
 def _task_ticks():
+    # heavy: dask, lazily
     from dask.callbacks import Callback
 
     class TaskTicks(Callback):

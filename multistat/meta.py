@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import special, stats
+from scipy.optimize import brentq
 
 from multistat._validation import check_choice, check_probability
 from multistat.errors import (
@@ -62,6 +63,7 @@ from multistat.errors import (
     ParameterTypeError,
     show,
 )
+from multistat.io import read_parquet
 
 __all__ = [
     "METHODS",
@@ -503,7 +505,6 @@ def _read_tables(table) -> pd.DataFrame:
     with several files a ``source`` column names each row's file."""
     if isinstance(table, pd.DataFrame):
         return table
-    from multistat.io import read_parquet
 
     paths = [Path(table)] if isinstance(table, (str, Path)) else [Path(p) for p in table]
     files: list[Path] = []
@@ -846,7 +847,6 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
 
 def _scalar_root(f) -> float:
     """Root of a decreasing f with f(0) > 0 (the residual generalized Q - (k - p))."""
-    from scipy.optimize import brentq
 
     hi = 1.0
     while f(hi) > 0:

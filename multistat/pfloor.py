@@ -61,6 +61,7 @@ def smallest_adjusted(p_floor: float, n_tests: int, correction: str | None) -> f
         return float(p_floor)
     if correction in ("holm", "bonferroni"):
         return float(min(1.0, m * p_floor))
+    # heavy: statsmodels, lazily
     from statsmodels.stats.multitest import multipletests
 
     return float(np.min(multipletests(np.full(m, float(p_floor)), method=correction)[1]))

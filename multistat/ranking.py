@@ -28,8 +28,11 @@ import numpy as np
 import pandas as pd
 
 from multistat import cube
+from multistat._centre import levels
 from multistat._validation import check_choice, check_int, check_probability, check_seed
 from multistat.errors import ResamplingFloorWarning
+from multistat.pfloor import floor_note
+from multistat.stepdown import TESTS
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -43,7 +46,6 @@ def auto_correction(test: str) -> str:
     the resampling tests (its adjusted p is a count over the shared plan, at least
     ``1/(B + 1)``, never multiplied by the number of pairs, so it scales with the number
     of systems), Holm for closed-form tests (whose p-values have no resampling floor)."""
-    from multistat.stepdown import TESTS
 
     return "westfall-young" if test in TESTS else "holm"
 
@@ -56,6 +58,7 @@ def _signed(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
 
 def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     """Ranks of ``score`` ``(S,)``: 1 is best, ties get the average rank."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import rankdata
 
     return rankdata(-_signed(np.asarray(score, float), higher_is_better), method="average")
@@ -100,6 +103,7 @@ def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
     (:func:`_snap_ties`): integer scores give resampled means that are equal in exact
     arithmetic but may differ in the last bit, by the order a BLAS product sums them.
     """
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import rankdata
 
     dist = np.asarray(dist, float)
@@ -173,6 +177,7 @@ def rank_ranges(better: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 # ----------------------------------------------------------------------------- driver
 def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
              equivalence_margin):
+    # heavy: scipy.special, numpy, lazily
     from multistat.significance import REGISTRY
 
     if test == "auto":
@@ -184,6 +189,7 @@ def _rank_iv(test, alpha, correction, n_resamples, seed, confidence_level,
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
     confidence_level = check_probability("confidence_level", confidence_level)
+    # lazily: multistat.equivalence imports this module (import cycle)
     from multistat.equivalence import check_margin
 
     equivalence_margin = check_margin(equivalence_margin)
@@ -195,7 +201,6 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     """The :func:`multistat.pfloor.floor_note` of every ``dataset x metric`` family of a
     compare table whose corrected p-values cannot reach ``alpha`` (families of one size
     share one sentence naming them all)."""
-    from multistat.pfloor import floor_note
 
     if test not in ("bootstrap", "permutation") or not len(table):
         return []
@@ -223,6 +228,7 @@ def system_distributions(study, *, n_resamples=10_000, seed=0, metrics=None, dat
     plan, instance order and grouping as :func:`multistat.compare` and
     :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
     already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
+    # lazily: multistat.comparison imports this module (import cycle)
     from multistat.comparison import _group_bootstrap, _walk, system_observed
 
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
@@ -353,6 +359,7 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     >>> res.pairs.attrs["multistat"]["correction"]
     'westfall-young'
     """
+    # lazily: multistat.comparison imports this module (import cycle)
     from multistat.comparison import compare, study_hash
 
     if not hasattr(study, "children"):
@@ -376,7 +383,6 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
         warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
     # the bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
     # (centred means plus the metric's centre: levels, multistat._centre)
-    from multistat._centre import levels
 
     known = {(d, g.metrics): levels(g.arrays["dist"], g.arrays.get("centre", 0.0))
              for (d, t, _), g in kept.items() if t == "bootstrap"}

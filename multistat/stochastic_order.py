@@ -49,8 +49,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from multistat._centre import nan_centred_means, pair_centre
 from multistat._lazy import lazy_module
 from multistat._validation import check_int, check_probability, check_seed
+from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterTypeError
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
@@ -346,7 +348,7 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     not counted in a correction family), ``estimate`` the difference of the sample means;
     ``alternative`` and ``null_value`` do not apply (ASO tests dominance, not a shift).
     """
-    from multistat._centre import pair_centre
+    # lazily: multistat.significance._base imports this module (import cycle)
     from multistat.significance._base import TestResult
 
     r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
@@ -391,7 +393,7 @@ def aso_batch(slab, ia, ib, ctx):
     over the instances of each run: one score per training seed, as in deepsig);
     without runs, its per-instance scores (a distribution over test items). Scores of a
     lower-is-better metric are negated, so eps_min < 0.5 always means "a is better"."""
-    from multistat.engine import block_rng
+    # lazily: multistat.significance._batch imports this module (import cycle)
     from multistat.significance._batch import BatchResult
 
     S, M, _ = slab.shape
@@ -432,8 +434,6 @@ def aso_batch(slab, ia, ib, ctx):
         ctx.tick(1)
     # mean(x - k): means of scores moved by a constant (issue 24.1, multistat._centre)
     if slab.run_scores is not None:
-        from multistat._centre import nan_centred_means
-
         means = nan_centred_means(samples)  # (S, M)
     else:
         means = slab.centred_means()
@@ -449,6 +449,7 @@ def aso_batch(slab, ia, ib, ctx):
 
 
 def _register():
+    # lazily: multistat.significance._base imports this module (import cycle)
     from multistat.significance._base import REGISTRY, TestSpec, register
 
     if "aso" not in REGISTRY:

@@ -245,6 +245,7 @@ def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | N
 
 def _lazy_units(ds, size, statistic, seed, remainder):
     """Dask path: units computed block by block over the (system, metric) chunks."""
+    # heavy: dask, lazily
     import dask.array as da
 
     if cube.STATS in ds:

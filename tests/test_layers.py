@@ -221,3 +221,44 @@ def test_public_names_are_not_shared_by_two_different_functions():
     from multistat.report import clusters, ranking  # the old name of report/clusters.py
 
     assert ranking is clusters
+
+
+#: files whose function-level imports are not yet reviewed: they are being rewritten on
+#: other branches (the run request, issue 22.1-2; Slab for missing data); remove each
+#: entry once its imports are at the top or carry their reason
+UNREVIEWED = {"comparison.py", "equivalence.py", "stepdown.py", "_progress.py",
+              "significance/_batch.py", "cli/compare.py", "cli/rank.py", "cli/_common.py"}
+
+
+def function_level_imports(root: Path = PACKAGE):
+    """``(file, line, source line, commented)`` of every import inside a function;
+    commented: a ``#`` comment on its line(s) or a comment line right above."""
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        tree = ast.parse("\n".join(lines))
+        stack = [(tree, False)]
+        while stack:
+            node, inside = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.Import, ast.ImportFrom)) and inside:
+                    own = lines[child.lineno - 1:child.end_lineno]
+                    above = lines[child.lineno - 2].strip() if child.lineno > 1 else ""
+                    yield (str(path.relative_to(root)), child.lineno, own[0].strip(),
+                           any("#" in s for s in own) or above.startswith("#"))
+                stack.append((child, inside or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef))))
+
+
+def test_function_level_imports_say_why(tmp_path):
+    # imports inside functions are for heavy or optional dependencies (or to break an
+    # import cycle), each with its reason beside it; light ones belong at the top
+    bare = [f"{f}:{line}: {text}" for f, line, text, commented in function_level_imports()
+            if not commented and f not in UNREVIEWED]
+    assert not bare, "function-level imports without a reason:\n" + "\n".join(bare)
+    # the finder sees a bare one, a commented one and one with the comment above
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("import os\n\ndef f():\n    import json\n    import math  # why\n"
+                              "    # heavy: why\n    import re\n    return os\n")
+    found = [(line, commented) for _, line, _, commented in function_level_imports(pkg)]
+    assert sorted(found) == [(4, False), (5, True), (7, True)]

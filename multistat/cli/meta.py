@@ -12,6 +12,9 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.errors import ParameterError, show
+
 HELP = ("Meta-analysis across studies: pool each metric x pair x test of compare tables "
         "across datasets (fixed, DL, PM, ML, REML; Knapp-Hartung), with tau^2, I^2 and "
         "prediction intervals (Parquet).")
@@ -47,8 +50,7 @@ def meta_command(
 ):
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
-    from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
-    from multistat.errors import ParameterError, show
+    # heavy: scipy.stats, scipy.optimize, lazily
     from multistat.meta import _read_tables, meta_analysis
 
     guard_outputs(inputs, {"--out": out})

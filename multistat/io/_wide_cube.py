@@ -38,6 +38,7 @@ from multistat.io._parsing import (
     _read_table,
     _scores,
 )
+from multistat.io._reader import _detect_format
 from multistat.io._sources import _names, _normalise_sep, _resolve_source, _stem
 
 #: read_scores keywords this path understands (with these values: the rest go the long way)
@@ -137,6 +138,7 @@ def read_wide_arrays(path, **options) -> WideArrays | None:
         arrays = _read(items, sources, metrics, dataset, lower, options)
     except _Fallback as fb:
         if fb.one_file is not None:
+            # optional: only when available
             from multistat.io._reader import read_scores
 
             metric, value = fb.one_file
@@ -161,8 +163,6 @@ def _unknown_lower(unknown, metrics) -> None:
 
 
 def _not_table(src) -> bool:
-    from multistat.io._reader import _detect_format
-
     return _detect_format(src) is not None
 
 

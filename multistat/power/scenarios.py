@@ -20,6 +20,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from scipy.special import expit, logit
 
 from multistat._lazy import lazy_module
 from multistat.engine import block_bounds, sign_flips
@@ -303,8 +305,8 @@ def _nonnegative(name, value) -> float:
 def _simulate_rated_preference(*, n, p_a, p_tie, n_simulations, alpha, seed, n_raters,
                                item_sd, rater_sd, n_permutations) -> SimulationResult:
     """:func:`simulate_preference` with raters and item/rater random effects."""
-    from scipy.special import expit, logit
 
+    # lazily: multistat.preferences imports this module (import cycle)
     from multistat.preferences import sign_flip_pvalues, unit_shares
 
     q = p_a / (1 - p_tie)
@@ -367,7 +369,7 @@ def _likert_fit(y, x, worker, item):
     Crossed random intercepts and slopes as variance components of one group; returns the
     coefficient of ``x`` and its Wald-test p-value. Slow (seconds per fit).
     """
-    import pandas as pd
+    # heavy: statsmodels, lazily
     import statsmodels.formula.api as smf
 
     df = pd.DataFrame({"y": y, "x": x, "worker": worker, "item": item, "g": 0})

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from multistat._validation import check_int
 from multistat.errors import DataValidationError, ParameterError
+from multistat.io import read_parquet
 
 #: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
 #: hundreds of MB of memory and minutes to encode (the command line checks the same range)
@@ -15,7 +17,6 @@ DPI_RANGE = (20, 1200)
 def check_dpi(value, name: str = "dpi") -> int:
     """``value`` as an int within :data:`DPI_RANGE`, else a one-line ParameterError that
     names ``name`` (the command line passes ``"--dpi"``)."""
-    from multistat._validation import check_int
 
     value = check_int(name, value)
     lo, hi = DPI_RANGE
@@ -30,6 +31,7 @@ def check_study_matches(res: pd.DataFrame, study, name: str = "study") -> None:
     silently dropping its histograms and intervals); ``name`` is the option to blame."""
     if study is None:
         return
+    # heavy: xarray, lazily
     from multistat import cube
 
     dss = cube.datasets(study)
@@ -66,6 +68,7 @@ def _where(res: pd.DataFrame, i: int) -> str:
 
 def _numbers(res: pd.DataFrame, col: str, name: str):
     """The column as floats; a cell that is neither a number nor missing is refused."""
+    # heavy: numpy, lazily
     import numpy as np
 
     raw = res[col]
@@ -87,6 +90,7 @@ def check_values(res: pd.DataFrame, name: str = "results") -> None:
     disagreement within a relative 1e-9 of ``alpha`` is rounding, not an error: Holm's
     decision compares ``p <= alpha / k``, its adjusted p is ``k p``. The message names the
     row (dataset, metric, pair, test)."""
+    # heavy: numpy, lazily
     import numpy as np
 
     ids = ("dataset", "metric", "system_a", "system_b", "test")
@@ -170,8 +174,6 @@ NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
 def check_ranking(board) -> pd.DataFrame:
     """The ranking table (DataFrame or Parquet path), with its columns checked."""
     if not isinstance(board, pd.DataFrame):
-        from multistat.io import read_parquet
-
         board = read_parquet(board)
     missing = [c for c in NEEDED if c not in board.columns]
     if missing:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -62,7 +63,6 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 def fresh_folder(folder: Path) -> Path:
     """``folder`` emptied of an earlier run's files (a symbolic link there is removed, not
     followed), then created."""
-    import shutil
 
     if folder.is_symlink() or folder.is_file():
         folder.unlink()

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from multistat.report.plots import _t
+
 __all__ = ["forest_plot"]
 
 _INK = "#1a1a1a"
@@ -29,7 +31,6 @@ def forest_plot(frame: pd.DataFrame, *, ax=None, title: str | None = None,
     ci_high, weight`` and, on the pooled row, ``pi_low, pi_high``).
 
     Returns the Figure (``ax``'s when one is given)."""
-    from multistat.report.plots import _t
 
     studies, pooled = frame.iloc[:-1], frame.iloc[-1]
     k = len(studies)

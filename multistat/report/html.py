@@ -13,6 +13,7 @@ builders share the escaping and figure-embedding helpers of
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,16 +21,28 @@ import pandas as pd
 
 from multistat import _atomic
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
+from multistat.io import read_parquet
 from multistat.report import _files
+from multistat.report import decisions as _decisions
 from multistat.report import detectability as _detect
 from multistat.report import plots as _plots
 from multistat.report import tables as _tables
-from multistat.report._checks import DPI_RANGE, check_dpi, check_study_matches  # noqa: F401
+from multistat.report._checks import (  # noqa: F401
+    DPI_RANGE,
+    check_dpi,
+    check_study_matches,
+    check_systems_matches,
+    check_values,
+)
 from multistat.report._markup import CSS as _CSS
 from multistat.report._markup import escape as _e
 from multistat.report._markup import figure as _img
 from multistat.report._markup import png_size as _png_size
 from multistat.report._markup import table as _table
+from multistat.report.clusters import check_ranking, write_ranking
+from multistat.report.metaeval import write_metaeval
+from multistat.report.preferences import write_preferences
+from multistat.report.testsets import across_section
 
 __all__ = ["write_report"]
 
@@ -49,7 +62,6 @@ def _read_frame(obj, name: str) -> pd.DataFrame | None:
         path = Path(obj)
         if not path.exists():
             raise InputFileError(f"`{name}`: {path}: no such file")
-        from multistat.io import read_parquet  # the one reader (InputFileError names the file)
 
         return read_parquet(path)
     raise ParameterTypeError(f"`{name}` must be a pandas DataFrame or a path to a Parquet "
@@ -86,6 +98,7 @@ def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
 def _open_study(study):
     if study is None or not isinstance(study, (str, Path)):
         return study
+    # heavy: xarray, lazily
     from multistat import cube
 
     return cube.open_study(study)
@@ -166,7 +179,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     panels are drawn for the first :data:`~multistat.report.plots.MAX_POWER_PANELS` (12)
     adjacent pairs in rank order, and every adjacent pair is listed in a table.
     """
-    from multistat.report._checks import check_systems_matches, check_values
 
     res = _read_frame(results, "results")
     check_values(res)  # p-values in [0, 1], reject from p_adjusted and alpha
@@ -201,8 +213,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     chosen = _tables.primary_tests(res, test)
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
-    from multistat.report import decisions as _decisions
-    from multistat.report.clusters import check_ranking
 
     board = check_ranking(ranking) if ranking is not None else None
     dec, dec_tests, dec_settings = _decisions.decision_rows(
@@ -248,18 +258,15 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     parts.append("</section>")
 
     if ranking is not None:  # cluster leaderboards (multistat.report.clusters)
-        from multistat.report.clusters import write_ranking
 
         parts.append(write_ranking(board, out, dpi=dpi))
         _files.write_rank_plots(out, board)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
     if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
-        from multistat.report.preferences import write_preferences
 
         parts.append(write_preferences(preferences, out, dpi=dpi))
         toc.insert(2, ("preferences", "Pairwise preferences"))
     if metaeval is not None:  # metric leaderboard and heatmap (multistat.report.metaeval)
-        from multistat.report.metaeval import write_metaeval
 
         parts.append(write_metaeval(metaeval, out, matrix=metaeval_matrix, dpi=dpi))
         toc.insert(2, ("metaeval", "Metric meta-evaluation"))
@@ -357,7 +364,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         fam_html.append("".join(h))
 
     # ------------------------------------------------------------------ across test sets
-    from multistat.report.testsets import across_section  # engineer E's section (issue 11)
 
     across_html = across_section(res, figdir, tabdir, dpi=dpi,
                                  test=test if isinstance(test, str) else None)
@@ -366,6 +372,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
     meta_html = ""
     if pooled is not None:  # pooled across test sets (multistat.report.meta, issue 27)
+        # lazily: multistat.report.meta imports this module (import cycle)
         from multistat.report.meta import meta_section
 
         meta_html = meta_section(res, _read_frame(pooled, "pooled"), figdir, tabdir, dpi=dpi,
@@ -489,6 +496,7 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
             ("comparisons (rows)", str(len(res))),
             ("tests", ", ".join(pd.unique(res["test"])))]
     if study is not None:
+        # heavy: xarray, lazily
         from multistat import cube
 
         for name, ds in cube.datasets(study).items():
@@ -525,11 +533,11 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
 
 def _sacrebleu_signatures(meta: Mapping, study) -> dict:
     """{dataset: {metric: signature}}: from the results' metadata, else from the study."""
-    import json
 
     sigs = meta.get("sacrebleu") if isinstance(meta.get("sacrebleu"), Mapping) else {}
     out = {str(k): dict(v) for k, v in sigs.items() if isinstance(v, Mapping)}
     if study is not None:
+        # heavy: xarray, lazily
         from multistat import cube
 
         for name, ds in cube.datasets(study).items():
@@ -599,6 +607,7 @@ def _analysis_summary(an: pd.DataFrame, chosen) -> pd.DataFrame:
 def _hist_pairs(spec, study, ds, metric, lb) -> list[tuple[str, str]]:
     if spec is None or study is None:
         return []
+    # heavy: xarray, lazily
     from multistat import cube
 
     dsets = cube.datasets(study)

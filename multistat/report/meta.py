@@ -13,7 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from multistat._atomic import write_text
+from multistat.report._files import file_stem as _slug
+from multistat.report._files import write_csv
+from multistat.report._markup import escape as _e
+from multistat.report._markup import figure as _img
+from multistat.report._markup import table as _table
 from multistat.report.forest import forest_plot
+from multistat.report.plots import save_png
+from multistat.report.tables import _fmt, to_markdown
 
 __all__ = ["forest_plot", "meta_section"]
 
@@ -30,19 +38,12 @@ def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
     """HTML of the section; writes ``tables/meta.{csv,md}`` and
     ``figures/forest_*.png`` (one per pooled group with at least two studies, the
     report's ``test`` first, at most :data:`MAX_FOREST`)."""
-    from multistat._atomic import write_text
+    # lazily: multistat.meta imports this module (import cycle)
     from multistat.meta import study_rows
-    from multistat.report._files import file_stem as _slug
-    from multistat.report._markup import escape as _e
-    from multistat.report._markup import figure as _img
-    from multistat.report._markup import table as _table
-    from multistat.report.plots import save_png
-    from multistat.report.tables import _fmt, to_markdown
 
     meta = pooled.attrs.get("multistat", {})
     by = [c for c in meta.get("by", ["metric", "system_a", "system_b", "test"])
           if c in pooled]
-    from multistat.report._files import write_csv
 
     write_csv(tabdir / "meta.csv", pooled)  # atomic, formula-like cells neutralised
     cols = [*by, "k", "estimate", "ci_low", "ci_high", "p_value", "tau2", "i2", "pi_low",

@@ -28,8 +28,11 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+from PIL import Image
 
+from multistat import _atomic
 from multistat.errors import DataValidationError, ParameterError, UnknownSystemError
+from multistat.report import _layout
 from multistat.report import tables as _tables
 
 # Okabe & Ito (2008) colour-blind-safe colours
@@ -264,7 +267,6 @@ def heatmap_fits(order, max_width: float = PAGE_WIDTH) -> bool:
 def _heatmap_layout(order, max_width, cell_texts) -> dict:
     """Cell size (in), label and number font sizes (pt), label step and margins (in) of
     :func:`heatmap` (its Notes state the rules)."""
-    from multistat.report import _layout
 
     k = len(order)
     names = _labels(order)
@@ -360,6 +362,7 @@ def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *
     and the median. Scores are read from ``multistat.cube.datasets(study)[dataset]``;
     instances that are NaN (dropped) are left out pairwise.
     """
+    # heavy: xarray, lazily
     from multistat import cube as _cube
 
     ds_all = _cube.datasets(study)
@@ -560,10 +563,10 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
     flat colours and anti-aliased text, so 64 colours look the same at a third of the
     size); None keeps full RGBA. The PNG carries no date, so reruns are byte-identical.
     """
-    from PIL import Image
 
     buf = io.BytesIO()
     if colors:  # Agg's RGBA buffer straight into the quantizer: no PNG encode + decode
+        # heavy: matplotlib, lazily
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         canvas, old_dpi = FigureCanvasAgg(fig), fig.dpi
@@ -581,8 +584,6 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     data = buf.getvalue()
     if path is not None:
-        from multistat import _atomic
-
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with _atomic.atomic_open(path, "wb") as fh:
             fh.write(data)

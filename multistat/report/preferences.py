@@ -21,8 +21,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from multistat import _atomic
+from multistat._atomic import write_text
 from multistat.errors import DataValidationError
+from multistat.io import read_parquet
 from multistat.report import clusters as _clusters
+from multistat.report._files import write_csv
+from multistat.report._markup import CSS as _CSS
+from multistat.report.plots import save_png
 
 #: the columns of a rank table for one dataset x metric, plus the battles
 NEEDED = tuple(c for c in _clusters.NEEDED if c not in ("dataset", "metric")) + (
@@ -31,7 +37,6 @@ NEEDED = tuple(c for c in _clusters.NEEDED if c not in ("dataset", "metric")) + 
 
 def check_preferences(board) -> pd.DataFrame:
     """The leaderboard (DataFrame or Parquet path), with its columns checked."""
-    from multistat.io import read_parquet
 
     board = board if isinstance(board, pd.DataFrame) else read_parquet(board)
     if missing := [c for c in NEEDED if c not in board.columns]:
@@ -62,14 +67,10 @@ def preference_leaderboard(board, name: str = "battles") -> pd.DataFrame:
 
 
 def _section(board, out: Path, dpi: int, name: str) -> str:
-    from multistat.report.plots import save_png
-
     board = check_preferences(board)
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    from multistat._atomic import write_text
-    from multistat.report._files import write_csv
 
     write_csv(tabdir / "preferences.csv", board)  # atomic, formula-like cells neutralised
     disp = preference_leaderboard(board, name)
@@ -111,8 +112,6 @@ def write_preferences(board, out_dir, *, dpi: int = 110, name: str = "battles") 
 def write_preference_page(board, out_dir, *, dpi: int = 110, name: str = "battles",
                           title: str = "multistat: pairwise preferences") -> Path:
     """``out_dir/preferences.html`` (figure embedded) with the tables and figure."""
-    from multistat import _atomic
-    from multistat.report._markup import CSS as _CSS
 
     out = Path(out_dir)
     section = _section(board, out, dpi, name)

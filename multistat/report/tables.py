@@ -267,7 +267,10 @@ def _systems_per_group(results) -> dict[tuple, list[str]]:
 def _study_scores(results, study, level) -> dict:
     """``{(dataset, metric, system): row}`` from :func:`multistat.comparison.system_scores`
     with the results' seed and resamples (compare's ``--systems-out`` table)."""
+    # heavy: xarray, lazily
     from multistat import cube as _cube
+
+    # heavy: xarray, lazily
     from multistat.comparison import system_scores as _system_scores
 
     meta = _meta(results)
@@ -537,6 +540,7 @@ def checklist(results: pd.DataFrame, *, test: str | None = None, effect: str = "
 
 def _is_resampling(test, nres) -> bool:
     try:
+        # optional: only when available
         from multistat.significance._base import REGISTRY
     except ImportError:  # pragma: no cover
         REGISTRY = {}

@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from multistat._lazy import lazy_module
+from multistat.errors import ParameterError
 from multistat.significance._walsh import row_blocks, walsh_order_statistics
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
@@ -139,7 +140,6 @@ class SignedRankInfo:
 
     def check(self, d, where):
         """Raise if this object does not describe ``d`` (shape and values)."""
-        from multistat.errors import ParameterError
 
         if self.d.shape != d.shape or not np.array_equal(self.d, d):
             raise ParameterError(
@@ -243,6 +243,7 @@ def _row_workers(rows, n):
 def _merge_integers_rows(sorted_flat):
     """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
     of rows on threads (each row on its own: the split changes nothing)."""
+    # heavy: numba, lazily
     from multistat.significance._rank_kernels import merge_integers
 
     rows, n = sorted_flat.shape

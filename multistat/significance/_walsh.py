@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from multistat.significance._chunks import rows_per_chunk
+
 __all__ = ["walsh_order_statistics"]
 
 #: working memory of the kernel per row element of a batch, beyond the sorted rows the
@@ -106,7 +108,7 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
     if rows and uniq:
         kr = np.asarray(uniq, dtype=np.int64)
         cap = 0 if dense_row_max is None else max(int(dense_row_max), 1)
-        from multistat.significance._chunks import rows_per_chunk
+        # heavy: numba, lazily
         from multistat.significance._rank_kernels import select_rows
 
         fit = rows_per_chunk(n, WALSH_BYTES_PER_VALUE, memory_limit)

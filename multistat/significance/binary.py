@@ -8,6 +8,7 @@ from multistat._lazy import lazy_module
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ParameterError, ParameterTypeError, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult
 from multistat.significance._binomial import binom_half_pvalue
 from multistat.significance._common import (
     add_note,
@@ -286,7 +287,6 @@ def mcnemar_batch(slab, ia, ib, ctx):
     the 0/1 score matrices (:func:`cooccurrence`, no pair materialised):
     ``n11 = both[a, b]``, ``b = ones[a] - n11``, ``c = ones[b] - n11``; then the same
     formulas as :func:`mcnemar`. Options ``method``, ``correction`` as there."""
-    from multistat.significance._batch import BatchResult
 
     opts = dict(ctx.options)
     method = check_choice("method", opts.pop("method", "exact"), _METHODS)

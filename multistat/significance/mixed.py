@@ -46,7 +46,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from multistat._lazy import lazy_module
+from multistat._validation import check_alternative, check_probability, check_real
+from multistat.errors import ParameterError
+from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult, _blas_controller, from_test_result
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
 optimize = lazy_module("scipy.optimize")
@@ -233,6 +238,7 @@ def _sum_by(codes, values, size):
 
 
 def _cho_solve(cho, b):
+    # heavy: scipy.linalg, lazily
     from scipy.linalg import solve_triangular
 
     w = solve_triangular(cho, b, lower=True, check_finite=False)
@@ -247,7 +253,6 @@ def fit_crossed(y, x, rater, item, *, reml: bool = True) -> MixedFit:
     eliminated by blocks, so the dense Schur complement is on the smaller side. BLAS runs
     on one thread: the products are small, and threads only contend (measured 17x
     slower on a busy 2-core machine)."""
-    from multistat.significance._batch import _blas_controller
 
     swap = np.unique(rater).size > np.unique(item).size
     with _blas_controller().limit(limits=1, user_api="blas"):
@@ -368,8 +373,6 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     >>> round(float(mixed_test(a, b, raters=True).estimate), 3)
     0.345
     """
-    from multistat._validation import check_alternative, check_probability, check_real
-    from multistat.significance._base import TestResult
 
     alternative = check_alternative(alternative)
     null_value = check_real("null_value", null_value)
@@ -377,8 +380,6 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape:
-        from multistat.errors import ParameterError
-
         raise ParameterError(f"`x` and `y` must have the same shape; got {x.shape} and "
                              f"{y.shape}")
     if not raters:
@@ -426,7 +427,6 @@ def mixed_batch(slab, ia, ib, ctx):
     """Batch entry of ``"mixed"``: one REML fit per pair x metric from the slab's ratings
     by rater (``slab.ratings``); without ratings, the item-difference t test of every
     pair at once."""
-    from multistat.significance._batch import BatchResult, from_test_result
 
     P, M = len(ia), slab.shape[1]
     kw = {"alternative": ctx.alternative, "null_value": ctx.null_value,
@@ -445,8 +445,6 @@ def mixed_batch(slab, ia, ib, ctx):
 
 
 def _register():
-    from multistat.significance._base import REGISTRY, TestSpec, register
-
     if "mixed" not in REGISTRY:
         register(TestSpec("mixed", mixed_test, "parametric", ("mean",),
                           assumes_symmetric=True, assumes_normal=True,

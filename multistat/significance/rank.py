@@ -25,10 +25,11 @@ import warnings
 
 import numpy as np
 
+from multistat._budget import as_budget
 from multistat._lazy import lazy_module
-from multistat._validation import check_choice, check_probability
+from multistat._validation import check_alternative, check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
-from multistat.significance._base import TestResult, TestSpec, get_test, register
+from multistat.significance._base import TestResult, TestSpec, as_pairs, get_test, register
 from multistat.significance._batch import differences_batch
 from multistat.significance._chunks import chunked
 from multistat.significance._common import (
@@ -42,6 +43,7 @@ from multistat.significance._common import (
     scalar,
     warn_rows,
 )
+from multistat.significance._inversion import scan_interval
 from multistat.significance._signrank import (
     EXACT_CI_MAX_N,
     EXACT_MAX_N,
@@ -179,8 +181,6 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     Hodges, J. L., & Lehmann, E. L. (1963). Estimates of location based on rank tests.
     Ann. Math. Statist. 34(2), 598-611. doi:10.1214/aoms/1177704172
     """
-    from multistat._validation import check_alternative
-    from multistat.significance._base import as_pairs
 
     alternative = check_alternative(alternative)
     level = check_probability("confidence_level", confidence_level)
@@ -522,8 +522,6 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     nulls sized by the memory budget. Rows with more than ``_SCAN_MAX_BREAKPOINTS``
     distinct averages, and ``method="exact"`` rows whose scan would exceed
     ``_EXACT_SCAN_MAX_OPS``, keep the Walsh interval, with a note."""
-    from multistat._budget import as_budget
-    from multistat.significance._inversion import scan_interval
 
     shape = diff.shape[:-1]
     low = np.array(np.broadcast_to(low, shape), dtype=float)

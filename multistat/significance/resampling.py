@@ -49,7 +49,7 @@ from scipy.special import ndtr, ndtri
 
 from multistat import engine as eng
 from multistat._budget import Budget
-from multistat._centre import levels
+from multistat._centre import centred_means, levels, metric_centres
 from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
@@ -285,7 +285,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     from ``X`` when not given): ``systems`` then holds the resampled means of ``X -
     centre`` and ``centre`` is returned with them (levels are their sum).
     """
-    from multistat._centre import centred_means, metric_centres
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import jackknife_mean_groups, plan_args
 
     n = X.shape[-1]
@@ -403,7 +403,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     ``centre``: as in :func:`bootstrap_block` (the flipped means are those of ``X -
     centre``; a pair's difference is unchanged, as the constant is common).
     """
-    from multistat._centre import centred_means, metric_centres
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import plan_args
 
     n = X.shape[-1]
