@@ -33,14 +33,14 @@ from multistat.significance._common import (
     warn_rows,
 )
 from multistat.significance._signrank import (
-    _signed_rank_parts,
     signed_rank_info,
+    signed_rank_parts,
 )
 from multistat.significance._signrank import (
     walsh_projection_variance as _walsh_projection_variance,
 )
 from multistat.significance.parametric import pair_constant, pair_mean_sd
-from multistat.significance.rank import _hl_and_interval, _walsh_exact_rows
+from multistat.significance.rank import hl_and_interval, walsh_exact_rows
 
 __all__ = [
     "EFFECT_COLUMNS",
@@ -312,7 +312,7 @@ def _wilcoxon_r_of(diff, level, info=None, stacklevel=4):
         info = signed_rank_info(diff)  # one sort of |d| for the ranks and the projection
     else:
         info.check(diff, "wilcoxon_r")
-    parts = _signed_rank_parts(diff, "wilcox", info)
+    parts = signed_rank_parts(diff, "wilcox", info)
     m = parts["count"]
     bad = (m < 2) | (parts["sd"] == 0)
     add_note(notes, bad, "fewer than 2 non-zero differences: Wilcoxon r undefined")
@@ -383,8 +383,8 @@ def _hodges_lehmann_of(diff, level, info=None):
     n = diff.shape[-1]
     if info is not None:
         info.check(diff, "hodges_lehmann")
-    est, low, high, unbounded = _hl_and_interval(diff, level, "two-sided",
-                                                 _walsh_exact_rows(diff, "auto", info), info)
+    est, low, high, unbounded = hl_and_interval(diff, level, "two-sided",
+                                                 walsh_exact_rows(diff, "auto", info), info)
     notes = empty_notes(diff.shape[:-1])
     add_note(notes, unbounded, f"n = {n} is too small for a Walsh-average interval at level "
                                 f"{level}: interval is unbounded")

@@ -500,7 +500,7 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
 
 
 # ---------------------------------------------------------------------------- tables
-def _read_tables(table) -> pd.DataFrame:
+def read_tables(table) -> pd.DataFrame:
     """A compare table from a DataFrame, a Parquet file, several, or a folder of them;
     with several files a ``source`` column names each row's file."""
     if isinstance(table, pd.DataFrame):
@@ -552,7 +552,7 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     method = check_choice("method", method, METHODS)
     test = check_choice("test", test, TESTS)
     level = check_probability("confidence_level", confidence_level)
-    frame = _read_tables(table)
+    frame = read_tables(table)
     by = [by] if isinstance(by, str) else list(by)
     se_col = "se" if effect == "estimate" else f"{effect}_se"
     need = [study, *by, effect, se_col]
@@ -652,7 +652,7 @@ def study_rows(table, pooled: pd.DataFrame) -> pd.DataFrame:
     by = list(meta.get("by", DEFAULT_BY))
     effect = meta.get("effect", "estimate")
     se_col = "se" if effect == "estimate" else f"{effect}_se"
-    frame = _read_tables(table)
+    frame = read_tables(table)
     missing = [c for c in (study, *by, effect, se_col) if c not in frame.columns]
     if missing:
         raise DataValidationError(f"the compare table lacks column(s) {show(missing)} "

@@ -85,7 +85,7 @@ def _progress_printer():
 
 def _parse_options(items) -> dict:
     # heavy: numpy, lazily
-    from multistat.corpus import _parse_value
+    from multistat.corpus import parse_value
 
     out = {}
     for item in items or ():
@@ -93,7 +93,7 @@ def _parse_options(items) -> dict:
             raise ParameterError(f"--sacrebleu-option {item!r}: expected KEY=VALUE, e.g. "
                                  f"chrf_word_order=2")
         key, value = item.split("=", 1)
-        out[key.strip()] = _parse_value(value)
+        out[key.strip()] = parse_value(value)
     return out
 
 
@@ -154,9 +154,9 @@ def _reference_files(specs: list[str]) -> list[Path]:
     """Plain-text reference files: each spec a file, a folder (its files, sorted) or a
     quoted glob, in the order given (read_scores' expansion of paths)."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.io._reader import _expand_paths
+    from multistat.io._reader import expand_paths
 
-    return _expand_paths(list(specs))[0]
+    return expand_paths(list(specs))[0]
 
 
 def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:

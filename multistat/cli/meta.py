@@ -51,12 +51,12 @@ def meta_command(
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.meta import _read_tables, meta_analysis
+    from multistat.meta import meta_analysis, read_tables
 
     guard_outputs(inputs, {"--out": out})
     table_kind(out)
     by_cols = split_names(by, "--by")
-    frame = _read_tables(inputs[0] if len(inputs) == 1 else inputs)
+    frame = read_tables(inputs[0] if len(inputs) == 1 else inputs)
     if tests is not None:
         chosen = split_names(tests, "--tests")
         have = set(frame["test"].astype(str)) if "test" in frame else set()

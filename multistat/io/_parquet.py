@@ -12,7 +12,7 @@ import pyarrow as pa
 from multistat._atomic import atomic_path
 from multistat._json import loads_metadata
 from multistat.errors import InputFileError, ParameterError, ParameterTypeError
-from multistat.io._sources import PARQUET_METADATA_KEY, _show
+from multistat.io._sources import PARQUET_METADATA_KEY, show
 
 
 # ----------------------------------------------------------------------------- parquet
@@ -60,7 +60,7 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     for key, value in metadata.items():
         if not _json_safe(value):
             raise ParameterError(
-                f"`metadata[{key!r}]` is not JSON-serialisable: {_show(value)}")
+                f"`metadata[{key!r}]` is not JSON-serialisable: {show(value)}")
         merged[str(key)] = value
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

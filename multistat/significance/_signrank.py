@@ -258,7 +258,7 @@ def signed_rank_sums(d, zero_method="wilcox", sorted_d=None):
     r"""``W+``, its null mean and sd, and the tie information of each row of ``d``, from
     one sort - no argsort, no array of ranks.
 
-    The same numbers as :func:`_signed_rank_parts` (without ``ranks``), computed from
+    The same numbers as :func:`signed_rank_parts` (without ``ranks``), computed from
     the same integers: each value is the key ``2 * bits(|d|) + [d < 0]`` (the bit
     pattern of a non-negative float orders as the float does), so one ``np.sort`` of the
     keys brings the tie groups of ``|d|`` together with the signs of their members;
@@ -360,7 +360,7 @@ def signed_rank_pmf(doubled_ranks: np.ndarray) -> np.ndarray:
 
 
 
-def _signed_rank_parts(d, zero_method, info=None):
+def signed_rank_parts(d, zero_method, info=None):
     """Ranks, W+, null mean/sd and tie information for each row of ``d`` (zeros = ties at 0).
 
     Returns a dict of arrays over the leading shape (and ``ranks`` of the full shape, with
@@ -405,7 +405,7 @@ def _signed_rank_parts(d, zero_method, info=None):
                 "n_zero": n_zero, "has_ties": has_ties}
 
 
-def _exact_signed_rank_p(ranks, w_plus, alternative):
+def exact_signed_rank_p(ranks, w_plus, alternative):
     """Exact sign-flip p-values of W+ for rows of ``ranks`` (2-D), via the pmf of 2W+."""
     doubled = np.rint(2.0 * ranks).astype(np.int64)
     # rows with the same multiset of ranks (all untied rows of one n) share one pmf

@@ -49,10 +49,10 @@ from multistat.significance._signrank import (
     EXACT_MAX_N,
     EXACT_TIES_MAX_N,
     SignedRankInfo,
-    _exact_signed_rank_p,
     _signed_rank_lower_rank,
-    _signed_rank_parts,
+    exact_signed_rank_p,
     signed_rank_info,
+    signed_rank_parts,
     signed_rank_pmf,
     signed_rank_sums,
 )
@@ -76,7 +76,7 @@ __all__ = [
 ]
 
 
-def _walsh_exact_rows(diff, method="auto", info=None):
+def walsh_exact_rows(diff, method="auto", info=None):
     """Rows whose Walsh interval uses the exact signed-rank critical value: no ties in
     ``|x - y|`` and no zero differences (the continuous case the exact distribution is
     for), and ``method`` "exact" with ``n <= 400`` (above, the O(n^3) distribution costs
@@ -96,7 +96,7 @@ def _walsh_exact_rows(diff, method="auto", info=None):
     return clean
 
 
-def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None,
+def hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None,
                      correction=False):
     """Hodges-Lehmann estimate and Walsh-average interval for each row of ``diff``.
 
@@ -189,10 +189,10 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     if info is not None:
         info.check(diff, "hodges_lehmann")
     if exact is None:
-        exact = _walsh_exact_rows(diff, "auto", info)
+        exact = walsh_exact_rows(diff, "auto", info)
     elif not isinstance(exact, (bool, np.bool_)):
         raise ParameterTypeError(f"`exact` must be True, False or None; got {exact!r}")
-    est, low, high, _ = _hl_and_interval(diff, level, alternative, exact, info)
+    est, low, high, _ = hl_and_interval(diff, level, alternative, exact, info)
     return scalar(est), scalar(low), scalar(high)
 
 
@@ -338,7 +338,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
         parts = (own.rank_sums(zero_method) if own is not None
                  else signed_rank_sums(d, zero_method))
     else:
-        parts = _signed_rank_parts(d, zero_method, own)
+        parts = signed_rank_parts(d, zero_method, own)
     w_plus, mean, sd, count = parts["w_plus"], parts["mean"], parts["sd"], parts["count"]
     n_zero, has_ties = parts["n_zero"], parts["has_ties"]
 
@@ -374,7 +374,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
             w_flip = w_plus.reshape(-1)[sel]
             if zero_method == "zsplit":  # half the zero ranks: a constant, not flipped
                 w_flip = w_flip - (n_zero.reshape(-1)[sel] * (n_zero.reshape(-1)[sel] + 1) / 4)
-            flat_p[sel] = _exact_signed_rank_p(flat_ranks[sel], w_flip, alternative)
+            flat_p[sel] = exact_signed_rank_p(flat_ranks[sel], w_flip, alternative)
             p = flat_p.reshape(shape)
     z_out = np.where(use_exact, np.nan, z)
 
@@ -396,13 +396,13 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
                           confidence_level=confidence_level, n=scalar(count),
                           alternative=alternative, null_value=null_value,
                           statistic_kind="median")
-    ci_exact = _walsh_exact_rows(diff, method, info)
+    ci_exact = walsh_exact_rows(diff, method, info)
     tied_rows = _tied_rows(diff if info is None else info.sorted_d, presorted=info is not None)
     test_options = {"alternative": alternative, "zero_method": zero_method,
                     "method": method, "correction": correction}
 
     def interval(level, notes=None):
-        est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
+        est, low, high, unbounded = hl_and_interval(diff, level, alternative, ci_exact,
                                                      info, memory_limit, correction)
         if notes is not None:
             add_note(notes, unbounded,
