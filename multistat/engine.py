@@ -23,7 +23,7 @@ concatenation is the block itself, bit for bit. This holds because the index dra
 (int32/int64 bounded integers) take one 32-bit value per draw whatever the call, and the
 sign-flip bytes (uint8, drawn four per 32-bit value with a buffer that restarts at every
 call) are split only at multiples of 4 bytes: chunks are multiples of 4 rows
-(``tests/test_resampling.py`` checks both). Kernels work row by row, so results do not
+(``tests/test_engine.py`` checks both). Kernels work row by row, so results do not
 depend on the chunk either.
 """
 
@@ -195,7 +195,7 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False,
     systems x 10 metrics x 50,000 instances the full ``data / n`` was an 800 MB copy.
     Chunks are multiples of 8 rows with the remainder in the last one
     (:func:`_column_chunks`), which gives the single product's bits
-    (``tests/test_resampling.py`` checks shapes and chunk widths).
+    (``tests/test_engine.py`` checks shapes and chunk widths).
     ``ones=True``: ``data`` ``(S, ..., n)`` gets a last system of ones, i.e. the result
     is ``linear_kernel(plan, concatenate([data, ones((1,) + data.shape[1:])]) / n)``
     (``(Bb, S + 1, ...)``; the permutation's sum of signs).

@@ -87,7 +87,7 @@ def _pair_major(dist: np.ndarray) -> np.ndarray:
     bits. The orders differ only when ``M == 1``: numpy then summed each pair's contiguous
     resamples pairwise, whereas a C-ordered ``(B, P)`` array is summed row by row; that
     case gets a pair-major copy. With ``M > 1`` both sum each column sequentially over
-    the resamples (``tests/test_resampling.py`` checks the cases)."""
+    the resamples (``tests/test_engine.py`` checks the cases)."""
     if dist.ndim == 3 and dist.shape[2] == 1 and dist.shape[1] > 1:
         return np.ascontiguousarray(dist[..., 0].T).T[..., None]  # strides (8, 8B, .)
     return dist
