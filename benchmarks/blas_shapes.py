@@ -1,10 +1,10 @@
 """Do this process's BLAS products depend on their shape? (the source of multistat/_blas.py)
 
 The resampling engine's products are ``plan @ scores.T``; under a small memory limit a
-plan block of 1,000 rows is consumed in row slabs. This script multiplies random count
-plans (1,000 x n, entries 0-2) by random scores (columns x n) once whole and once slab by
-slab (slabs of 4 to 500 rows, as ``resample`` cuts them), with one BLAS thread as the
-engine runs, and counts the slabs whose product is not the whole product's rows bit for
+plan block of 1,000 rows is consumed in row chunks. This script multiplies random count
+plans (1,000 x n, entries 0-2) by random scores (columns x n) once whole and once chunk by
+chunk (chunks of 4 to 500 rows, as ``resample`` cuts them), with one BLAS thread as the
+engine runs, and counts the chunks whose product is not the whole product's rows bit for
 bit, and times one product of the engine's size (1,000 x 10,000 plan by 200 columns, the
 median of 5, one thread) for the kernels' cost. Run it with and without ``OPENBLAS_CORETYPE=Haswell`` (about a minute each)::
 
@@ -22,7 +22,7 @@ COLUMNS = (2, 3, 9, 17, 49, 101, 303, 700)
 SLAB_ROWS = (4, 8, 12, 40, 100, 200, 500)
 
 
-def count_differing_slabs(seed: int = 1) -> tuple[int, int, dict]:
+def count_differing_chunks(seed: int = 1) -> tuple[int, int, dict]:
     rng = np.random.default_rng(seed)
     bad = total = 0
     by_shape: dict = {}
@@ -60,12 +60,12 @@ def gemm_seconds(repeat: int = 5) -> float:
 def main() -> None:
     kernels = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')}"
                for i in threadpool_info() if i.get("user_api") == "blas"]
-    bad, total, by_shape = count_differing_slabs()
-    print(f"BLAS {', '.join(kernels)}: {bad} of {total} row slabs differ from the whole "
+    bad, total, by_shape = count_differing_chunks()
+    print(f"BLAS {', '.join(kernels)}: {bad} of {total} row chunks differ from the whole "
           f"product in at least one bit; a 1,000 x 10,000 x 200 product takes "
           f"{gemm_seconds():.3f} s")
     for (n, c), k in sorted(by_shape.items()):
-        print(f"  n = {n:>6}, {c:>3} columns: {k} slabs")
+        print(f"  n = {n:>6}, {c:>3} columns: {k} chunks")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ progress lines and the dataset node built from per-instance statistics."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from multistat.errors import DataValidationError, ParameterError, ParameterTypeE
 from multistat.io._parsing import read_table
 
 
-def _parse_metric_list(metrics, allowed, what: str) -> list[str]:
+def parse_metric_list(metrics, allowed, what: str) -> list[str]:
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     elif not isinstance(metrics, Sequence):
@@ -33,7 +34,7 @@ def _parse_metric_list(metrics, allowed, what: str) -> list[str]:
 
 
 
-def _is_pathlike(obj) -> bool:
+def is_pathlike(obj) -> bool:
     return isinstance(obj, (str, Path))
 
 
@@ -44,7 +45,7 @@ def _read_table(obj, what: str) -> pd.DataFrame:
     cells stay ``""`` (an empty hypothesis is a translation)."""
     if isinstance(obj, pd.DataFrame):
         return obj
-    if not _is_pathlike(obj):
+    if not is_pathlike(obj):
         raise ParameterTypeError(f"`{what}` must be a path or a pandas DataFrame; got "
                                  f"{type(obj).__name__}")
     return read_table(obj, keep_empty=True)
@@ -61,7 +62,7 @@ def _need_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> Non
 
 
 
-def _no_missing(frame: pd.DataFrame, cols, what: str, noun: str) -> None:
+def no_missing(frame: pd.DataFrame, cols, what: str, noun: str) -> None:
     """Refuse missing values in ``cols`` of the input named ``what``."""
     for col in cols:
         if frame[col].isna().any():
@@ -69,7 +70,7 @@ def _no_missing(frame: pd.DataFrame, cols, what: str, noun: str) -> None:
                                       f"{int(frame[col].isna().sum())} missing {noun}(s)")
 
 
-def _no_duplicates(frame: pd.DataFrame, key: str, what: str) -> None:
+def no_duplicates(frame: pd.DataFrame, key: str, what: str) -> None:
     """Refuse duplicated ``(system, key)`` rows of the input named ``what``."""
     dup = frame.duplicated(["system", key])
     if dup.any():
@@ -79,7 +80,7 @@ def _no_duplicates(frame: pd.DataFrame, key: str, what: str) -> None:
 
 
 
-def _ticker(progress, label: str, every: float = 2.0):
+def ticker(progress, label: str, every: float = 2.0):
     """``tick(done, total)`` that calls ``progress(line)`` at most every ``every`` seconds
     and when done; None without a ``progress`` callable."""
     if progress is None:
@@ -87,7 +88,6 @@ def _ticker(progress, label: str, every: float = 2.0):
     if not callable(progress):
         raise ParameterTypeError(f"`progress` must be a callable taking one line of text; "
                                  f"got {type(progress).__name__}")
-    import time
 
     start = time.perf_counter()
     last = [start]
@@ -104,7 +104,7 @@ def _ticker(progress, label: str, every: float = 2.0):
     return tick
 
 
-def _build(name, systems, labels, instances, stats_list, fns: list[CorpusMetric],
+def build(name, systems, labels, instances, stats_list, fns: list[CorpusMetric],
            attrs=None):
     """One dataset node: stats zero-padded to the largest statistic count."""
     width = max(s.shape[-1] for s in stats_list)

@@ -1,8 +1,8 @@
 """BLAS kernels whose products do not depend on their shape: what bit-identity needs.
 
 The resampling engine multiplies a plan (resamples x instances) by scores (instances x
-columns). Under a small memory limit a plan block is consumed in row slabs, and the
-studentized bootstrap forms its pairs in chunks; each slab's product must give every entry
+columns). Under a small memory limit a plan block is consumed in row chunks, and the
+studentized bootstrap forms its pairs in chunks; each chunk's product must give every entry
 the bits the whole product gives, so that tables are bit-identical for every memory limit.
 
 OpenBLAS's Haswell kernels (AVX2 + FMA) do: each entry is summed in an order fixed by the
@@ -10,8 +10,8 @@ instance count alone. Its AVX-512 kernels (SkylakeX and later, which it picks on
 do not: a product with ``M N K <= 100**3`` runs through small-matrix kernels that sum in
 another order, and in larger products an entry's last bit depends on where its column
 falls in the blocking. Measured on this project's AVX-512 machine (OpenBLAS 0.3.31,
-2026-11-24, ``benchmarks/blas_shapes.py``): 20,022 of 28,056 row slabs of 1,000 x n count
-plans (n 7 to 20,000, 2 to 700 columns, slabs of 4 to 500 rows) differed from the whole
+2026-11-24, ``benchmarks/blas_shapes.py``): 20,022 of 28,056 row chunks of 1,000 x n count
+plans (n 7 to 20,000, 2 to 700 columns, chunks of 4 to 500 rows) differed from the whole
 product in at least one bit with the AVX-512 kernels, none with the Haswell kernels; and
 with the Haswell kernels the README's resampled numbers are those of the AVX2 machine
 they were first printed on.
@@ -66,11 +66,14 @@ def pin_kernels(environ=None) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def shape_consistent() -> bool:
-    """Whether this process's BLAS gives row slabs and small products the bits of the whole
+    """Whether this process's BLAS gives row chunks and small products the bits of the whole
     product (one BLAS thread, as the engine runs it): a 64 x 3,000 count plan times 303
-    columns, whole against slabs of 4 and 40 rows and a 4 x 4 corner; a few milliseconds,
+    columns, whole against chunks of 4 and 40 rows and a 4 x 4 corner; a few milliseconds,
     once per process."""
+    # heavy: numpy, lazily
     import numpy as np
+
+    # lazily: `multistat --help` does not load it (startup time)
     from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(0)

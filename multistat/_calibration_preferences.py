@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from multistat._calibration_cells import ALPHA, cell, seed_of
 from multistat.preferences import sign_flip_pvalues, unit_shares
+from multistat.significance._binomial import binom_half_pvalue
 
 GROUP = 50
 P_TIE = 0.1
@@ -35,12 +37,9 @@ def _draw(rng, replicates, n_items, raters):
 def preference_rows(*, replicates=2000, sizes=(30, 100), raters=3, n_resamples=999,
                     seed=0) -> list[dict]:
     """Calibration rows (:data:`multistat.calibration.COLUMNS`) of the two tests."""
-    from multistat.calibration import ALPHA, _cell, _seed
-    from multistat.significance._binomial import binom_half_pvalue
-
     rows = []
     for n in sizes:
-        s = _seed("calibration", seed, "preference", n, raters)
+        s = seed_of("calibration", seed, "preference", n, raters)
         rng = np.random.default_rng(s)
         counts = _draw(rng, replicates, n, raters)
         x = np.nan_to_num(unit_shares(counts[..., 0], counts[..., 1], counts[..., 2]))
@@ -62,7 +61,7 @@ def preference_rows(*, replicates=2000, sizes=(30, 100), raters=3, n_resamples=9
                  "within an item and the binomial variance is too small"))):
             hits = pv <= ALPHA
             rates = np.bincount(group, hits) / np.bincount(group)
-            row = _cell("type_i_error", name, "", dist, n, hits, ALPHA, rates,
+            row = cell("type_i_error", name, "", dist, n, hits, ALPHA, rates,
                         n_resamples if name.startswith("preference") else 0, s)
             if row["verdict"] != "ok":
                 row["reason"] = reason

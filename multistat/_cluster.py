@@ -71,7 +71,7 @@ class Clustered:
 
 
 def plan_args(kind: str, kernel, clusters, n: int):
-    """``(kernel, n_plan)`` for :func:`multistat.resampling.resample`: unchanged without
+    """``(kernel, n_plan)`` for :func:`multistat.engine.resample`: unchanged without
     clusters, else the expanding kernel and the number of groups."""
     if clusters is None:
         return kernel, n

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 
 from multistat.errors import CostLimitError
+from multistat.significance import REGISTRY
 
 #: default limit on the estimated number of operations of one request
 DEFAULT_MAX_COST = 1e13
@@ -40,7 +41,6 @@ def estimate_cost(*, n_systems: int, n_pairs: int, n_metrics: int, n_instances: 
     ``n_metrics`` metrics of ``n_instances`` instances with ``tests`` (one dataset).
     Each test's spec says whether it resamples and its ``cost_per_value`` (a multiple of
     the unit above); an unregistered name costs as a closed-form test."""
-    from multistat.significance import REGISTRY
 
     n = max(int(n_instances), 1)
     log_n = max(math.log2(n), 1.0)
@@ -63,6 +63,7 @@ def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs
                metrics=None, datasets=None) -> float:
     """:func:`estimate_cost` summed over the datasets of ``study`` that the request
     selects (same ``pairs``/``metrics``/``datasets`` arguments as ``compare``)."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     chosen, metric_names = cube.select(study, datasets=datasets, metrics=metrics)

@@ -19,6 +19,8 @@ import os
 import re
 from pathlib import Path
 
+import yaml
+
 from multistat.errors import ParameterError, show
 
 _TEMPLATE = re.compile(r"\$\{[^}]*\}")
@@ -49,7 +51,6 @@ def _paths(entries) -> list[str]:
 def stage_outputs(folder: Path) -> list[tuple[str, str, Path]]:
     """``(stage, absolute path or pattern, file)`` of every output declared in
     ``folder/dvc.yaml`` and ``folder/dvc.lock`` (a missing or unreadable file: none)."""
-    import yaml
 
     found = []
     for name in ("dvc.yaml", "dvc.lock"):

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import sys
 
+from multistat import cube
+from multistat.errors import MultistatError
+from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
+
 #: rough seconds per unit of work on 2 cores: a pair x metric x instance of a closed-form
 #: test by family, and for resampling a resample x system x metric x instance (the plan
 #: products) plus a resample x pair x metric (differences, sorts, counts)
@@ -54,6 +58,7 @@ class Progress(_Null):
         if total > ANNOUNCE_SECONDS:
             print(f"multistat compare: {desc}; estimated {_fmt(total)} on this machine",
                   file=sys.stderr)
+        # heavy: tqdm, lazily (only with a progress bar)
         from tqdm.auto import tqdm
 
         bar = tqdm(total=total, desc="multistat compare", unit="s",
@@ -95,9 +100,6 @@ def estimate(all_ds, specs, metrics, pairs, n_resamples, effect_sizes, budget):
     """``(plan, description)``: ``{(dataset, test): [seconds, units, 0.0]}`` with the
     estimated seconds and the number of progress units (slabs of pairs, or resampling
     blocks) each will report (test ``""``: the effect sizes)."""
-    from multistat import cube
-    from multistat.errors import MultistatError
-    from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
 
     plan = {}
     n_pairs_total = n_metrics_total = 0

@@ -24,7 +24,11 @@ silently.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import re
+
+from threadpoolctl import threadpool_info
 
 from multistat.errors import ParameterError, ParameterTypeError
 
@@ -77,8 +81,8 @@ def probe(scheduler, name: str = "--scheduler", timeout: float = 10.0) -> None:
     :class:`ParameterError` naming ``name`` if nothing answers within ``timeout`` s."""
     if not isinstance(scheduler, str) or scheduler in LOCAL:
         return
-    import logging
 
+    # heavy: distributed, dask, lazily
     from distributed import Client
 
     quiet = [logging.getLogger(n) for n in ("distributed", "distributed.client",
@@ -103,7 +107,6 @@ def blas_core() -> str:
     """The OpenBLAS kernel family this process loaded (``"Haswell"``, ``"SkylakeX"``...),
     ``""`` for another BLAS (threadpoolctl's report; loads numpy)."""
     import numpy  # noqa: F401 - OpenBLAS is loaded with numpy
-    from threadpoolctl import threadpool_info
 
     for lib in threadpool_info():
         if lib.get("user_api") == "blas" and lib.get("internal_api") == "openblas":
@@ -113,6 +116,7 @@ def blas_core() -> str:
 
 def _worker_state() -> dict:
     """Run on a worker: its OpenBLAS kernels and whether it can run the Haswell ones."""
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._blas import can_pin
 
     return {"core": blas_core(), "can_pin": can_pin()}
@@ -131,16 +135,16 @@ def _pin_plugin():
     """A nanny plugin that sets ``OPENBLAS_CORETYPE`` in the nanny's own environment and
     restarts its worker process. (distributed's ``Environ`` sets it only inside the new
     process, after numpy, hence OpenBLAS, is already loaded there.)"""
+    # heavy: distributed, dask, lazily
     from distributed.diagnostics.plugin import NannyPlugin
 
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._blas import CORETYPE
 
     class PinOpenBLAS(NannyPlugin):
         restart = True
 
         def setup(self, nanny):
-            import os
-
             os.environ["OPENBLAS_CORETYPE"] = CORETYPE
             nanny.env["OPENBLAS_CORETYPE"] = CORETYPE
 
@@ -158,6 +162,7 @@ def match_workers_blas(client, *, timeout: float = 120.0) -> str:
     wrong = {w: s for w, s in states.items() if s["core"] != mine}
     if not wrong:
         return mine
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._blas import CORETYPE
 
     if mine != CORETYPE or not all(s["can_pin"] for s in wrong.values()):

@@ -15,19 +15,19 @@ import numpy as np
 import pandas as pd
 
 from multistat._adapters_common import (
-    _build,
-    _is_pathlike,
     _need_columns,
-    _no_duplicates,
-    _no_missing,
-    _parse_metric_list,
     _read_table,
-    _ticker,
+    build,
+    is_pathlike,
+    no_duplicates,
+    no_missing,
+    parse_metric_list,
+    ticker,
 )
 from multistat._validation import check_int
 from multistat.corpus import corpus_metric_name, get_corpus_metric
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
-from multistat.io._sources import _COMPRESSIONS, _split_suffix
+from multistat.io._sources import COMPRESSIONS, split_suffix
 
 # --------------------------------------------------------------------------- translation
 # metric label -> (sacrebleu class name, corpus-metric family, fixed options)
@@ -78,6 +78,7 @@ def _split_sacrebleu_options(metrics: list[str], options: dict) -> dict[str, dic
         cls, _, fixed = TRANSLATION_METRICS[m]
         out[m] = {**per_class[cls], **fixed, **prefixed[cls]}
     if "tokenize" in out.get("bleu", {}):
+        # heavy: sacrebleu, lazily
         from sacrebleu.metrics.bleu import BLEU
         tok = out["bleu"]["tokenize"]
         if tok not in BLEU.TOKENIZERS:
@@ -93,7 +94,7 @@ def _read_lines(path, what: str) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputFileError(f"`{what}`: {path}: no such file")
-    opener = _COMPRESSIONS.get(_split_suffix(path)[1], open)
+    opener = COMPRESSIONS.get(split_suffix(path)[1], open)
     try:
         with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
             return [line.rstrip() for line in fh]
@@ -103,10 +104,10 @@ def _read_lines(path, what: str) -> list[str]:
 
 def _text_inputs(hypotheses: Mapping, references):
     """Plain-text route: {system: file or lines} and one or more reference files."""
-    if _is_pathlike(references):
+    if is_pathlike(references):
         ref_paths = [references]
     elif isinstance(references, Sequence) and references and all(
-            _is_pathlike(r) for r in references):
+            is_pathlike(r) for r in references):
         ref_paths = list(references)
     else:
         raise ParameterTypeError("with a mapping of system files, `references` must be the "
@@ -124,7 +125,7 @@ def _text_inputs(hypotheses: Mapping, references):
         raise DataValidationError("`hypotheses` is empty: no system outputs given")
     hyps = {}
     for system, src in hypotheses.items():
-        if _is_pathlike(src):
+        if is_pathlike(src):
             lines = _read_lines(src, f"hypotheses[{system!r}]")
             where = f"system file {src}"
         elif isinstance(src, Sequence) and all(isinstance(x, str) for x in src):
@@ -159,13 +160,13 @@ def _table_inputs(hypotheses, references, system_col, segment_col, text_col, ref
         if hyp[c].isna().any():
             raise DataValidationError(f"`hypotheses`: column {c!r} has "
                                       f"{int(hyp[c].isna().sum())} missing value(s)")
-    _no_missing(ref, ref_cols, "references", "value")
+    no_missing(ref, ref_cols, "references", "value")
     segments = seg.tolist()
     refs = [ref[c].astype(str).tolist() for c in ref_cols]
     h = pd.DataFrame({"system": hyp[system_col].astype(str),
                       "segment": hyp[segment_col].astype(str),
                       "text": hyp[text_col].astype(str)})
-    _no_duplicates(h, "segment", "hypotheses")
+    no_duplicates(h, "segment", "hypotheses")
     seg_set = set(segments)
     extra = sorted(set(h["segment"]) - seg_set)
     if extra:
@@ -192,6 +193,7 @@ def _table_inputs(hypotheses, references, system_col, segment_col, text_col, ref
 
 
 def _sacrebleu_metric(cls_name: str, options: dict, refs: list[list[str]]):
+    # heavy: sacrebleu, lazily
     import sacrebleu.metrics as sm
     cls = getattr(sm, cls_name)
     try:
@@ -335,7 +337,7 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     ['bleu', 'ter']
     """
     n_jobs = check_int("n_jobs", n_jobs, minimum=1)
-    metrics = _parse_metric_list(metrics, list(TRANSLATION_METRICS), "metrics")
+    metrics = parse_metric_list(metrics, list(TRANSLATION_METRICS), "metrics")
     unknown = [m for m in metrics if m not in TRANSLATION_METRICS]
     if unknown:
         raise ParameterError(f"unknown translation metric(s) {unknown}; choose from "
@@ -351,7 +353,7 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     else:
         hyps, segments, refs = _table_inputs(hypotheses, references, system_col,
                                              segment_col, text_col, reference_col)
-        name = dataset or (Path(hypotheses).resolve().parent.name if _is_pathlike(hypotheses)
+        name = dataset or (Path(hypotheses).resolve().parent.name if is_pathlike(hypotheses)
                            else "translations")
     n = len(segments)
     all_stats, fns, signatures = [], [], {}
@@ -361,7 +363,7 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
         cm = get_corpus_metric(corpus_metric_name(family, **{
             k: v for k, v in opts.items() if k in _FN_OPTIONS[cls_name]}))
         metric = _sacrebleu_metric(cls_name, opts, refs)
-        stats = _extract(metric, hyps, n, n_jobs, tick=_ticker(progress, m))
+        stats = _extract(metric, hyps, n, n_jobs, tick=ticker(progress, m))
         if stats.shape[-1] != cm.n_stats:
             raise DataValidationError(f"sacrebleu {cls_name} returned {stats.shape[-1]} "
                                       f"statistics per segment; {cm.name!r} expects "
@@ -369,7 +371,7 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
         all_stats.append(stats)
         fns.append(cm)
         signatures[m] = metric.get_signature().format()
-    return _build(name, list(hyps), metrics, segments, all_stats, fns,
+    return build(name, list(hyps), metrics, segments, all_stats, fns,
                   attrs={"sacrebleu": json.dumps(signatures)})
 
 

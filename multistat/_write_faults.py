@@ -30,6 +30,7 @@ def _forget_open_files(tmp) -> int:
     """Mark the h5netcdf files still open on ``tmp`` as closed (their ``__del__`` would
     crash on the half-closed HDF5 file); return how many."""
     try:
+        # heavy: h5py, h5netcdf, lazily
         import h5netcdf
     except ImportError:  # pragma: no cover - h5netcdf is a dependency
         return 0

@@ -98,6 +98,7 @@ def _long_scores(source) -> pd.DataFrame:
     (:func:`multistat.comparison.system_scores`) or a compare table (its
     ``score_a``/``score_b``, oriented by ``higher_is_better``)."""
     if hasattr(source, "children"):
+        # heavy: xarray, lazily
         from multistat.comparison import system_scores
 
         table = system_scores(source, n_resamples=1, seed=0)
@@ -302,6 +303,7 @@ def _pairwise(posthoc, values, oriented, systems, mean_ranks, se, cd, alpha, con
         p_adj = np.minimum(p * (k - 1), 1.0)
         crit = stats.norm.ppf(1 - alpha / (2 * (k - 1))) * se
     else:
+        # heavy: statsmodels, lazily
         from statsmodels.stats.multitest import multipletests
 
         statistic = np.empty(len(pairs))

@@ -27,13 +27,13 @@ import numpy as np
 import pandas as pd
 
 from multistat._adapters_common import (
-    _build,
-    _is_pathlike,
     _need_columns,
-    _no_duplicates,
-    _no_missing,
-    _parse_metric_list,
     _read_table,
+    build,
+    is_pathlike,
+    no_duplicates,
+    no_missing,
+    parse_metric_list,
 )
 from multistat._translations import TRANSLATION_METRICS, load_translations
 from multistat.corpus import corpus_metric_name, get_corpus_metric
@@ -114,12 +114,12 @@ def load_labels(path_or_frame, *, gold_col: str = "gold", pred_col: str = "predi
     _need_columns(frame, [system_col, instance_col, gold_col, pred_col], "path_or_frame")
     if len(frame) == 0:
         raise DataValidationError("`path_or_frame` is empty: no labels given")
-    _no_missing(frame, (gold_col, pred_col), "path_or_frame", "label")
+    no_missing(frame, (gold_col, pred_col), "path_or_frame", "label")
     df = pd.DataFrame({"system": frame[system_col].astype(str),
                        "instance": frame[instance_col].astype(str),
                        "gold": frame[gold_col].astype(str),
                        "pred": frame[pred_col].astype(str)})
-    _no_duplicates(df, "instance", "path_or_frame")
+    no_duplicates(df, "instance", "path_or_frame")
     gold_n = df.groupby("instance", sort=False)["gold"].nunique()
     if (gold_n > 1).any():
         bad = gold_n[gold_n > 1].index[:5].tolist()
@@ -139,7 +139,7 @@ def load_labels(path_or_frame, *, gold_col: str = "gold", pred_col: str = "predi
     gold = df.drop_duplicates("instance").set_index("instance")["gold"].reindex(
         instances).to_numpy().astype(str)                                 # (n,)
     classes = sorted(set(gold) | set(np.unique(pred)))
-    specs = _parse_metric_list(metrics, list(LABEL_METRICS), "metrics")
+    specs = parse_metric_list(metrics, list(LABEL_METRICS), "metrics")
     unknown = [m for m in specs if m.partition("[")[0] not in LABEL_METRICS]
     if unknown:
         raise ParameterError(f"unknown classification metric(s) {unknown}; choose from "
@@ -169,9 +169,9 @@ def load_labels(path_or_frame, *, gold_col: str = "gold", pred_col: str = "predi
             s = np.stack([tp[..., k], fp[..., k], fn[..., k]], axis=-1)
         stats_list.append(s)
         fns.append(get_corpus_metric(corpus_metric_name(family, **opts)))
-    name = dataset or (Path(path_or_frame).name.split(".")[0] if _is_pathlike(path_or_frame)
+    name = dataset or (Path(path_or_frame).name.split(".")[0] if is_pathlike(path_or_frame)
                        else "labels")
-    return _build(name, systems, labels, instances, stats_list, fns,
+    return build(name, systems, labels, instances, stats_list, fns,
                   attrs={"classes": json.dumps(classes)})
 
 
@@ -270,5 +270,5 @@ def from_statistics(frame_or_array, fn_name, *, metric: str | None = None,
                                       f"labels for a statistics array of shape {stats.shape}")
     if not np.isfinite(stats).all():
         raise DataValidationError("statistics must be finite (no NaN or inf)")
-    return _build(name, systems, [label], instances, [stats], [cm])
+    return build(name, systems, [label], instances, [stats], [cm])
 

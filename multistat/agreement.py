@@ -23,7 +23,7 @@ them equal ``c``. The metric ``delta^2`` is the level of measurement:
 
 Written here rather than taken from the ``krippendorff`` package (whose values the tests
 reproduce) because the bootstrap needs every quantity as a sum over units: a resample is
-then a row of unit counts from the engine's shared plans (:mod:`multistat.resampling`),
+then a row of unit counts from the engine's shared plans (:mod:`multistat.engine`),
 and all resamples of a block are a few matrix products, with no loop over resamples.
 The interval metric uses within-unit centred sums of squares (shift-free); the ordinal
 positions are exact half-integers, so its sums are exact.
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from multistat._validation import check_choice, check_int, check_probability, check_seed
+from multistat.engine import plan_blocks
 from multistat.errors import DataValidationError, ParameterError
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -268,8 +269,6 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
     low = high = np.nan
     undefined = 0
     if n_resamples:
-        from multistat.resampling import plan_blocks
-
         boot = np.concatenate([parts.alpha(block) for block in plan_blocks(
             "bootstrap", x.shape[0], n_resamples, seed, dataset=PLAN_DATASET)])
         finite = boot[np.isfinite(boot)]
@@ -286,15 +285,20 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
 
 
 def _is_study(data) -> bool:
+    # heavy: pyarrow, xarray, lazily
     import xarray as xr
 
     return isinstance(data, (xr.Dataset, xr.DataTree))
 
 
 def _study_alpha(study, level, n_resamples, seed, confidence_level):
+    # heavy: pyarrow, pandas, lazily
     import pandas as pd
+
+    # heavy: pyarrow, xarray, lazily
     import xarray as xr
 
+    # heavy: pyarrow, xarray, lazily
     from multistat.cube import RATING
 
     nodes = ({"": study} if isinstance(study, xr.Dataset)

@@ -18,6 +18,7 @@ from multistat import cube
 from multistat._budget import Budget
 from multistat._validation import check_probability
 from multistat.errors import ConstantInputWarning
+from multistat.significance import REGISTRY
 
 SHAPIRO_MAX = 5000
 SKEW_THRESHOLD = 0.5
@@ -58,8 +59,6 @@ def _classify(spec, symmetric: bool, normal: bool) -> str:
 
 
 def _specs(binary: bool):
-    from multistat.significance import REGISTRY
-
     # ASO ("distribution": dominance over runs, no p-value) is no test of Table 2, nor
     # are the tests of other designs (ratings by rater, unpaired samples: not advised)
     general = [s for s in REGISTRY.values() if not s.binary_only and s.advised
@@ -136,7 +135,7 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
     pairs : ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
     metrics, datasets : restrict to these names (default: all)
     memory_limit : working-memory budget (bytes or e.g. ``"2GiB"``; default as
-        :func:`multistat.compare`): pairs are analysed in slabs within it
+        :func:`multistat.compare`): pairs are analysed in chunks within it
 
     Returns
     -------
@@ -176,9 +175,9 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
             n_keep = int(keep.sum())
             binary = str(ds.kind.values[m]) == "binary"
             n_const = 0
-            # pairs in slabs sized by the memory budget (a, b, d and the percentiles' sort
+            # pairs in chunks sized by the memory budget (a, b, d and the percentiles' sort
             # copies): peak memory does not grow with the number of pairs
-            for sl in budget.slabs(len(idx), max(n_keep, 1) * 8 * 8):
+            for sl in budget.chunks(len(idx), max(n_keep, 1) * 8 * 8):
                 A, B = score[ia[sl], m][:, keep], score[ib[sl], m][:, keep]
                 D = A - B
                 with warnings.catch_warnings():

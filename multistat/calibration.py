@@ -41,7 +41,7 @@ their ratio (design effect) shows how much the shared plans matter.
 
 from __future__ import annotations
 
-import hashlib
+import argparse
 import math
 import time
 from pathlib import Path
@@ -49,8 +49,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ALPHA = 0.05
-CONFIDENCE = 0.95
+from multistat import _atomic
+from multistat._calibration_cells import ALPHA, CONFIDENCE, cell, seed_of
+from multistat.corpus import get_corpus_metric
+
 DISTRIBUTIONS = ("normal", "skewed", "heavy", "likert", "binary", "bleu")
 SIZES = (20, 50, 200)
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
@@ -127,6 +129,7 @@ def _bleu_stats(n, replicates, rng):
 def _study(distribution, a, b, n_groups):
     """``n_groups`` datasets, each with systems ``s0000, s0001, ...``; replicate ``k`` of
     a dataset is the pair ``(s{2k}, s{2k+1})``."""
+    # heavy: xarray, lazily
     from multistat import cube
 
     R = a.shape[0]
@@ -140,8 +143,6 @@ def _study(distribution, a, b, n_groups):
         systems = [f"s{i:05d}" for i in range(2 * m)]
         inst = [f"i{j:04d}" for j in range(a.shape[1])]
         if distribution == "bleu":
-            from multistat.corpus import get_corpus_metric
-
             cm = get_corpus_metric("bleu")
             st = np.empty((2 * m, 1) + a.shape[1:])
             st[0::2, 0], st[1::2, 0] = a[sl], b[sl]
@@ -163,6 +164,7 @@ def _study(distribution, a, b, n_groups):
 
 def tests_for(distribution: str) -> list[str]:
     """Registered tests that apply to a setting (every registered test somewhere)."""
+    # heavy: scipy.special, numpy, lazily
     from multistat.significance import REGISTRY
 
     out = []
@@ -184,126 +186,15 @@ def _theta(test: str, distribution: str) -> float:
     return t["mean"]
 
 
-def _seed(*parts) -> int:
-    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:4],
-                          "little")
-
-
-# ---------------------------------------------------------------------------- verdicts
-#: tests of two unpaired samples (calibrated on the paired null data of the others)
-UNPAIRED = ("mannwhitney", "brunner-munzel")
-
-
-def _reason(kind, test, method, distribution, n, verdict) -> str:
-    if verdict == "ok":
-        return ""
-    discrete = distribution in ("likert", "binary")
-    if test in UNPAIRED and verdict == "conservative":
-        return ("an unpaired test of paired data: the instances' shared effect makes the two "
-                "systems' scores positively correlated, which the two-sample variance "
-                "ignores, so the test is conservative (its interval too wide); on paired "
-                "instances use a paired test, the unpaired ones are for designs where each "
-                "system has its own instances")
-    if kind == "type_i_error":
-        if verdict == "conservative":
-            if test in ("sign", "mcnemar"):
-                return ("exact test of a discrete count: the attainable levels lie below "
-                        "alpha (zero differences dropped)")
-            if test == "permutation" and (discrete or n <= 20):
-                return ("discrete sign-flip distribution (many zero or tied differences): "
-                        "P(p <= alpha) falls below alpha")
-            if test == "wilcoxon" and discrete:
-                return "ties and zeros: the tie-corrected signed-rank test is conservative"
-            if test == "t" and distribution == "heavy":
-                return ("t(2) differences have infinite variance: the t statistic is "
-                        "lighter-tailed than t(n-1), so the t test is conservative")
-            if test == "bootstrap" and discrete:
-                return ("discrete bootstrap distribution: ties at the observed value count "
-                        "against rejection")
-            if distribution == "heavy":
-                return "heavy tails (infinite variance): the test is conservative"
-            if distribution == "bleu":
-                return "corpus BLEU: discreteness of the n-gram statistics"
-        else:
-            if test == "bootstrap":
-                return ("plug-in bootstrap: the resampling distribution is narrower than the "
-                        "sampling distribution ((n-1)/n variance, no t quantile), a known "
-                        "small-sample property; it shrinks as n grows")
-            if test == "t" and distribution == "skewed":
-                return "skewed differences: the t test is liberal at small n"
-            if test == "mixed" and distribution == "skewed":
-                return ("without raters the mixed model is the paired t test: skewed "
-                        "differences make it liberal at small n")
-            if test == "mixed" and distribution.startswith("card-"):
-                return ("few raters: the rater-slope variance is estimated from a handful "
-                        "of raters, often at its boundary (0), which Satterthwaite's df "
-                        "cannot account for; the test is liberal, less so with more raters")
-            if test == "permutation" and distribution == "skewed":
-                return ("sign flipping assumes differences symmetric about the null; "
-                        "these are skewed")
-            if test == "wilcoxon" and distribution == "skewed":
-                return ("the signed-rank test is exact only for symmetric differences; "
-                        "these are skewed")
-    else:
-        if verdict == "liberal":
-            if test == "bootstrap" and distribution == "heavy":
-                return ("heavy tails (infinite variance): bootstrap intervals are too "
-                        "narrow at every n; BCa's jackknife acceleration is unstable")
-            if test == "bootstrap":
-                return ("bootstrap interval too narrow (plug-in variance, no t quantile), "
-                        "most at small n and on skewed data; shrinks as n grows")
-            if test == "t" and distribution == "skewed":
-                return "skewed differences: the t interval undercovers at small n"
-            if test == "wilcoxon" and distribution == "skewed":
-                return ("the Walsh interval assumes differences symmetric about the "
-                        "pseudo-median; these are skewed")
-            if test == "mixed" and distribution.startswith("card-"):
-                return ("few raters: the interval's width depends on a rater-slope variance "
-                        "estimated from a handful of raters (often 0); it undercovers")
-            if distribution == "skewed":
-                return "skewed differences: asymmetric sampling distribution"
-        else:
-            if discrete and test in ("sign", "wilcoxon"):
-                return ("discrete differences with a point mass at the true median: the "
-                        "interval covers it almost always")
-            if test == "sign" or discrete:
-                return ("discrete test inverted: the attainable coverage lies above the "
-                        "nominal level")
-            if distribution == "heavy":
-                return "heavy tails: the interval is wider than needed"
-            if test == "mcnemar":
-                return "Newcombe's score interval is conservative for small counts"
-    return "no known reason (investigate)"
-
-
-def _cell(kind, test, method, distribution, n, hits, nominal, group_rates, B, seed):
-    R = hits.size
-    rate = float(hits.mean())
-    se = math.sqrt(nominal * (1 - nominal) / R)
-    g = np.asarray(group_rates, dtype=float)
-    se_c = float(g.std(ddof=1) / math.sqrt(g.size)) if g.size > 1 else float("nan")
-    lo, hi = nominal - 3 * se, nominal + 3 * se
-    if lo <= rate <= hi:
-        verdict = "ok"
-    elif kind == "type_i_error":
-        verdict = "conservative" if rate < lo else "liberal"
-    else:
-        verdict = "conservative" if rate > hi else "liberal"
-    return {"kind": kind, "test": test, "method": method, "distribution": distribution,
-            "n": n, "replicates": R, "nominal": nominal, "rate": rate, "se_binomial": se,
-            "se_cluster": se_c, "lower_3se": lo, "upper_3se": hi, "verdict": verdict,
-            "reason": _reason(kind, test, method, distribution, n, verdict),
-            "n_resamples": B, "seed": seed}
-
-
 # ------------------------------------------------------------------------------- run
 def run_setting(distribution: str, n: int, *, replicates: int = 2000, n_groups: int = 40,
                 n_resamples: int = 999, seed: int = 0, tests=None,
                 ci_methods=CI_METHODS) -> list[dict]:
     """All cells of one (distribution, n) setting."""
+    # heavy: xarray, scipy.special, lazily
     from multistat import compare
 
-    s = _seed("calibration", seed, distribution, n)
+    s = seed_of("calibration", seed, distribution, n)
     rng = np.random.default_rng(s)
     a, b = draw(distribution, n, replicates, rng)
     study, pairs = _study(distribution, a, b, n_groups)
@@ -327,7 +218,7 @@ def run_setting(distribution: str, n: int, *, replicates: int = 2000, n_groups: 
             if mi == 0 and not np.all(np.isnan(table["p_value"].to_numpy(float))):
                 hits = table["p_value"].to_numpy() <= ALPHA
                 rates = pd.Series(hits).groupby(group).mean().to_numpy()
-                rows.append(_cell("type_i_error", test, "", distribution, n, hits, ALPHA,
+                rows.append(cell("type_i_error", test, "", distribution, n, hits, ALPHA,
                                   rates, n_resamples if table["n_resamples"].max() else 0,
                                   s))
             lo, hi = table["ci_low"].to_numpy(), table["ci_high"].to_numpy()
@@ -335,7 +226,7 @@ def run_setting(distribution: str, n: int, *, replicates: int = 2000, n_groups: 
                 continue  # no interval (permutation)
             cover = (lo <= theta) & (theta <= hi)
             rates = pd.Series(cover).groupby(group).mean().to_numpy()
-            rows.append(_cell("coverage", test, method or _default_method(test),
+            rows.append(cell("coverage", test, method or _default_method(test),
                               distribution, n, cover, CONFIDENCE, rates,
                               n_resamples if test == "bootstrap" else 0, s))
     return rows
@@ -351,11 +242,14 @@ def run_ratings_setting(preset: str, raters: int, items: int, *, replicates: int
     """Type I error and coverage of the ``"mixed"`` test on null rating studies drawn
     from Card et al.'s crossed model (no system effect) with the preset's standard
     deviations, through :func:`multistat.compare` on studies with ratings by rater."""
+    # heavy: xarray, scipy.special, lazily
     from multistat import compare, cube
+
+    # heavy: scipy.special, numpy, lazily
     from multistat.power import LIKERT_PRESETS
 
     v = LIKERT_PRESETS[preset]
-    s = _seed("ratings", seed, preset, raters, items)
+    s = seed_of("ratings", seed, preset, raters, items)
     rng = np.random.default_rng(s)
     w0 = rng.normal(0, v.worker_intercept, (replicates, 1, raters))
     w1 = rng.normal(0, v.worker_slope, (replicates, 1, raters))
@@ -390,9 +284,9 @@ def run_ratings_setting(preset: str, raters: int, items: int, *, replicates: int
     dist = f"card-{preset} {raters} raters"
     hits = p <= ALPHA
     cover = (lo <= 0) & (0 <= hi)
-    return [_cell("type_i_error", "mixed", "", dist, items, hits, ALPHA,
+    return [cell("type_i_error", "mixed", "", dist, items, hits, ALPHA,
                   pd.Series(hits).groupby(group).mean().to_numpy(), 0, s),
-            _cell("coverage", "mixed", "satterthwaite t", dist, items, cover, CONFIDENCE,
+            cell("coverage", "mixed", "satterthwaite t", dist, items, cover, CONFIDENCE,
                   pd.Series(cover).groupby(group).mean().to_numpy(), 0, s)]
 
 
@@ -419,6 +313,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
             if progress is not None:
                 progress(f"{dist:>7} n={n:<4} {time.perf_counter() - t0:6.1f} s")
     if preferences:
+        # heavy: scipy.special, numpy, lazily
         from multistat._calibration_preferences import preference_rows
 
         rows += preference_rows(replicates=replicates, seed=seed)
@@ -432,6 +327,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
 # ---------------------------------------------------------------------------- output
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: one section per kind, off-nominal cells listed first."""
+    # heavy: matplotlib, seaborn, lazily
     from multistat.report.formatting import to_markdown as markdown_table
 
     meta = table.attrs.get("multistat", {})
@@ -466,7 +362,6 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Path, Path]:
     """Write ``calibration.parquet`` and ``calibration.md`` atomically."""
-    from multistat import _atomic
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -481,7 +376,6 @@ def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Pa
 
 def main(argv=None) -> int:
     """``python -m multistat.calibration [--quick] [--out DIR]`` (``make validate``)."""
-    import argparse
 
     ap = argparse.ArgumentParser(prog="python -m multistat.calibration",
                                  description="Type I error and interval coverage of every "

@@ -4,7 +4,7 @@ For each dataset, metrics that share the same set of scored instances form a gro
 :class:`~multistat.significance.Slab`); every requested test runs through its registry
 spec's batch entry (:meth:`~multistat.significance.TestSpec.run`), so this module names no
 test. One resampling plan per ``(seed, dataset, kind, block)`` serves all systems, metrics
-and pairs of the dataset (:mod:`multistat.resampling`); closed-form tests and effect sizes
+and pairs of the dataset (:mod:`multistat.engine`); closed-form tests and effect sizes
 run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._budget`),
 from per-system quantities where the statistic allows (means and the Gram matrix for t and
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -26,8 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multistat import _table, cube, equivalence, stepdown
+from multistat import __version__, _table, cube, equivalence, stepdown
+from multistat import engine as eng
 from multistat._budget import Budget
+from multistat._centre import centred_means, levels, metric_centres
+from multistat._cluster import dataset_codes, group_codes
+from multistat._cost import check_cost, study_cost
 from multistat._progress import Progress as _Progress
 from multistat._progress import _Null as _NoProgress
 from multistat._table import Coded as _Coded
@@ -36,8 +41,15 @@ from multistat._table import join_notes as _join_notes
 from multistat._table import labels as _labels
 from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat._validation import check_int, check_probability, check_seed
+from multistat.corpus import get_corpus_metric
 from multistat.correct import adjust, adjust_groups
-from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError, show
+from multistat.errors import (
+    MultistatError,
+    ParameterError,
+    TestNotApplicableError,
+    UnknownSystemError,
+    show,
+)
 from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, build_request
 from multistat.significance import _holes
 from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords, background
@@ -81,7 +93,6 @@ def _check_study(study, req: RunRequest) -> None:
                         f"{show(name)} is {show(kind)}: choose binary metrics with "
                         f"`metrics` or drop {t} from `tests`")
     if req.max_cost is not None:
-        from multistat._cost import check_cost, study_cost
 
         check_cost(study_cost(study, tests=req.tests, n_resamples=req.n_resamples,
                               statistic=req.statistic, pairs=req.pairs,
@@ -415,7 +426,6 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
         sys_labels = _labels(sysnames)
         codes = None
         if req.cluster is not None:
-            from multistat._cluster import dataset_codes
 
             codes = dataset_codes(ds, name)
         n_runs = int(ds.sizes.get("run", 1)) if cube.RUN_SCORE in ds else 1
@@ -607,7 +617,6 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
     kinds = tuple(str(ds.kind.values[m]) for m in ms)
     clusters = None
     if codes is not None:
-        from multistat._cluster import group_codes
 
         clusters = group_codes(codes[valid])  # renumbered over the scored instances
     runs = None
@@ -681,6 +690,7 @@ def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
         return out
     mean_d, sd_d = pair_mean_sd(slab, ia, ib)
     if want_effects:
+        # heavy: multistat.effect imports scipy.stats (first-call time)
         from multistat.effect import effect_sizes_batch
 
         with warnings.catch_warnings():
@@ -689,6 +699,7 @@ def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
                                      moments=(mean_d, sd_d))
         for c in EFFECT_COLUMNS:
             out[c] = np.asarray(eff[c], dtype=float).reshape(P * M)
+        # heavy: multistat.effect imports scipy.stats (first-call time)
         from multistat.effect import cohens_dz_se, hedges_correction
 
         out["cohens_d_se"] = cohens_dz_se(out["cohens_d"], n)
@@ -708,6 +719,7 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
     """Power of the paired t test at level alpha to detect ``target`` (metric units; None:
     the observed mean difference) given each pair's sd of differences
     (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
+    # heavy: multistat.power (scipy.stats), lazily (first-call time)
     from multistat.power.analytic import _t_power
 
     delta = mean_d if target is None else np.full(sd.shape, float(target))
@@ -721,7 +733,7 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
 @functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
     """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none)."""
-    from multistat.errors import MultistatError
+    # heavy: multistat.power (scipy.stats), lazily (first-call time)
     from multistat.power.analytic import mde_paired_t
 
     if n < 2:
@@ -756,7 +768,6 @@ def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
 
 def _corpus_stats(ds, ms, valid):
     """``(corpus metric, statistics (S, n, K))`` of a corpus metric's group."""
-    from multistat.corpus import get_corpus_metric
 
     cm = get_corpus_metric(str(ds.corpus_fn.values[ms[0]]))
     return cm, np.asarray(ds[cube.STATS].values)[:, ms[0]][:, valid][..., :cm.n_stats]
@@ -768,7 +779,6 @@ def system_observed(ds, kind, ms, valid, X) -> np.ndarray:
     if kind == "corpus":
         cm, stats = _corpus_stats(ds, ms, valid)
         return cm.fn(stats.sum(1))[:, None]
-    from multistat._centre import centred_means, levels, metric_centres
 
     k = metric_centres(X)  # mean(x - k) + k, as Slab.means (issue 24.1)
     return levels(centred_means(X, k), k)
@@ -778,12 +788,11 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     """Each system's observed score and its bootstrap distribution for one metric group.
 
     ``X`` ``(S, M, n)`` holds the group's scores on its valid instances; ``run`` goes to
-    :func:`multistat.resampling.resample` (``n``, ``n_resamples``, ``seed``, ``dataset``,
+    :func:`multistat.engine.resample` (``n``, ``n_resamples``, ``seed``, ``dataset``,
     scheduler options). Mean metrics: resampled means (one BLAS product per block);
     corpus metrics: the corpus metric of resampled summed statistics. Returns
     ``(observed (S, M), distribution (B, S, M))`` on the shared plan.
     """
-    from multistat import resampling as eng
 
     if kind == "corpus":
         cm, stats = _corpus_stats(ds, ms, valid)
@@ -872,7 +881,6 @@ class _HashLater:
 
 def _metadata(study, req: RunRequest, input_sha256=None) -> dict:
     """The table's run metadata: the request, the input's hash, sacrebleu signatures."""
-    from multistat import __version__
 
     meta = {"multistat_version": __version__, **req.metadata(),
             "input_sha256": input_sha256() if callable(input_sha256) else
@@ -888,7 +896,6 @@ def _metadata(study, req: RunRequest, input_sha256=None) -> dict:
 def _sacrebleu_signatures(study) -> dict:
     """``{"sacrebleu": {dataset: {metric: signature}}}`` for datasets built from sacrebleu
     metrics (the study keeps them in the dataset attribute ``sacrebleu``); else ``{}``."""
-    import json
 
     out = {}
     for name, ds in cube.datasets(study).items():

@@ -270,7 +270,7 @@ def _format_value(v) -> str:
     return str(v)
 
 
-def _parse_value(text: str):
+def parse_value(text: str):
     text = text.strip()
     low = text.lower()
     if low in ("true", "false"):
@@ -344,7 +344,7 @@ def get_corpus_metric(name) -> CorpusMetric:
             raise ParameterError(f"corpus metric {name!r}: option {part!r} is not "
                                  f"key=value")
         k, v = part.split("=", 1)
-        params[k.strip()] = _parse_value(v)
+        params[k.strip()] = parse_value(v)
     canonical = corpus_metric_name(family, **params)
     if canonical in CORPUS_METRICS:
         metric = CORPUS_METRICS[canonical]

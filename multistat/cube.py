@@ -44,6 +44,7 @@ from multistat.errors import (
     InputFileError,
     MultistatError,
     ParameterError,
+    UnknownSystemError,
 )
 
 SCORE = "score"
@@ -417,6 +418,7 @@ def save(study: xr.DataTree, path) -> Path:
         try:
             tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
         except BaseException as exc:  # disk full, ulimit -f, Ctrl-C: one clear error
+            # lazily: a t-only compare does not load it (first-call time)
             from multistat._write_faults import netcdf_write_failed
 
             err = netcdf_write_failed(exc, tmp, path)
@@ -525,6 +527,7 @@ def _load_group(path: Path, name: str, node, limit: int) -> xr.Dataset:
             raise InputFileError(f"{where}: attribute n_runs={_cut(ds.attrs['n_runs'])!r} "
                                  f"is not a count") from None
     if isinstance(ds.attrs.get("sacrebleu"), str):  # JSON metadata of load-mt studies
+        # lazily: a t-only compare does not load it (first-call time)
         from multistat._json import loads_metadata
 
         try:
@@ -545,7 +548,6 @@ def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:
     ``"baseline:<name>"``: every other system ``a`` against the baseline ``b``
     (estimates are then *system - baseline*); or an explicit list of ``(a, b)`` names.
     """
-    from multistat.errors import UnknownSystemError
 
     systems = [str(s) for s in systems]
     where = {s: i for i, s in enumerate(systems)}
@@ -597,6 +599,7 @@ def load(path, **read_options) -> xr.DataTree:
     wide = from_wide_files(path, **read_options)
     if wide is not None:
         return wide
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat.io import read_scores
 
     return from_frame(read_scores(path, **read_options))
@@ -605,6 +608,7 @@ def load(path, **read_options) -> xr.DataTree:
 def from_wide_files(path, **read_options) -> xr.DataTree | None:
     """The study of plain wide score files without the long frame, or None when the
     input is not that case (:func:`multistat.io._wide_cube.read_wide_arrays`)."""
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat.io._wide_cube import read_wide_arrays
 
     arrays = read_wide_arrays(path, **read_options)

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multistat.io import write_parquet
+
 QUALITY = {"sys-a": 0.0, "sys-b": 0.0, "sys-c": 0.05, "sys-d": 0.1, "sys-e": 0.1,
            "sys-f": 0.2, "sys-g": 0.3, "sys-h": 0.3, "sys-i": 0.5, "sys-j": 0.6}
 DATASETS = {"newstest": 600, "tedtalks": 150}
@@ -75,7 +77,6 @@ def demo_pairs(seed: int = SEED, n: int = 100) -> dict[str, np.ndarray]:
 
 def write_demo(out_dir, seed: int = SEED) -> list[Path]:
     """Write ``demo.parquet`` and the two-column samples under ``out_dir``."""
-    from multistat.io import write_parquet
 
     out_dir = Path(out_dir)
     (out_dir / "pairs").mkdir(parents=True, exist_ok=True)

@@ -24,22 +24,23 @@ from scipy.optimize import elementwise
 
 from multistat._validation import check_probability
 from multistat.errors import ConstantInputWarning, SmallSampleWarning
+from multistat.significance._common import (
+    add_note,
+    check_paired,
+    constant_rows,
+    empty_notes,
+    scalar,
+    warn_rows,
+)
 from multistat.significance._signrank import (
-    _signed_rank_parts,
     signed_rank_info,
+    signed_rank_parts,
 )
 from multistat.significance._signrank import (
     walsh_projection_variance as _walsh_projection_variance,
 )
-from multistat.significance.parametric import (
-    _add_note,
-    _check_common,
-    _constant_rows,
-    _notes,
-    _scalar,
-    _warn,
-)
-from multistat.significance.rank import _hl_and_interval, _walsh_exact_rows
+from multistat.significance.parametric import pair_constant, pair_mean_sd
+from multistat.significance.rank import hl_and_interval, walsh_exact_rows
 
 __all__ = [
     "EFFECT_COLUMNS",
@@ -87,7 +88,7 @@ class EffectSize:
 
 
 def _prepare(x, y, confidence_level):
-    x, y, _, _, level = _check_common(x, y, "two-sided", 0.0, confidence_level)
+    x, y, _, _, level = check_paired(x, y, "two-sided", 0.0, confidence_level)
     return x - y, level
 
 
@@ -132,19 +133,19 @@ def _nct_noncentrality(t, df, prob):
 def _dz_parts(diff, level, what):
     shape = diff.shape[:-1]
     n = diff.shape[-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     if n < 2:
         small = np.ones(shape, bool)
-        _add_note(notes, small, f"fewer than 2 pairs: {what} undefined")
-        _warn(small, SmallSampleWarning, f"{what}: fewer than 2 pairs, result is NaN",
+        add_note(notes, small, f"fewer than 2 pairs: {what} undefined")
+        warn_rows(small, SmallSampleWarning, f"{what}: fewer than 2 pairs, result is NaN",
               stacklevel=4)
         nan = np.full(shape, np.nan)
         return nan, nan, nan, notes
     mean = diff.mean(axis=-1)
     sd = diff.std(axis=-1, ddof=1)
-    const = _constant_rows(diff)
-    _add_note(notes, const, f"all differences are equal (sd = 0): {what} undefined")
-    _warn(const, ConstantInputWarning,
+    const = constant_rows(diff)
+    add_note(notes, const, f"all differences are equal (sd = 0): {what} undefined")
+    warn_rows(const, ConstantInputWarning,
           f"{what}: all differences are equal (sd = 0), result is NaN", stacklevel=4)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(const, np.nan, mean / sd)
@@ -208,8 +209,8 @@ def cohens_dz(x, y, *, confidence_level=0.95):
     """
     diff, level = _prepare(x, y, confidence_level)
     d, low, high, notes = _dz_parts(diff, level, "Cohen's d")
-    return EffectSize("cohens_d", _scalar(d), _scalar(low), _scalar(high), level,
-                      _scalar(np.full(diff.shape[:-1], diff.shape[-1])), _scalar(notes))
+    return EffectSize("cohens_d", scalar(d), scalar(low), scalar(high), level,
+                      scalar(np.full(diff.shape[:-1], diff.shape[-1])), scalar(notes))
 
 
 def hedges_g(x, y, *, confidence_level=0.95):
@@ -245,9 +246,9 @@ def hedges_g(x, y, *, confidence_level=0.95):
     d, low, high, notes = _dz_parts(diff, level, "Hedges' g")
     g = hedges_correction(n - 1) * d
     if n == 2:
-        _add_note(notes, np.ones(diff.shape[:-1], bool), "n = 2: Hedges' correction undefined")
-    return EffectSize("hedges_g", _scalar(g), _scalar(low), _scalar(high), level,
-                      _scalar(np.full(diff.shape[:-1], n)), _scalar(notes))
+        add_note(notes, np.ones(diff.shape[:-1], bool), "n = 2: Hedges' correction undefined")
+    return EffectSize("hedges_g", scalar(g), scalar(low), scalar(high), level,
+                      scalar(np.full(diff.shape[:-1], n)), scalar(notes))
 
 
 # ----------------------------------------------------------------------------- Wilcoxon r
@@ -306,16 +307,16 @@ def wilcoxon_r(x, y, *, confidence_level=0.95, info=None):
 def _wilcoxon_r_of(diff, level, info=None, stacklevel=4):
     """:func:`wilcoxon_r` of checked differences ``diff`` (no copy of them)."""
     shape = diff.shape[:-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     if info is None:
         info = signed_rank_info(diff)  # one sort of |d| for the ranks and the projection
     else:
         info.check(diff, "wilcoxon_r")
-    parts = _signed_rank_parts(diff, "wilcox", info)
+    parts = signed_rank_parts(diff, "wilcox", info)
     m = parts["count"]
     bad = (m < 2) | (parts["sd"] == 0)
-    _add_note(notes, bad, "fewer than 2 non-zero differences: Wilcoxon r undefined")
-    _warn(bad, ConstantInputWarning if diff.shape[-1] >= 2 else SmallSampleWarning,
+    add_note(notes, bad, "fewer than 2 non-zero differences: Wilcoxon r undefined")
+    warn_rows(bad, ConstantInputWarning if diff.shape[-1] >= 2 else SmallSampleWarning,
           "Wilcoxon r: fewer than 2 non-zero differences, result is NaN",
           stacklevel=stacklevel)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -334,11 +335,11 @@ def _wilcoxon_r_of(diff, level, info=None, stacklevel=4):
         p_high = np.maximum(special.expit(logit + q * se_logit), p_hat)
         low = (p_low * total - parts["mean"]) / scale
         high = (p_high * total - parts["mean"]) / scale
-    _add_note(notes, edge & ~bad, "all non-zero differences have the same sign: the "
+    add_note(notes, edge & ~bad, "all non-zero differences have the same sign: the "
                                   "Wilcoxon r interval is unreliable at the boundary")
     r, low, high = (np.where(bad, np.nan, v) for v in (r, low, high))
-    return EffectSize("wilcoxon_r", _scalar(r), _scalar(low), _scalar(high), level,
-                      _scalar(m.astype(np.int64)), _scalar(notes))
+    return EffectSize("wilcoxon_r", scalar(r), scalar(low), scalar(high), level,
+                      scalar(m.astype(np.int64)), scalar(notes))
 
 
 # ----------------------------------------------------------------------------- HL
@@ -382,13 +383,13 @@ def _hodges_lehmann_of(diff, level, info=None):
     n = diff.shape[-1]
     if info is not None:
         info.check(diff, "hodges_lehmann")
-    est, low, high, unbounded = _hl_and_interval(diff, level, "two-sided",
-                                                 _walsh_exact_rows(diff, "auto", info), info)
-    notes = _notes(diff.shape[:-1])
-    _add_note(notes, unbounded, f"n = {n} is too small for a Walsh-average interval at level "
+    est, low, high, unbounded = hl_and_interval(diff, level, "two-sided",
+                                                 walsh_exact_rows(diff, "auto", info), info)
+    notes = empty_notes(diff.shape[:-1])
+    add_note(notes, unbounded, f"n = {n} is too small for a Walsh-average interval at level "
                                 f"{level}: interval is unbounded")
-    return EffectSize("hodges_lehmann", _scalar(est), _scalar(low), _scalar(high), level,
-                      _scalar(np.full(diff.shape[:-1], n)), _scalar(notes))
+    return EffectSize("hodges_lehmann", scalar(est), scalar(low), scalar(high), level,
+                      scalar(np.full(diff.shape[:-1], n)), scalar(notes))
 
 
 def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndarray]:
@@ -413,10 +414,10 @@ def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndar
     diff, level = _prepare(x, y, level)
     n = diff.shape[-1]
     d, low, high, _ = _dz_parts(diff, level, "Cohen's d / Hedges' g")
-    out = {"cohens_d": _scalar(d), "cohens_d_ci_low": _scalar(low),
-           "cohens_d_ci_high": _scalar(high),
-           "hedges_g": _scalar(hedges_correction(n - 1) * d), "hedges_g_ci_low": _scalar(low),
-           "hedges_g_ci_high": _scalar(high)}
+    out = {"cohens_d": scalar(d), "cohens_d_ci_low": scalar(low),
+           "cohens_d_ci_high": scalar(high),
+           "hedges_g": scalar(hedges_correction(n - 1) * d), "hedges_g_ci_low": scalar(low),
+           "hedges_g_ci_high": scalar(high)}
     if info is None:
         info = signed_rank_info(diff)
     for res in (_wilcoxon_r_of(diff, level, info), _hodges_lehmann_of(diff, level, info)):
@@ -456,7 +457,6 @@ def effect_sizes_batch(slab, ia, ib, *, confidence_level=0.95, moments=None
     already computed) - no pair is materialised for them; Wilcoxon r and Hodges-Lehmann
     use the slab's differences and their sort (shared with the Wilcoxon test).
     """
-    from multistat.significance.parametric import pair_constant, pair_mean_sd
 
     level = check_probability("confidence_level", confidence_level)
     n = slab.n

@@ -173,7 +173,10 @@ def variance_components(study, *, dataset=None, metric=None, systems=None
     >>> multistat.power.simulate_likert(n_items=200, n_workers=10, effect=0.05,
     ...                                 variance=vc.variance)  # doctest: +SKIP
     """
+    # heavy: scipy.special, numpy, lazily
     from multistat.power import LikertVariance
+
+    # heavy: scipy.special, numpy, lazily
     from multistat.significance.mixed import fit_crossed
 
     nodes = _nodes(study)

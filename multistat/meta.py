@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import special, stats
+from scipy.optimize import brentq
 
 from multistat._validation import check_choice, check_probability
 from multistat.errors import (
@@ -62,6 +63,7 @@ from multistat.errors import (
     ParameterTypeError,
     show,
 )
+from multistat.io import read_parquet
 
 __all__ = [
     "METHODS",
@@ -300,10 +302,10 @@ class MetaResult:
         return pd.concat([studies, pooled], ignore_index=True)
 
     def plot_forest(self, ax=None, *, title: str | None = None):
-        """Forest plot (:func:`multistat.report.meta.forest_plot`): the studies with
+        """Forest plot (:func:`multistat.report.forest.forest_plot`): the studies with
         their intervals (squares sized by weight), the pooled diamond and the prediction
         interval. Returns the matplotlib Figure."""
-        from multistat.report.meta import forest_plot
+        from multistat.report.forest import forest_plot  # heavy: matplotlib, lazily
 
         return forest_plot(self.to_frame(), ax=ax, title=title)
 
@@ -498,12 +500,11 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
 
 
 # ---------------------------------------------------------------------------- tables
-def _read_tables(table) -> pd.DataFrame:
+def read_tables(table) -> pd.DataFrame:
     """A compare table from a DataFrame, a Parquet file, several, or a folder of them;
     with several files a ``source`` column names each row's file."""
     if isinstance(table, pd.DataFrame):
         return table
-    from multistat.io import read_parquet
 
     paths = [Path(table)] if isinstance(table, (str, Path)) else [Path(p) for p in table]
     files: list[Path] = []
@@ -551,7 +552,7 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     method = check_choice("method", method, METHODS)
     test = check_choice("test", test, TESTS)
     level = check_probability("confidence_level", confidence_level)
-    frame = _read_tables(table)
+    frame = read_tables(table)
     by = [by] if isinstance(by, str) else list(by)
     se_col = "se" if effect == "estimate" else f"{effect}_se"
     need = [study, *by, effect, se_col]
@@ -651,7 +652,7 @@ def study_rows(table, pooled: pd.DataFrame) -> pd.DataFrame:
     by = list(meta.get("by", DEFAULT_BY))
     effect = meta.get("effect", "estimate")
     se_col = "se" if effect == "estimate" else f"{effect}_se"
-    frame = _read_tables(table)
+    frame = read_tables(table)
     missing = [c for c in (study, *by, effect, se_col) if c not in frame.columns]
     if missing:
         raise DataValidationError(f"the compare table lacks column(s) {show(missing)} "
@@ -846,7 +847,6 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
 
 def _scalar_root(f) -> float:
     """Root of a decreasing f with f(0) > 0 (the residual generalized Q - (k - p))."""
-    from scipy.optimize import brentq
 
     hi = 1.0
     while f(hi) > 0:

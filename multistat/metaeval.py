@@ -31,7 +31,7 @@ tot``. Pairwise accuracy is ``acc_23`` without tie calibration: the share of sys
 whose order (or tie) the metric gets right.
 
 Resampling. The paired bootstrap draws items from the engine's shared bootstrap plan
-(:mod:`multistat.resampling`, keyed by seed and dataset) and recomputes every metric's
+(:mod:`multistat.engine`, keyed by seed and dataset) and recomputes every metric's
 statistic per resample as BLAS products of the count matrix with per-item (or per-system)
 sums: per metric first, pairs last. PERM-BOTH z-scores each metric over the valid cells
 and swaps each cell's pair of scores with probability 1/2 (the engine's sign-flip plan over
@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -73,6 +73,7 @@ from multistat._validation import (
     check_probability,
     check_seed,
 )
+from multistat.correct import METHODS, adjust_groups
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 
 STATISTICS = ("pearson", "spearman", "kendall_b", "kendall_c", "kendall_23", "acc23",
@@ -224,6 +225,7 @@ def _spread(x: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _ranks(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import rankdata
 
     return rankdata(np.where(v, x, np.inf), axis=1)  # invalid cells rank last
@@ -452,6 +454,7 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
 
 
 def _scipy_p(h, m, statistic, eps) -> float:
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy import stats
 
     v = ~np.isnan(h)
@@ -817,6 +820,7 @@ def _williams(d: _Data, alternative: str) -> np.ndarray:
     """Williams' test of r(h, a) = r(h, b) with r(a, b) known (Pearson over the valid
     cells): t = (r_ha - r_hb) sqrt((n - 1)(1 + r_ab)) / sqrt(2 (n - 1)/(n - 3) |R| +
     rbar^2 (1 - r_ab)^3), n - 3 degrees of freedom (Graham & Baldwin 2014, eq. 1)."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy import stats
 
     if d.statistic != "pearson" or d.average_by != "none":
@@ -849,6 +853,7 @@ def _williams(d: _Data, alternative: str) -> np.ndarray:
 def _metrics_mapping(human, metrics):
     """``(human array, {name: array}, dataset name)`` from arrays or a one-dataset study."""
     if hasattr(metrics, "children") or hasattr(metrics, "data_vars"):
+        # heavy: xarray, lazily
         from multistat import cube
 
         dsets = cube.datasets(metrics)
@@ -884,8 +889,6 @@ def _iv(statistic, average_by, test, n_resamples, seed, alternative, correction,
     if correction in (None, "none"):
         correction = None
     else:
-        from multistat.correct import METHODS
-
         correction = check_choice("correction", correction, METHODS)
     alpha = check_probability("alpha", alpha)
     confidence_level = check_probability("confidence_level", confidence_level)
@@ -992,7 +995,6 @@ def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alt
              correction, alpha, confidence_level, eps, *, key="", scheduler="threads",
              boot=None):
     """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn)."""
-    from multistat.correct import adjust_groups
 
     d = _prepare(human, metrics, statistic, average_by, eps)
     values, ns = d.observed()
@@ -1150,8 +1152,13 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
     with ``dataset``) and the Pearson correlations between the metrics (and the human
     scores) over the judged cells (``dataset, metric_a, metric_b, correlation``; at system
     level over the system scores), which the report draws as a heatmap."""
+    # heavy: xarray, lazily
     from multistat import cube
+
+    # heavy: xarray, scipy.special, lazily
     from multistat.comparison import study_hash
+
+    # heavy: xarray, lazily
     from multistat.ranking import better_matrix, clusters, point_ranks, score_order
 
     if not hasattr(study, "children"):

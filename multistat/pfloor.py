@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from multistat.significance import REGISTRY
+
 #: largest number of resamples :func:`resamples_needed` searches
 MAX_RESAMPLES = 10**12
 
@@ -39,7 +41,6 @@ def smallest_pvalue(test: str, n_resamples: int, *, alternative: str = "two-side
     ``p_floor`` (None: a test whose p-value is no count over resamples). ``n_units``: the
     permutation test enumerates all ``2**n`` sign vectors when ``2**n <= n_resamples``
     (its p then has no +1)."""
-    from multistat.significance import REGISTRY
 
     spec = REGISTRY.get(test)
     if spec is None or spec.p_floor is None:
@@ -58,6 +59,7 @@ def smallest_adjusted(p_floor: float, n_tests: int, correction: str | None) -> f
         return float(p_floor)
     if correction in ("holm", "bonferroni"):
         return float(min(1.0, m * p_floor))
+    # heavy: statsmodels, lazily
     from statsmodels.stats.multitest import multipletests
 
     return float(np.min(multipletests(np.full(m, float(p_floor)), method=correction)[1]))

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from multistat import __version__
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -49,7 +50,10 @@ from multistat._validation import (
     check_probability,
     check_seed,
 )
+from multistat.correct import METHODS, adjust_groups
+from multistat.engine import block_rng, pair_differences, pvalues_from_null, sign_flips
 from multistat.errors import DataValidationError, MultistatWarning, ParameterError, show
+from multistat.io._parsing import read_table
 
 #: Elo points per logit: a 400-point gap is 10:1 odds
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -74,7 +78,6 @@ def _frame(data, what: str) -> tuple[pd.DataFrame, str]:
     """A DataFrame and the name of its source (a path is read with multistat's reader)."""
     if isinstance(data, pd.DataFrame):
         return data, what
-    from multistat.io._parsing import read_table
 
     frame = read_table(data)
     return frame, str(data)
@@ -191,7 +194,10 @@ def aggregate_battles(battles, *, model_a="model_a", model_b="model_b", winner="
 
 
 def _components(S, ia, ib, directed=False):
+    # heavy: scipy.sparse, numpy, lazily
     from scipy.sparse import coo_matrix
+
+    # heavy: scipy.sparse, numpy, lazily
     from scipy.sparse.csgraph import connected_components
 
     g = coo_matrix((np.ones(len(ia)), (ia, ib)), shape=(S, S))
@@ -241,6 +247,7 @@ def _check_finite(bt: Battles, where: str, davidson: bool) -> None:
 # ============================================================================ the fit
 def _incidence(S, ia, ib):
     """Sparse ``(P, S)`` incidence (+1 at a, -1 at b) and its absolute value."""
+    # heavy: scipy.sparse, numpy, lazily
     from scipy.sparse import csr_matrix
 
     P = len(ia)
@@ -435,7 +442,6 @@ def _bt_iv(ties, n_resamples, seed, confidence_level, alpha, correction):
     seed = check_seed(seed)
     confidence_level = check_probability("confidence_level", confidence_level)
     alpha = check_probability("alpha", alpha)
-    from multistat.correct import METHODS
 
     if correction is not None:
         check_choice("correction", correction, METHODS)
@@ -449,11 +455,11 @@ def _pairwise_better(dist, beta, alpha, correction):
     ``S (S - 1) / 2`` pairs. A resampling p-value cannot go below ``2 / (B + 1)``, which
     with hundreds of pairs and Holm's ``alpha / m`` would never reject; the bootstrap SE
     has no such floor."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import norm
 
-    from multistat.correct import adjust_groups
+    # lazily: multistat.ranking imports this module (import cycle)
     from multistat.ranking import better_matrix
-    from multistat.resampling import pair_differences
 
     S = dist.shape[1]
     ia, ib = np.triu_indices(S, 1)
@@ -578,6 +584,7 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         ref = b[..., list(names).index(str(anchor))] if anchor is not None else b.mean(-1)
         return ELO_BASE + ELO_PER_LOGIT * (b - np.asarray(ref)[..., None])
 
+    # lazily: multistat.ranking imports this module (import cycle)
     from multistat.ranking import (
         clusters,
         point_ranks,
@@ -608,7 +615,6 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         "rank_range_low": low, "rank_range_high": high,
         "cluster": clusters(order, better), "beats": beats, "beaten_by": beaten_by})
     out = out.iloc[order].reset_index(drop=True)
-    from multistat import __version__
 
     out.attrs["multistat"] = {
         "multistat_version": __version__, "kind": "preferences", "model": "bradley-terry",
@@ -702,7 +708,7 @@ def sign_flip_pvalues(x, *, alternative="two-sided", n_resamples=9999, rng=None)
     from ``n_resamples`` random sign vectors of ``rng`` (one plan for the rows).
     Returns ``(p, how)`` with ``how`` per row: ``"binomial"``, ``"exact"``,
     ``"monte carlo"``."""
-    from multistat.resampling import pvalues_from_null, sign_flips
+    # heavy: scipy.special, numpy, lazily
     from multistat.significance._binomial import binom_half_pvalue
 
     x = np.atleast_2d(np.asarray(x, float))
@@ -842,7 +848,6 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     if cnt[:, 0].sum() + cnt[:, 1].sum() == 0:
         raise DataValidationError(f"{where}: no judgment prefers {show(a)} or "
                                   f"{show(b)} (all ties): nothing to test")
-    from multistat.resampling import block_rng
 
     rng = block_rng(seed, "preference_test", "permutation", 0)
     nz = x[x != 0]
@@ -851,6 +856,7 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     share = 0.5 + x.mean()
     binomial = how[0] == "binomial"
     if binomial and ties == "exclude":
+        # heavy: scipy.stats, scipy.optimize, lazily
         from scipy.stats import binomtest
 
         k, m = int((x > 0).sum()), int((x != 0).sum())
@@ -858,6 +864,7 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
                                                                      method="exact")
         lo, hi, interval = ci.low, ci.high, "clopper-pearson"
     else:
+        # heavy: scipy.stats, scipy.optimize, lazily
         from scipy import stats
 
         g = len(x)

@@ -4,7 +4,7 @@
 
 * the pairwise decisions come from :func:`multistat.compare` (one test, all pairs, the
   chosen correction over each ``dataset x metric`` family);
-* the rank intervals come from the shared bootstrap plan of :mod:`multistat.resampling`
+* the rank intervals come from the shared bootstrap plan of :mod:`multistat.engine`
   (the plan ``compare``'s bootstrap and :func:`multistat.system_scores` use, same seed):
   every system's score in every resample is one BLAS product (corpus metrics: the count
   matrix times the sufficient statistics, then the metric), the systems are ranked in
@@ -28,8 +28,10 @@ import numpy as np
 import pandas as pd
 
 from multistat import cube
+from multistat._centre import levels
 from multistat._validation import check_choice
 from multistat.errors import ResamplingFloorWarning
+from multistat.pfloor import floor_note
 from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
 from multistat.significance import REGISTRY
 
@@ -56,6 +58,7 @@ def _signed(values: np.ndarray, higher_is_better: bool) -> np.ndarray:
 
 def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
     """Ranks of ``score`` ``(S,)``: 1 is best, ties get the average rank."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import rankdata
 
     return rankdata(-_signed(np.asarray(score, float), higher_is_better), method="average")
@@ -100,6 +103,7 @@ def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
     (:func:`_snap_ties`): integer scores give resampled means that are equal in exact
     arithmetic but may differ in the last bit, by the order a BLAS product sums them.
     """
+    # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import rankdata
 
     dist = np.asarray(dist, float)
@@ -194,7 +198,6 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     """The :func:`multistat.pfloor.floor_note` of every ``dataset x metric`` family of a
     compare table whose corrected p-values cannot reach ``alpha`` (families of one size
     share one sentence naming them all)."""
-    from multistat.pfloor import floor_note
 
     if REGISTRY[test].p_floor is None or not len(table):
         return []
@@ -222,6 +225,7 @@ def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metr
     plan, instance order and grouping as :func:`multistat.compare` and
     :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
     already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
+    # lazily: multistat.comparison imports this module (import cycle)
     from multistat.comparison import _group_bootstrap, _walk, system_observed
 
     all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
@@ -364,6 +368,7 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
     """:func:`rank_with_pairs` of a validated request (:func:`rank_request`; its one test
     behind the clusters). ``requested``: the test name the user gave (``"auto"``), for
     the metadata."""
+    # lazily: multistat.comparison imports scipy.stats paths rank does not always need
     from multistat.comparison import run, study_hash
 
     if not hasattr(study, "children"):
@@ -378,7 +383,6 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
         warnings.warn(note, ResamplingFloorWarning, stacklevel=3)
     # a bootstrap test's per-system resamples (B, S, M): the rank intervals reuse them
     # (centred means plus the metric's centre: levels, multistat._centre)
-    from multistat._centre import levels
 
     known = {(d, g.metrics): levels(g.arrays["dist"], g.arrays.get("centre", 0.0))
              for (d, t, _), g in kept.items() if REGISTRY[t].score_distribution}

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from multistat._budget import Budget
+from multistat._scheduler import check_scheduler
 from multistat._typing import DEFAULT_N_RESAMPLES, STATISTICS
 from multistat._validation import (
     check_alternative,
@@ -56,7 +57,9 @@ from multistat._validation import (
     check_real,
     check_seed,
 )
+from multistat.correct import METHODS
 from multistat.errors import ParameterError, ParameterTypeError, show
+from multistat.significance import REGISTRY, get_test
 
 #: the tests ``compare`` runs unless told otherwise
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
@@ -149,7 +152,6 @@ class RunRequest:
     progress: bool = False
 
     def __post_init__(self):
-        from multistat.significance import REGISTRY, get_test
 
         def put(name, value):
             object.__setattr__(self, name, value)
@@ -185,7 +187,6 @@ class RunRequest:
         put("bootstrap_pvalue",
             check_choice("bootstrap_pvalue", self.bootstrap_pvalue, BOOTSTRAP_PVALUES))
         correction = None if self.correction == "none" else self.correction
-        from multistat.correct import METHODS
 
         if correction is not None and correction not in METHODS + STEPDOWN_CORRECTIONS:
             raise ParameterError(f"`correction` must be one of "
@@ -224,7 +225,6 @@ class RunRequest:
                                      f"(metric units); got {margin!r}")
             put("equivalence_margin", margin)
         put("test_options", _check_test_options(self.test_options, tests))
-        from multistat._scheduler import check_scheduler
 
         put("scheduler", check_scheduler(self.scheduler))  # an address too, always
         if self.n_chunks is not None:
@@ -258,7 +258,6 @@ class RunRequest:
     @property
     def specs(self) -> list:
         """The registry specs of :attr:`tests`, in order."""
-        from multistat.significance import REGISTRY
 
         return [REGISTRY[t] for t in self.tests]
 
@@ -305,7 +304,6 @@ def build_request(request: RunRequest | None = None, /, **options) -> RunRequest
 
 def _check_test_options(test_options, tests) -> dict:
     """``{test: {option: value}}`` checked against the tests run and their signatures."""
-    from multistat.significance import REGISTRY
 
     if test_options is None:
         return {}

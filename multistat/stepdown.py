@@ -1,6 +1,6 @@
 """Westfall-Young step-down adjustment (max-T and min-P) over a shared resampling plan.
 
-Every pair of a family is resampled with the *same* plan (:mod:`multistat.resampling`),
+Every pair of a family is resampled with the *same* plan (:mod:`multistat.engine`),
 so the resampled statistics of all pairs come from one joint null distribution: the
 dependence between pairs that share systems and instances is the real one, not an
 inequality (Holm, Bonferroni) that ignores it.
@@ -34,8 +34,11 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from multistat._validation import check_alternative, check_choice, check_probability
+from multistat.correct import family_columns, family_keys
+from multistat.errors import ParameterError
 
 METHODS = ("maxT", "minP")
 SLAB_BYTES = 64 * 2**20
@@ -58,6 +61,7 @@ def _tol(x):
 
 def _own_pvalues(null_o: np.ndarray) -> np.ndarray:
     """``p*_{bj} = #{b' : T*_{b'j} >= T*_{bj}} / B`` within each column (oriented)."""
+    # heavy: scipy.stats, lazily (only the min-P step-down ranks)
     from scipy.stats import rankdata
 
     b = null_o.shape[0]
@@ -210,8 +214,6 @@ def adjust_table(table, nulls: dict, *, method="westfall-young", alpha=0.05, fam
     instance; what grows with the pairs here is the table and ``B x slab``.
     Returns a copy.
     """
-    from multistat.correct import family_columns, family_keys
-    from multistat.errors import ParameterError
 
     out = table.copy()
     cols = family_columns(out, family)
@@ -265,6 +267,5 @@ def adjust_table(table, nulls: dict, *, method="westfall-young", alpha=0.05, fam
 
 
 def _indices(keys) -> dict:
-    import pandas as pd
 
     return pd.Series(range(len(keys))).groupby(keys, sort=False).indices

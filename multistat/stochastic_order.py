@@ -28,7 +28,7 @@ results agree with the reference: in small samples that point holds the minimum,
 violations are a visible share of the bootstrap spread).
 
 Vectorised: each sample's bootstrap quantile functions are computed once, ``(B, T)``, and
-ratios of many pairs are formed from them in slabs, so the cost of a leaderboard is one
+ratios of many pairs are formed from them in chunks, so the cost of a leaderboard is one
 bootstrap per *system* plus O(B T) per pair.
 
 References
@@ -49,8 +49,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from multistat._centre import nan_centred_means, pair_centre
 from multistat._lazy import lazy_module
 from multistat._validation import check_int, check_probability, check_seed
+from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterTypeError
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
@@ -58,7 +60,7 @@ stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 DT = 0.005
 THRESHOLD = 0.5
 CONSERVATIVE_THRESHOLD = 0.2
-_SLAB_BYTES = 64 * 2**20  # memory of one slab of pairs x resamples x grid
+_CHUNK_BYTES = 64 * 2**20  # memory of one chunk of pairs x resamples x grid
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ def violation_ratios(qa: np.ndarray, qb: np.ndarray) -> tuple[np.ndarray, np.nda
     diff = qb - qa
     violated = diff > 0  # F_A^{-1}(t) < F_B^{-1}(t)
     reverse = diff < 0  # F_B^{-1}(t) < F_A^{-1}(t): -diff > 0, as violation_ratio(qb, qa)
-    np.multiply(diff, diff, out=diff)  # squared, in place (one temporary for the slab)
+    np.multiply(diff, diff, out=diff)  # squared, in place (one temporary for the chunk)
     w2 = diff.sum(-1)
     # deepsig's convention: the violation integral starts at the second grid point
     viol = np.einsum("...t,...t->...", diff[..., 1:], violated[..., 1:])
@@ -184,7 +186,7 @@ def eps_min_from(observed, boot, confidence_level: float, observed_rev=None,
 
 
 def pair_eps(qa_obs, qb_obs, qa_boot, qb_boot, ia, ib, confidence_level):
-    """eps_min of many pairs from per-system quantile functions, in bounded slabs.
+    """eps_min of many pairs from per-system quantile functions, in bounded chunks.
 
     ``q*_obs`` are ``(S, T)``, ``q*_boot`` ``(B, S, T)``; pair p compares system
     ``ia[p]`` of the first set with system ``ib[p]`` of the second. Returns arrays
@@ -197,9 +199,9 @@ def pair_eps(qa_obs, qb_obs, qa_boot, qb_boot, ia, ib, confidence_level):
     P = len(ia)
     obs, obs_rev = violation_ratios(qa_obs[ia], qb_obs[ib])
     eps, rev, sig = (np.empty(P) for _ in range(3))
-    slab = max(1, int(_SLAB_BYTES // (8 * 4 * B * T)))
-    for s in range(0, P, slab):
-        sl = slice(s, min(P, s + slab))
+    chunk = max(1, int(_CHUNK_BYTES // (8 * 4 * B * T)))
+    for s in range(0, P, chunk):
+        sl = slice(s, min(P, s + chunk))
         boot, boot_rev = violation_ratios(qa_boot[:, ia[sl]], qb_boot[:, ib[sl]])
         eps[sl], rev[sl], sig[sl] = eps_min_from(obs[sl], boot, confidence_level,
                                                  obs_rev[sl], boot_rev)
@@ -309,7 +311,7 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
 
     P = a.shape[0]
     eps, rev, obs, sig = (np.empty(P) for _ in range(4))
-    slab = max(1, int(_SLAB_BYTES // (8 * 4 * n_resamples * len(t))))
+    chunk = max(1, int(_CHUNK_BYTES // (8 * 4 * n_resamples * len(t))))
     # the two samples of a row draw from streams 0 and 1 in an order that does not depend
     # on which is A: aso(b, a) then resamples both exactly as aso(a, b) did, and its
     # eps_min is aso(a, b).eps_min_reverse, bit for bit (issue 24.7)
@@ -319,8 +321,8 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
         if not rows.size:
             continue
         take_a, take_b = take(sa, a.shape[-1]), take(sb, b.shape[-1])
-        for s in range(0, rows.size, slab):  # bounded memory whatever the number of pairs
-            sl = rows[s:s + slab]
+        for s in range(0, rows.size, chunk):  # bounded memory whatever the number of pairs
+            sl = rows[s:s + chunk]
             idx = np.arange(sl.size)
             eps[sl], rev[sl], obs[sl], sig[sl] = pair_eps(
                 quantiles(a[sl], t), quantiles(b[sl], t), bootstrap_quantiles(a[sl], take_a),
@@ -346,7 +348,7 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     not counted in a correction family), ``estimate`` the difference of the sample means;
     ``alternative`` and ``null_value`` do not apply (ASO tests dominance, not a shift).
     """
-    from multistat._centre import pair_centre
+    # lazily: multistat.significance._base imports this module (import cycle)
     from multistat.significance._base import TestResult
 
     r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
@@ -391,7 +393,7 @@ def aso_batch(slab, ia, ib, ctx):
     over the instances of each run: one score per training seed, as in deepsig);
     without runs, its per-instance scores (a distribution over test items). Scores of a
     lower-is-better metric are negated, so eps_min < 0.5 always means "a is better"."""
-    from multistat.resampling import block_rng
+    # lazily: multistat.significance._batch imports this module (import cycle)
     from multistat.significance._batch import BatchResult
 
     S, M, _ = slab.shape
@@ -432,8 +434,6 @@ def aso_batch(slab, ia, ib, ctx):
         ctx.tick(1)
     # mean(x - k): means of scores moved by a constant (issue 24.1, multistat._centre)
     if slab.run_scores is not None:
-        from multistat._centre import nan_centred_means
-
         means = nan_centred_means(samples)  # (S, M)
     else:
         means = slab.centred_means()
@@ -449,6 +449,7 @@ def aso_batch(slab, ia, ib, ctx):
 
 
 def _register():
+    # lazily: multistat.significance._base imports this module (import cycle)
     from multistat.significance._base import REGISTRY, TestSpec, register
 
     if "aso" not in REGISTRY:

@@ -20,8 +20,8 @@ import xarray as xr
 
 from multistat import cube
 from multistat._validation import check_choice, check_int, check_seed
+from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterError
-from multistat.resampling import block_rng
 
 
 def partition(n: int, size: int, remainder: str = "spread") -> list[np.ndarray]:
@@ -245,6 +245,7 @@ def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | N
 
 def _lazy_units(ds, size, statistic, seed, remainder):
     """Dask path: units computed block by block over the (system, metric) chunks."""
+    # heavy: dask, lazily
     import dask.array as da
 
     if cube.STATS in ds:

@@ -78,7 +78,7 @@ def test_reference_rates_against_scipy():
     # the t and Wilcoxon rejection counts through compare equal scipy's on the same data
     from scipy import stats
 
-    rng = np.random.default_rng(C._seed("calibration", 0, "normal", 20))
+    rng = np.random.default_rng(C.seed_of("calibration", 0, "normal", 20))
     a, b = C.draw("normal", 20, 100, rng)
     study, pairs = C._study("normal", a, b, 4)
     for test, ref in (("t", stats.ttest_rel(a, b, axis=1).pvalue),

@@ -312,15 +312,15 @@ ALL5 = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
 
 @pytest.mark.parametrize("statistic", ["mean", "median"])
 def test_bit_identical_for_every_memory_limit(statistic):
-    # 16 MiB forces slabs of pairs (about 1 MiB each) and row slabs of every plan block
+    # 16 MiB forces chunks of pairs (about 1 MiB each) and row chunks of every plan block
     # (8 MiB per worker: 87 rows of 3,000 instances)
-    from multistat import resampling
+    from multistat import engine
     from multistat._budget import Budget
 
     rng = np.random.default_rng(1)
     n, S = 3000, 6 if statistic == "mean" else 3
-    rows = Budget.of("16MiB").per_worker().rows(n * resampling.PLAN_BYTES_PER_VALUE)
-    assert rows < resampling.BLOCK_SIZE  # precondition: blocks are cut into row slabs
+    rows = Budget.of("16MiB").per_worker().rows(n * engine.PLAN_BYTES_PER_VALUE)
+    assert rows < engine.BLOCK_SIZE  # precondition: blocks are cut into row chunks
     score = np.round(rng.normal(size=(S, 2, n)) + rng.normal(size=(1, 2, n)), 2)
     ds = cube.make_dataset("big", score, systems=[f"s{i}" for i in range(S)],
                            metrics=["m1", "m2"], instances=range(n))
@@ -403,7 +403,7 @@ def test_progress_moves_per_slab_and_long_runs_announce_themselves(monkeypatch, 
             memory_limit="16MiB", effect_sizes=False, scheduler="synchronous")
     err = capsys.readouterr().err
     assert "3 pairs x 2 metrics x 2 tests x 2500 resamples" in err and "estimated" in err
-    # one tick per slab of pairs for t, one per block of 1000 resamples for the bootstrap
+    # one tick per chunk of pairs for t, one per block of 1000 resamples for the bootstrap
     assert sum(u for d, t, u in ticks if t == "bootstrap") == 3  # 3 blocks, one group
     assert any(t == "t" for _, t, _ in ticks)
 

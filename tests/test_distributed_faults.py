@@ -189,7 +189,7 @@ def test_worker_dying_with_the_only_copy_of_the_data_is_run_again(tmp_path):
     # had dropped the other replica). resample scatters again and resubmits: the bits of
     # the threads scheduler, and each block's progress ticked once. Progress with an
     # address also needs no default client (it raised "No clients found" before).
-    from multistat.resampling import resample
+    from multistat.engine import resample
 
     data = np.random.default_rng(3).normal(size=500)
     kw = dict(n=500, n_resamples=3000, seed=1, dataset="d")

@@ -3,7 +3,7 @@
 The test is a paired bootstrap of the difference of **10 %-winsorized means** (each
 system's scores clipped to its own 10 % and 90 % quantiles, then averaged), written here
 the way a user would: a ``TestSpec`` with a ``batch`` on the engine's shared plan
-(``multistat.resampling.resample`` with its mean kernel) and the public p-value and
+(``multistat.engine.resample`` with its mean kernel) and the public p-value and
 interval rules of :mod:`multistat.significance.resampling`. Its spec declares what it can
 do (``joint_null``, ``equivalence``, ``p_floor``, ``cost_per_value``, ``reasons``,
 ``label``), and nothing else in multistat is edited: compare, the TOST columns, the
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import multistat
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat._cost import study_cost
 from multistat.errors import CostLimitError
 from multistat.significance import BatchResult, Slab, TestResult, TestSpec, register, unregister

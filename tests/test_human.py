@@ -53,7 +53,7 @@ def test_krippendorff_equals_the_krippendorff_package_on_random_data(level):
 def test_bootstrap_resamples_are_alpha_of_resampled_units(level):
     # every resample equals alpha of the units table drawn by the same plan row
     from multistat.agreement import PLAN_DATASET
-    from multistat.resampling import plan_block
+    from multistat.engine import plan_block
 
     rng = np.random.default_rng(3)
     x = rng.integers(1, 6, size=(4, 30)).astype(float)

@@ -11,8 +11,8 @@ import pytest
 import scipy.stats
 
 import multistat
+from multistat import engine as eng
 from multistat import metaeval as me
-from multistat import resampling as eng
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 from multistat.metaeval import compare_metrics, meta_evaluate, metric_correlation
 from tests.conftest import REALSUMM, REALSUMM_OPTIONS

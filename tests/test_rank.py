@@ -557,8 +557,8 @@ def test_sort_positions_use_small_integer_types():
 @pytest.mark.parametrize("zero_method", ["wilcox", "pratt", "zsplit"])
 def test_signed_rank_sums_equal_the_rank_array_computation(zero_method):
     # signed_rank_sums (keys 2*bits(|d|) + sign, one np.sort) must give the very numbers
-    # of _signed_rank_parts (argsort + mid-rank array): W+, mean and sd bit for bit
-    from multistat.significance._signrank import _signed_rank_parts, signed_rank_sums
+    # of signed_rank_parts (argsort + mid-rank array): W+, mean and sd bit for bit
+    from multistat.significance._signrank import signed_rank_parts, signed_rank_sums
 
     rng = np.random.default_rng(71)
     d = np.concatenate([
@@ -567,7 +567,7 @@ def test_signed_rank_sums_equal_the_rank_array_computation(zero_method):
         rng.integers(-3, 4, (5, 300)).astype(float),               # zeros and heavy ties
         np.where(rng.random((5, 300)) < 0.3, -0.0, rng.normal(size=(5, 300))),  # -0.0
         np.zeros((1, 300)), np.full((1, 300), -2.5)])
-    ref = _signed_rank_parts(d, zero_method)
+    ref = signed_rank_parts(d, zero_method)
     got = signed_rank_sums(d, zero_method)
     for k in ("w_plus", "mean", "sd", "count", "n_zero", "has_ties"):
         np.testing.assert_array_equal(got[k], ref[k], err_msg=k)
@@ -627,7 +627,7 @@ def test_sign_interval_rows_equal_the_per_row_scan():
 
 
 def test_sign_test_uses_the_memory_it_declares():
-    # peak traced memory of sign_test on a slab of pairs (the pair slab X[ia], X[ib]
+    # peak traced memory of sign_test on a chunk of pairs (the pair chunk X[ia], X[ib]
     # included, as the batch forms it) stays within SIGN_BYTES_PER_VALUE
     import tracemalloc
 

@@ -191,11 +191,11 @@ def test_rank_draws_the_bootstrap_plan_once(planted, monkeypatch):
     # (compare(..., _resampled=...), the channel the Westfall-Young step-down reads):
     # one plan per metric group whatever the correction; another test's board draws the
     # bootstrap plan for its intervals only
-    from multistat import resampling
+    from multistat import engine
 
     calls = []
-    real = resampling.resample
-    monkeypatch.setattr(resampling, "resample",
+    real = engine.resample
+    monkeypatch.setattr(engine, "resample",
                         lambda kind, *a, **k: calls.append(kind) or real(kind, *a, **k))
     cols = ["system", "score", "ci_low", "ci_high", "rank_ci_low", "rank_ci_high",
             "expected_rank", "p_best"]
@@ -254,7 +254,7 @@ def run_cli(argv, capsys):
 
 def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
     from multistat.io import read_parquet
-    from multistat.report import ranking as rr
+    from multistat.report import clusters as rr
     from multistat.report import write_report
 
     src = tmp_path / "planted.csv"

@@ -327,7 +327,7 @@ def _analytic_power_table():
 
 def test_power_curve_lines_are_the_table():
     table = _analytic_power_table()
-    fig = plots.power_curve(table, title="paired t")
+    fig = plots.power_curve_plot(table, title="paired t")
     ax = fig.axes[0]
     lines = [ln for ln in ax.lines if len(ln.get_xdata()) > 2]
     assert len(lines) == 4
@@ -338,9 +338,9 @@ def test_power_curve_lines_are_the_table():
     assert list(target.get_ydata()) == [0.8, 0.8]
     assert ax.get_xscale() == "log"  # 10 .. 1000 spans more than 8x
     with pytest.raises(DataValidationError, match=r"power table lacks column 'power'"):
-        plots.power_curve(table.drop(columns="power"))
+        plots.power_curve_plot(table.drop(columns="power"))
     with pytest.raises(ParameterError, match=r"`hue` 'delta' is not a column"):
-        plots.power_curve(table, hue="delta")
+        plots.power_curve_plot(table, hue="delta")
 
 
 def test_leaderboard_plot_errors(results, study):
@@ -481,7 +481,7 @@ def test_power_curve_of_a_card_scenario_shows_type_m():
     sims = pd.concat([simulate_mcnemar(n=n, delta=d, agreement=0.9, n_simulations=300,
                                        seed=0).to_frame()
                       for d in (0.02, 0.04) for n in (250, 1000, 4000)], ignore_index=True)
-    fig = plots.power_curve(sims, title="McNemar, P_a = 0.9")
+    fig = plots.power_curve_plot(sims, title="McNemar, P_a = 0.9")
     power_ax, m_ax = fig.axes[:2]
     for ax, col in ((power_ax, "power"), (m_ax, "type_m")):
         lines = [ln for ln in ax.lines if len(ln.get_xdata()) == 3]

@@ -18,8 +18,8 @@ import multistat as ms
 from multistat.report import _layout, plots, write_report
 from multistat.report import detectability as det_mod
 from multistat.report import html as rhtml
-from multistat.report.across import cd_diagram
-from multistat.report.ranking import rank_interval_plot
+from multistat.report.clusters import rank_interval_plot
+from multistat.report.testsets import cd_diagram
 
 K = 150
 

@@ -166,7 +166,7 @@ def test_p_value_is_never_zero_and_not_floored_at_a_grid(fn):
 def test_permutation_two_sided_counts_absolute_values():
     rng = np.random.default_rng(21)
     x, y = rng.normal(0.1, 1, 60), rng.normal(0, 1, 60)
-    from multistat import resampling as eng
+    from multistat import engine as eng
 
     d = x - y
     null = eng.sign_flips(eng.block_rng(0, "", "permutation", 0), 999, 60) @ d / 60

@@ -127,7 +127,7 @@ def test_mean_kernel_with_a_centre_is_linear_kernel_on_centred_data_bit_for_bit(
     # cube); rows whose centre is 0 keep their bits, the rows of ones are not centred
     from threadpoolctl import threadpool_limits
 
-    from multistat import resampling as eng
+    from multistat import engine as eng
 
     rng = np.random.default_rng(bb + n)
     X = rng.normal(size=(S, 3, n)) + np.array([1e6, 0.0, -3.0])[:, None]

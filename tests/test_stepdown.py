@@ -2,7 +2,7 @@
 
 Simulations draw systems with a shared instance effect (so pairs that share systems and
 instances are correlated, as on a leaderboard) and resample them with the engine's plans
-(:func:`multistat.resampling.bootstrap_counts`, :func:`multistat.resampling.sign_flips`),
+(:func:`multistat.engine.bootstrap_counts`, :func:`multistat.engine.sign_flips`),
 one plan for every pair of the family.
 """
 
@@ -13,7 +13,7 @@ import pytest
 from conftest import labels_study
 
 from multistat.correct import holm
-from multistat.resampling import bootstrap_counts, sign_flips
+from multistat.engine import bootstrap_counts, sign_flips
 from multistat.stepdown import from_matrix, westfall_young
 
 ALPHA = 0.05
@@ -199,11 +199,11 @@ def test_compare_westfall_young_draws_no_plan_again(demo_study, monkeypatch):
     # the step-down forms its joint null from the per-system arrays the tests resampled
     # (BatchResult.resampled): as many passes over the plan as with Holm, no more
     import multistat
-    from multistat import resampling
+    from multistat import engine
 
     calls = []
-    real = resampling.resample
-    monkeypatch.setattr(resampling, "resample",
+    real = engine.resample
+    monkeypatch.setattr(engine, "resample",
                         lambda kind, *a, **k: calls.append(kind) or real(kind, *a, **k))
     kw = {"tests": ("bootstrap", "permutation"), "n_resamples": 500, "effect_sizes": False,
           "ci_method": "percentile", "datasets": ["newstest"]}
@@ -225,7 +225,7 @@ def redrawn_null(study, dataset, test, rows, n_resamples, seed):
     until 09998b0's follow-up): draw the test's plan again, per system, on the metric's
     group, then form the pairs."""
     from multistat import cube
-    from multistat import resampling as eng
+    from multistat import engine as eng
     from multistat.comparison import _Dataset, _slab
     from multistat.significance.resampling import _swap_kernel
 

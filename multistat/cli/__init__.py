@@ -14,10 +14,24 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 
 import click
 import typer
 
+from multistat._blas import pin_kernels
+from multistat.cli.across import friedman_command, replicability_command
+from multistat.cli.compare import compare_cmd
+from multistat.cli.corpus import load_labels_command, load_mt_command
+from multistat.cli.merge import merge_command
+from multistat.cli.meta import HELP as META_HELP
+from multistat.cli.meta import meta_command
+from multistat.cli.metaeval import meta_evaluate_command
+from multistat.cli.power import power_app
+from multistat.cli.preferences import preferences_command
+from multistat.cli.rank import rank_command
+from multistat.cli.report import report_command
+from multistat.cli.study import analyze, demo_data, load, units
 from multistat.errors import MultistatError
 
 try:  # recent typer vendors its own click: its usage errors are not click's classes
@@ -34,17 +48,6 @@ app = typer.Typer(
 
 def _mount_commands():
     """One module per command group; the commands in the order ``--help`` lists them."""
-    from multistat.cli.across import friedman_command, replicability_command
-    from multistat.cli.compare import compare_cmd
-    from multistat.cli.corpus import load_labels_command, load_mt_command
-    from multistat.cli.merge import merge_command
-    from multistat.cli.meta import HELP as META_HELP
-    from multistat.cli.meta import meta_command
-    from multistat.cli.metaeval import meta_evaluate_command
-    from multistat.cli.preferences import preferences_command
-    from multistat.cli.rank import rank_command
-    from multistat.cli.report import report_command
-    from multistat.cli.study import analyze, demo_data, load, units
 
     app.command()(load)
     app.command()(units)
@@ -75,7 +78,6 @@ def _mount_commands():
                 "Williams).")(meta_evaluate_command)
     app.command("merge", help="Several studies -> one study with all their datasets "
                 "(test sets).")(merge_command)
-    from multistat.cli.power import power_app
 
     app.add_typer(power_app, name="power", help="Prospective, retrospective and "
                   "simulation power analysis (Card et al. 2020 scenarios).")
@@ -136,11 +138,8 @@ def main(argv=None) -> int:
 
     An unexpected exception (a bug) is one line too, with exit status 1; set
     ``MULTISTAT_TRACEBACK=1`` to see its traceback."""
-    import warnings
 
-    from multistat._blas import pin_kernels
-
-    pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every slab
+    pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every chunk
     args = list(sys.argv[1:] if argv is None else argv)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):

@@ -29,6 +29,9 @@ from typing import Annotated
 
 import typer
 
+from multistat import __version__
+from multistat._atomic import atomic_path
+from multistat._validation import check_seed
 from multistat.errors import ParameterError, show
 
 #: table outputs by extension -> format name
@@ -100,7 +103,6 @@ def seed_value(value):
     """``--seed`` checked by :func:`multistat._validation.check_seed` (None stays None).
     One parameter, so it also serves as a typer ``callback`` (typer hands the value to a
     callback's only untyped parameter)."""
-    from multistat._validation import check_seed
 
     return None if value is None else check_seed(value, name="--seed")
 
@@ -214,16 +216,17 @@ def write_table(frame, path, *, metadata: Mapping | None = None, flag: str = "--
     (NaN as empty cells); ``.jsonl``: one JSON object per row (NaN as ``null``); floats
     round-trip exactly in all three.
     """
-    from multistat._atomic import atomic_path
 
     kind = table_kind(path, flag)
     path = _prepare(path)
     with atomic_path(path) as tmp:
         if kind == "parquet":
+            # heavy: pyarrow, lazily (`multistat --help` stays fast)
             from multistat.io import write_parquet
 
             write_parquet(frame, tmp, metadata=dict(metadata or {}))
         elif kind == "csv":  # formula-like cells neutralised (multistat._csv)
+            # heavy: pandas, lazily (`multistat --help` stays fast)
             from multistat._csv import to_csv
 
             to_csv(frame, tmp)
@@ -240,6 +243,7 @@ def _json_value(value):
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     try:
+        # heavy: pandas, lazily (`multistat --help` stays fast)
         import pandas as pd
 
         if pd.isna(value):
@@ -262,6 +266,7 @@ def _write_jsonl(frame, path) -> None:
 
 def save_study(study, path, flag: str = "--out") -> Path:
     """Write a study (NetCDF-4) atomically (:func:`multistat.cube.save` is)."""
+    # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
     path = _prepare(study_output(path, flag))
@@ -271,6 +276,7 @@ def save_study(study, path, flag: str = "--out") -> Path:
 
 def echo_summary(study, dropped=()) -> None:
     """Print one line per dataset (sizes and metrics) and the dropped items."""
+    # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
     for name, ds in cube.datasets(study).items():
@@ -289,6 +295,7 @@ OUT_TABLE_HELP = "table to write: .parquet (with run metadata), .csv or .jsonl"
 
 def open_study(path: Path):
     """A saved study (.nc) or any score file ``multistat load`` reads with defaults."""
+    # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
     return cube.load(path)
@@ -323,13 +330,13 @@ def json_pairs(pairs):
 
 
 def run_meta(stage: str, *inputs) -> dict:
-    from multistat import __version__
 
     return {"stage": stage, "multistat_version": __version__,
             "input": str(inputs[0]) if len(inputs) == 1 else [str(i) for i in inputs]}
 
 
 def show_frame(fn):
+    # heavy: pandas, lazily (`multistat --help` stays fast)
     import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_colwidth", 40,

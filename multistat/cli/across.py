@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
 from multistat.errors import InputFileError, MultistatError, ParameterError
 
 
@@ -24,7 +25,10 @@ def _blocks(input: Path, wide: bool, lower_is_better: bool, metrics):
     score_a/score_b) or a study gives one wide table per metric (blocks are test sets,
     never metrics); a wide table (rows = blocks, first column the block name) is one, under
     the metric name ``""``."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from multistat.across import blocks_per_metric
+
+    # heavy: pyarrow, pandas, lazily
     from multistat.io._parsing import read_table
 
     if wide:
@@ -37,11 +41,13 @@ def _blocks(input: Path, wide: bool, lower_is_better: bool, metrics):
                                  "3 system columns")
         return {"": frame.set_index(frame.columns[0])}, not lower_is_better
     if input.suffix == ".parquet":
+        # heavy: pyarrow, pandas, lazily
         from multistat.io import read_parquet
 
         frame = read_parquet(input)
         if _compare_table(frame):
             return blocks_per_metric(frame, metrics), True  # oriented per metric
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     return blocks_per_metric(cube.load(input), metrics), True
@@ -81,10 +87,11 @@ def friedman_command(
     """Friedman test over blocks (the test sets, one test per metric: metrics are never
     blocks) with a post-hoc test; prints the statistic, Iman-Davenport F, mean ranks and
     the Nemenyi critical difference. The table has a ``metric`` column."""
+    # heavy: pyarrow, pandas, lazily
     import pandas as pd
 
+    # heavy: scipy.stats, scipy.optimize, lazily
     from multistat.across import friedman
-    from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
 
     guard_outputs([input], {"--out": out, "--figure": figure})
     table_kind(out)
@@ -113,9 +120,14 @@ def friedman_command(
         typer.echo(f"{head}{len(sig)} of {len(r.pairwise)} pairs differ ({posthoc}): " +
                    ", ".join(f"{a} vs {b}" for a, b in zip(sig.system_a, sig.system_b)))
         if figure is not None:
+            # lazily: `multistat --help` does not load it (startup time)
             from multistat._atomic import write_bytes
-            from multistat.report.across import cd_diagram
+
+            # heavy: matplotlib, seaborn, lazily
             from multistat.report.plots import save_png
+
+            # heavy: matplotlib, seaborn, lazily
+            from multistat.report.testsets import cd_diagram
 
             path = _figure_path(figure, metric, several)
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,7 +160,6 @@ def friedman_command(
 
 def _p_list(text: str):
     """``0.01,0.2`` or ``newstest=0.01,ted=0.2``."""
-    from multistat.cli._common import split_names
 
     items = split_names(text, "--p-values")
     named = ["=" in t for t in items]
@@ -183,6 +194,7 @@ def replicability_command(
 ):
     """How many test sets, and which, show an effect (Dror et al. 2017): k-hat from
     partial conjunction p-values, datasets identified by Holm's procedure."""
+    # heavy: scipy.stats, scipy.optimize, lazily
     from multistat.across import replicability
 
     if (input is None) == (p_values is None):
@@ -194,7 +206,7 @@ def replicability_command(
                    ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
         typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
         return
-    from multistat.cli._common import guard_outputs, table_kind, write_table
+    # heavy: pyarrow, pandas, lazily
     from multistat.io import read_parquet
 
     out = out or Path("replicability.parquet")

@@ -127,8 +127,13 @@ def compare_cmd(
                           "bootstrap")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat._scheduler import probe
+
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat.comparison import run
+
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat.request import build_request
 
     # the flags become one run request, validated once (its messages name the flags);

@@ -84,7 +84,8 @@ def _progress_printer():
 
 
 def _parse_options(items) -> dict:
-    from multistat.corpus import _parse_value
+    # heavy: numpy, lazily
+    from multistat.corpus import parse_value
 
     out = {}
     for item in items or ():
@@ -92,7 +93,7 @@ def _parse_options(items) -> dict:
             raise ParameterError(f"--sacrebleu-option {item!r}: expected KEY=VALUE, e.g. "
                                  f"chrf_word_order=2")
         key, value = item.split("=", 1)
-        out[key.strip()] = _parse_value(value)
+        out[key.strip()] = parse_value(value)
     return out
 
 
@@ -105,6 +106,7 @@ def _system_names(files: dict[str, Path], spec: str | None) -> dict[str, Path]:
         return files
     table = Path(spec)
     if table.is_file():
+        # heavy: pyarrow, pandas, lazily
         from multistat.io._parsing import read_table
 
         frame = read_table(table)
@@ -151,9 +153,10 @@ def _system_names(files: dict[str, Path], spec: str | None) -> dict[str, Path]:
 def _reference_files(specs: list[str]) -> list[Path]:
     """Plain-text reference files: each spec a file, a folder (its files, sorted) or a
     quoted glob, in the order given (read_scores' expansion of paths)."""
-    from multistat.io._reader import _expand_paths
+    # heavy: pyarrow, pandas, lazily
+    from multistat.io._reader import expand_paths
 
-    return _expand_paths(list(specs))[0]
+    return expand_paths(list(specs))[0]
 
 
 def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:
@@ -177,7 +180,10 @@ def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:
 def echo_corpus_scores(study) -> None:
     """One table per dataset: each system's corpus score per metric (the metric of the
     summed statistics, as sacrebleu reports it), best first by the first metric."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
+
+    # heavy: numpy, lazily
     from multistat.corpus import get_corpus_metric
 
     for name, ds in cube.datasets(study).items():
@@ -251,7 +257,10 @@ def load_mt_command(
 ):
     """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu);
     one dataset per test set; prints each system's corpus scores."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
+
+    # heavy: pyarrow, xarray, lazily
     from multistat.adapters import load_translations
 
     if test_set:
@@ -329,6 +338,7 @@ def load_labels_command(
     instance_col: Annotated[str, typer.Option(help="instance column")] = "instance",
 ):
     """Classification outputs -> a study with accuracy, precision, recall and F1."""
+    # heavy: pyarrow, xarray, lazily
     from multistat.adapters import load_labels
 
     guard_outputs([path], {"--out": out})

@@ -21,6 +21,7 @@ from multistat.errors import DataValidationError
 def merge_studies(paths) -> object:
     """One study (DataTree) holding every dataset of the studies at ``paths``, in order;
     a dataset name found in two inputs raises :class:`DataValidationError` naming both."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     nodes: dict = {}

@@ -12,6 +12,9 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.errors import ParameterError, show
+
 HELP = ("Meta-analysis across studies: pool each metric x pair x test of compare tables "
         "across datasets (fixed, DL, PM, ML, REML; Knapp-Hartung), with tau^2, I^2 and "
         "prediction intervals (Parquet).")
@@ -47,14 +50,13 @@ def meta_command(
 ):
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
-    from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
-    from multistat.errors import ParameterError, show
-    from multistat.meta import _read_tables, meta_analysis
+    # heavy: scipy.stats, scipy.optimize, lazily
+    from multistat.meta import meta_analysis, read_tables
 
     guard_outputs(inputs, {"--out": out})
     table_kind(out)
     by_cols = split_names(by, "--by")
-    frame = _read_tables(inputs[0] if len(inputs) == 1 else inputs)
+    frame = read_tables(inputs[0] if len(inputs) == 1 else inputs)
     if tests is not None:
         chosen = split_names(tests, "--tests")
         have = set(frame["test"].astype(str)) if "test" in frame else set()

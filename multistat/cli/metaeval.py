@@ -13,6 +13,9 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli import _common as common
+from multistat.errors import ParameterError
+
 
 def meta_evaluate_command(
     study: Annotated[Path, typer.Argument(help="study file (.nc from `multistat load`; "
@@ -57,9 +60,10 @@ def meta_evaluate_command(
     metric (value, bootstrap interval), its rank, and significance clusters of metrics
     (the rule of `multistat rank` on the corrected metric-pair decisions). Writes the
     leaderboard and prints the clusters."""
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
-    from multistat.cli import _common as common
-    from multistat.errors import ParameterError
+
+    # heavy: pyarrow, pandas, lazily
     from multistat.metaeval import meta_evaluation
 
     seed = common.seed_value(seed)

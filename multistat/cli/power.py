@@ -29,9 +29,13 @@ from multistat.cli._common import (
     SepOpt,
     SystemCol,
     SystemsOpt,
+    guard_outputs,
+    read_kwargs,
     seed_value,
+    table_kind,
+    write_table,
 )
-from multistat.errors import show
+from multistat.errors import PowerParameterError, show
 
 power_app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -110,7 +114,7 @@ def paired_t_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Paired t test (exact noncentral t): solve n, effect size or power."""
-    from multistat.errors import PowerParameterError
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import paired_t
 
     if delta is not None or sd is not None:
@@ -135,6 +139,7 @@ def two_proportions_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Two independent proportions (unpaired accuracies; R power.prop.test)."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import two_proportions
 
     _solve_report(two_proportions, "two proportions", as_json, n=n, p1=p1, p2=p2,
@@ -154,6 +159,7 @@ def mcnemar_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """McNemar's test for two classifiers on one test set."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import mcnemar
 
     _solve_report(mcnemar, f"McNemar ({method})", as_json, n=n, delta=delta,
@@ -170,6 +176,7 @@ def sign_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Exact sign (binomial) test, e.g. head-to-head preferences."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import sign_test
 
     _solve_report(sign_test, "sign test (exact binomial)", as_json,
@@ -197,7 +204,7 @@ def mde_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
-    from multistat.errors import PowerParameterError
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import (
         GLUE_AGREEMENT_MODEL,
         SQUAD_AGREEMENT_MODEL,
@@ -272,10 +279,13 @@ def curve_cmd(
 
     A score file is read as `multistat load` reads it (--format, --system-col, --sep,
     ...); --dataset and --metric then choose which dataset and metric to use."""
+    # lazily: `multistat --help` does not load it (startup time)
     from multistat import __version__
+
+    # heavy: numpy, lazily
     from multistat._validation import check_real
-    from multistat.cli._common import guard_outputs, read_kwargs, table_kind, write_table
-    from multistat.errors import PowerParameterError
+
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import power_curve
 
     delta = check_real("--delta", delta)
@@ -285,6 +295,7 @@ def curve_cmd(
     x = y = None
     name = m = None
     if scores is not None:
+        # heavy: pyarrow, xarray, lazily
         from multistat import cube
 
         kw = read_kwargs(format, system_col, metric_col, instance_col, score_col,
@@ -366,6 +377,7 @@ def mcnemar_sim_cmd(
     alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
 ) -> None:
     """Card et al. section 3 / appendix C: McNemar power, Type-M, Type-S by simulation."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import mcnemar_exact_errors, simulate_mcnemar
 
     r = simulate_mcnemar(n=n, delta=delta, agreement=agreement, n_simulations=n_simulations,
@@ -388,6 +400,7 @@ def bleu_sim_cmd(
     alpha: AlphaOpt = 0.05, seed: SeedOpt = 0, as_json: JsonOpt = False,
 ) -> None:
     """Card et al. section 4: corpus BLEU, Delta-Laplace process, randomization test."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_bleu
 
     r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
@@ -425,11 +438,15 @@ def likert_sim_cmd(
     With --pilot, the five standard deviations come from a pilot study's ratings
     (multistat.variance_components: REML per pair of its systems, pooled), in the units
     of its ratings; give --effect in those units."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_likert
 
     variance = None
     if pilot is not None:
+        # heavy: pyarrow, xarray, lazily
         from multistat.cube import load
+
+        # heavy: pyarrow, xarray, lazily
         from multistat.human import variance_components
 
         vc = variance_components(load(pilot), dataset=pilot_dataset, metric=pilot_metric)
@@ -466,6 +483,7 @@ def preference_sim_cmd(
 ) -> None:
     """Head-to-head preferences: the exact binomial test, or with several raters per
     item (or item/rater effects) the sign-flip test over items of preference_test."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_preference
 
     r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,

@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli import _common as cc
+
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -61,7 +63,7 @@ def preferences_command(
     """Bradley-Terry leaderboard on the Elo scale (400 points = 10:1 odds) from pairwise
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
     clusters (the rule of `multistat rank`). Prints the leaderboard and writes the table."""
-    from multistat.cli import _common as cc
+    # heavy: pyarrow, pandas, lazily
     from multistat.preferences import bradley_terry
 
     seed = cc.seed_value(seed)
@@ -90,6 +92,7 @@ def preferences_command(
                + f"; {n_resamples} bootstrap resamples (seed {seed}); clusters: "
                f"{meta['correction']} correction, alpha={alpha}")
     if report is not None:
+        # heavy: matplotlib, seaborn, lazily
         from multistat.report.preferences import write_preference_page
 
         typer.echo(f"wrote {write_preference_page(board, report)}")

@@ -14,6 +14,12 @@ from typing import Annotated
 import typer
 
 from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat.cli._common import (
+    guard_outputs,
+    split_names,
+    table_kind,
+    write_table,
+)
 
 
 def rank_command(
@@ -55,13 +61,10 @@ def rank_command(
     above is significantly better than every system below), rank ranges from the
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat import cube
-    from multistat.cli._common import (
-        guard_outputs,
-        split_names,
-        table_kind,
-        write_table,
-    )
+
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat.ranking import rank_request, run_ranking
 
     # the flags become one run request, validated once (messages name the flags)

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from multistat.cli._common import guard_outputs
+
 #: highest PNG resolution accepted (a 12-inch figure at 1200 dpi is already 14,400 pixels
 #: wide; beyond that matplotlib allocates gigabytes)
 MAX_DPI = 1200
@@ -90,8 +92,10 @@ def report_command(
                         "(refused without it)")] = False,
 ) -> None:
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
+    # heavy: numpy, lazily
     from multistat._validation import check_choice, check_int
-    from multistat.cli._common import guard_outputs
+
+    # heavy: matplotlib, seaborn, lazily
     from multistat.report import write_report
 
     check_choice("--histograms", histograms, ("top2", "none"))
@@ -99,6 +103,7 @@ def report_command(
                                           "hedges_g", "wilcoxon_r", "hodges_lehmann",
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
+    # lazily: `multistat --help` does not load it (startup time)
     from multistat._dvc_outputs import check_not_tracked
 
     check_not_tracked(out, REPORT_WRITES, force=force)

@@ -3,6 +3,7 @@ cube out, and its data analysis (NLPStatTest's first step)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -37,7 +38,7 @@ from multistat.cli._common import (
     table_kind,
     write_table,
 )
-from multistat.errors import ParameterError
+from multistat.errors import DroppedDataWarning, ParameterError
 
 
 def load(
@@ -69,10 +70,11 @@ def load(
              "error)")] = None,
 ):
     """Validate score file(s), write the study cube (NetCDF) and print a summary."""
-    import warnings
 
+    # heavy: pyarrow, xarray, lazily
     from multistat import cube
-    from multistat.errors import DroppedDataWarning
+
+    # heavy: pyarrow, pandas, lazily
     from multistat.io import read_scores
 
     guard_outputs(paths, {"--out": out})
@@ -117,6 +119,7 @@ def units(
     Path("units.nc"),
 ):
     """Group instances into evaluation units (mean or median of m instances)."""
+    # heavy: pyarrow, xarray, lazily
     from multistat.units import evaluation_units
 
     seed = seed_value(seed)
@@ -142,7 +145,10 @@ def analyze(
     Path("analysis.parquet"),
 ):
     """Descriptives, skewness, normality and recommended tests (NLPStatTest Table 2)."""
+    # heavy: numpy, lazily
     from multistat._validation import check_probability
+
+    # heavy: scipy.stats, scipy.optimize, lazily
     from multistat.analysis import analyze as run
 
     alpha = check_probability("--alpha", alpha)
@@ -165,6 +171,7 @@ def demo_data(
 ):
     """Generate the embedded demo study (10 systems x 3 metrics x 2 test sets) and
     two-column NLPStatTest-format samples, with known true differences."""
+    # heavy: pyarrow, pandas, lazily
     from multistat.demo import write_demo
 
     seed = seed_value(seed)

@@ -13,14 +13,14 @@ import pandas as pd
 
 from multistat.errors import InputFileError, ParameterError
 from multistat.io._parsing import (
-    _check_short_rows,
     _ids,
     _malformed,
     _need_columns,
-    _read_text,
     _scores,
+    check_short_rows,
+    read_text,
 )
-from multistat.io._sources import _WHITESPACE, _open_text, _show, _stem
+from multistat.io._sources import WHITESPACE, open_text, show, stem
 
 # ----------------------------------------------------------------------------- layouts
 _ROLES = ("dataset", "system", "metric", "instance")
@@ -30,7 +30,7 @@ _EXTRA_ROLES = ("run", "group", "rater")
 
 
 @dataclass
-class _Long:
+class Long:
     """Unvalidated long data: integer codes per identifier role, the scores, and the
     source file and row of every score (for messages)."""
 
@@ -45,7 +45,7 @@ class _Long:
 
 
 @dataclass
-class _Raw:
+class Raw:
     """Collects chunks of long data from one or several files."""
 
     chunks: list = field(default_factory=list)
@@ -62,7 +62,7 @@ class _Raw:
         self.chunks.append((coded, np.asarray(score, dtype=np.float64),
                             np.full(n, k, dtype=np.int32), np.asarray(rows, dtype=np.int64)))
 
-    def long(self) -> _Long:
+    def long(self) -> Long:
         codes, names = {}, {}
         extra = tuple(r for r in _EXTRA_ROLES if all(r in c[0] for c in self.chunks))
         for role in _ROLES + extra:
@@ -75,7 +75,7 @@ class _Raw:
                 parts.append(lut[chunk_codes])
             codes[role] = np.concatenate(parts)
             names[role] = list(index)
-        return _Long(codes, names,
+        return Long(codes, names,
                      np.concatenate([c[1] for c in self.chunks]),
                      np.concatenate([c[2] for c in self.chunks]),
                      np.concatenate([c[3] for c in self.chunks]))
@@ -91,7 +91,7 @@ def _extra_ids(src, frame, extra) -> dict:
     return out
 
 
-def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, score_col,
+def long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, score_col,
                  dataset_col, metric, dataset, default_dataset, explicit, extra=None):
     extra = extra or {}
     _need_columns(src, frame, system_col, "system_col")
@@ -107,7 +107,7 @@ def _long_layout(src, frame, k, raw, *, system_col, metric_col, instance_col, sc
     used = [*system_col, *instance_col, score_col]
     used += [c for c in (metric_value, dataset_value) if isinstance(c, _Col)]
     used += [c for c in extra.values() if c is not None]
-    _check_short_rows(src, frame, [c.name if isinstance(c, _Col) else c for c in used])
+    check_short_rows(src, frame, [c.name if isinstance(c, _Col) else c for c in used])
     systems = _ids(src, frame, system_col, "system")
     instances = _ids(src, frame, instance_col, "instance")
     metrics = (_ids(src, frame, [metric_value.name], "metric")
@@ -144,7 +144,7 @@ def _fixed_or_column(src, frame, role, col, fixed, default, explicit):
     return fixed if fixed is not None else default
 
 
-def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, metric,
+def wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, metric,
                  dataset, default_dataset, systems, explicit, extra=None):
     extra = extra or {}
     instance_value = None
@@ -172,7 +172,7 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
             f"{src.path}: no system columns in the wide table (columns: "
             f"{', '.join(map(repr, frame.columns))})"
         )
-    _check_short_rows(src, frame, id_cols + system_cols)
+    check_short_rows(src, frame, id_cols + system_cols)
     n = len(frame)
     metrics = (_ids(src, frame, [metric_value.name], "metric")
                if isinstance(metric_value, _Col) else metric_value)
@@ -196,15 +196,15 @@ def _wide_layout(src, frame, k, raw, *, metric_col, instance_col, dataset_col, m
                 instance=instances, **extra_ids)
 
 
-def _pairs_layout(src, k, raw, *, systems, metric, dataset):
+def pairs_layout(src, k, raw, *, systems, metric, dataset):
     """Header-less numbers, one column per system: NLPStatTest pairs (2 systems) or one
     score per line (1 system, named after the file)."""
     src.header = False
     src.skip_blank = False
     src.n_fields = len(systems)
     if src.sep is None or src.sep == "\t" and len(systems) == 1:
-        src.sep = _WHITESPACE
-    frame = _read_text(src)
+        src.sep = WHITESPACE
+    frame = read_text(src)
     blank = frame.isna().all(axis=1).to_numpy()
     n = len(blank) - int(np.argmax(~blank[::-1])) if (~blank).any() else 0
     if n == 0:
@@ -244,7 +244,7 @@ def looks_like_comet(src) -> bool:
                                        _COMET_SUMMARY.match(line))
 
 
-def _comet_layout(src, k, raw, *, metric, dataset):
+def comet_layout(src, k, raw, *, metric, dataset):
     """Per-segment scores of ``comet-score`` output; one system per translation file."""
     src.header = False
     src.skip_blank = True
@@ -252,7 +252,7 @@ def _comet_layout(src, k, raw, *, metric, dataset):
     summaries: dict[str, tuple[int, str]] = {}
     row = -1
     try:
-        with _open_text(src.path) as fh:
+        with open_text(src.path) as fh:
             for lineno, line in enumerate(fh, 1):
                 text = line.rstrip("\r\n")
                 if not text.strip():
@@ -264,7 +264,7 @@ def _comet_layout(src, k, raw, *, metric, dataset):
                         value = float(m["score"])
                     except ValueError:
                         raise InputFileError(f"{src.path}, line {lineno}: non-numeric score "
-                                             f"{_show(m['score'])}") from None
+                                             f"{show(m['score'])}") from None
                     files.append(m["file"] or "")
                     segs.append(m["seg"])
                     scores.append(value)
@@ -279,7 +279,7 @@ def _comet_layout(src, k, raw, *, metric, dataset):
                 raise InputFileError(
                     f"{src.path}, line {lineno}: not a line of comet-score output (expected "
                     f"'FILE<tab>Segment N<tab>score: X' or 'FILE<tab>score: X'): "
-                    f"{_show(text)}")
+                    f"{show(text)}")
     except UnicodeDecodeError as exc:
         raise InputFileError(
             f"{src.path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
@@ -290,8 +290,8 @@ def _comet_layout(src, k, raw, *, metric, dataset):
             f"{src.path}: comet-score output without per-segment lines (only system "
             f"scores, as with --only_system); multistat needs the segment scores")
     uniq = list(dict.fromkeys(files))
-    stems = [_stem(Path(f)) if f else _stem(src.path) for f in uniq]
-    names = stems if len(set(stems)) == len(stems) else [f or _stem(src.path) for f in uniq]
+    stems = [stem(Path(f)) if f else stem(src.path) for f in uniq]
+    names = stems if len(set(stems)) == len(stems) else [f or stem(src.path) for f in uniq]
     code_of = {f: i for i, f in enumerate(uniq)}
     sys_codes = np.array([code_of[f] for f in files], dtype=np.int64)
     score = np.array(scores, dtype=np.float64)
@@ -305,7 +305,7 @@ def _comet_layout(src, k, raw, *, metric, dataset):
             total = float(token)
         except ValueError:
             raise InputFileError(f"{src.path}, line {lineno}: non-numeric system score "
-                                 f"{_show(token)}") from None
+                                 f"{show(token)}") from None
         mean = float(np.mean(mine))
         if not abs(mean - total) <= 10.0 ** -max(decimals, 1) + 1e-12:
             raise InputFileError(

@@ -10,8 +10,8 @@ import pandas as pd
 
 from multistat._validation import bad_name, whitespace_twins
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
-from multistat.io._layouts import _Long
-from multistat.io._sources import _names, _plural, _show, _Source
+from multistat.io._layouts import Long
+from multistat.io._sources import Source, _names, plural, show
 
 
 # ----------------------------------------------------------------------------- validation
@@ -21,7 +21,7 @@ def _appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return new.astype(np.int64), np.asarray(uniq, dtype=np.int64)
 
 
-def _validate(raw: _Long, sources: list[_Source], *, missing: str,
+def validate(raw: Long, sources: list[Source], *, missing: str,
               lower_is_better: tuple[str, ...], rater_aggregate: str | None = None):
     """Checks of the data model; returns (sorted frame, metrics meta, dropped lines)."""
     aggregated = 0
@@ -36,7 +36,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
     met_names = [raw.names["metric"][u] for u in met_u]
     sys_names, inst_names = raw.names["system"], raw.names["instance"]
 
-    _check_names(raw, sources)
+    check_names(raw, sources)
     unknown = [m for m in lower_is_better if m not in met_names]
     if unknown:
         raise ParameterError(
@@ -70,14 +70,14 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                  else f"scores {_names([repr(float(v)) for v in values[:3]])}")
         if raters is not None:
             raise DataValidationError(
-                f"{label}: {_plural(n_extra, 'repeated rating')}: rater "
+                f"{label}: {plural(n_extra, 'repeated rating')}: rater "
                 f"{raw.names['rater'][raters[f]]!r} rated dataset {ds_names[ds_c[f]]!r}, "
                 f"system {sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
                 f"{inst_names[inst_g[f]]!r} more than once, at {' and '.join(places)} "
                 f"({agree}); pass rater_aggregate='mean' (CLI --rater-aggregate mean) to "
                 f"average a rater's ratings of one cell")
         raise DataValidationError(
-            f"{label}: {_plural(n_extra, 'duplicated row')} for the same (dataset, system, "
+            f"{label}: {plural(n_extra, 'duplicated row')} for the same (dataset, system, "
             f"metric, instance); first: dataset {ds_names[ds_c[f]]!r}, system "
             f"{sys_names[sys_g[f]]!r}, metric {met_names[met_c[f]]!r}, instance "
             f"{inst_names[inst_g[f]]!r}"
@@ -99,7 +99,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         systems = pd.unique(sys_g[ds_rows])  # in order of first appearance
         if len(systems) < 2:
             raise DataValidationError(
-                f"{label}: dataset {ds_name!r} has {_plural(len(systems), 'system')} "
+                f"{label}: dataset {ds_name!r} has {plural(len(systems), 'system')} "
                 f"({_names(sys_names[s] for s in systems)}); a comparison needs at least 2 "
                 f"(check system_col or the format)"
             )
@@ -136,7 +136,7 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                         f"{src.where(int(raw.row[first]))}: NaN score (system "
                         f"{sys_names[sys_g[first]]!r}, {where}, instance "
                         f"{inst_names[inst_g[first]]!r}; "
-                        f"{_plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
+                        f"{plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
                         f"missing='drop' to drop those instances for every system"
                     )
                 if lack_run.any():
@@ -147,8 +147,8 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                     raise DataValidationError(
                         f"{label}: {where}: system {sys_names[systems[s_]]!r} has no score "
                         f"for instance {inst_name(j)!r} in run(s) {_names(lacking, 3)} "
-                        f"(it has {_plural(len(all_runs), 'run')} elsewhere; "
-                        f"{_plural(int(lack_run.sum()), 'such (system, instance)')}); pass "
+                        f"(it has {plural(len(all_runs), 'run')} elsewhere; "
+                        f"{plural(int(lack_run.sum()), 'such (system, instance)')}); pass "
                         f"missing='drop' to keep only the instances every run has"
                     )
                 absent = ~present
@@ -186,20 +186,20 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
                     keep[pos[bad_inst[inst_local]]] = False
                     warnings.warn(
                         f"{label}: {where}: dropped {idx.size} of {n_inst} instances for all "
-                        f"{n_sys} systems ({_plural(int(nan_cell.sum()), 'NaN score')}, "
-                        f"{_plural(int((~present).sum()), 'absent row')}; e.g. instance(s) "
+                        f"{n_sys} systems ({plural(int(nan_cell.sum()), 'NaN score')}, "
+                        f"{plural(int((~present).sum()), 'absent row')}; e.g. instance(s) "
                         f"{_names([inst_name(j) for j in idx[:3]], 3)}); the full list is in "
                         f"frame.attrs['dropped']", DroppedDataWarning, stacklevel=3
                     )
                     if n_inst - idx.size < 2:
                         raise DataValidationError(
-                            f"{label}: {where}: {_plural(n_inst - idx.size, 'instance')} left "
+                            f"{label}: {where}: {plural(n_inst - idx.size, 'instance')} left "
                             f"after dropping {idx.size} with missing or NaN scores; at least "
                             f"2 are needed"
                         )
             if n_inst < 2:
                 raise DataValidationError(
-                    f"{label}: {where} has {_plural(n_inst, 'instance')} "
+                    f"{label}: {where} has {plural(n_inst, 'instance')} "
                     f"({_names([inst_name(j) for j in range(n_inst)])}); at least 2 are "
                     f"needed (check instance_col)"
                 )
@@ -234,12 +234,12 @@ def _validate(raw: _Long, sources: list[_Source], *, missing: str,
         metrics[met] = {"higher_is_better": met not in lower_is_better,
                         "kind": "binary" if binary else "mean"}
     if aggregated:
-        dropped.append(f"rater_aggregate='mean': {_plural(aggregated, 'repeated rating')} "
+        dropped.append(f"rater_aggregate='mean': {plural(aggregated, 'repeated rating')} "
                        f"averaged into its rater's rating of the cell")
     return out, metrics, dropped
 
 
-def _mean_per_rater(raw: _Long) -> tuple[_Long, int]:
+def _mean_per_rater(raw: Long) -> tuple[Long, int]:
     """Average the ratings one rater gave one (dataset, system, metric, instance) cell;
     the first row of each cell stands for it in messages. Returns the new data and how
     many rows were folded into another."""
@@ -255,7 +255,7 @@ def _mean_per_rater(raw: _Long) -> tuple[_Long, int]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(count > 0, total / np.maximum(count, 1.0), np.nan)
     first = np.unique(cell, return_index=True)[1]
-    return (_Long(codes={r: c[first] for r, c in raw.codes.items()}, names=raw.names,
+    return (Long(codes={r: c[first] for r, c in raw.codes.items()}, names=raw.names,
                   score=mean[cell[first]], src=raw.src[first], row=raw.row[first]),
             int(cell.size - n_cells))
 
@@ -278,13 +278,13 @@ def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
     names = raw.names["group"]
     raise DataValidationError(
         f"dataset {ds_names[ds_c[a]]!r}: instance {inst_names[inst_g[a]]!r} is in two "
-        f"groups, {_show(names[grp[a]])} and {_show(names[grp[b]])} (at {places}); an "
+        f"groups, {show(names[grp[a]])} and {show(names[grp[b]])} (at {places}); an "
         f"instance belongs to one group for every system, metric and run"
         f"{'' if n_bad == 1 else f' ({n_bad} such instances)'}"
     )
 
 
-def _check_names(raw, sources) -> None:
+def check_names(raw, sources) -> None:
     """Refuse blank, invisible and path-like names, and two names of one role that differ
     only by surrounding whitespace."""
     for role in ("dataset", "system", "metric"):
@@ -296,7 +296,7 @@ def _check_names(raw, sources) -> None:
                 first = int(np.flatnonzero(raw.codes[role] == code)[0])
                 places.append(sources[raw.src[first]].where(int(raw.row[first])))
             raise DataValidationError(
-                f"{role} names {_show(twins[0])} ({places[0]}) and {_show(twins[1])} "
+                f"{role} names {show(twins[0])} ({places[0]}) and {show(twins[1])} "
                 f"({places[1]}) differ only by surrounding whitespace; they would be two "
                 f"{role}s: fix the names")
         for code, name in enumerate(raw.names[role]):
@@ -306,6 +306,6 @@ def _check_names(raw, sources) -> None:
             first = int(np.flatnonzero(raw.codes[role] == code)[0])
             src = sources[raw.src[first]]
             raise DataValidationError(
-                f"{src.where(int(raw.row[first]))}: {role} name {_show(name)} {why}; "
+                f"{src.where(int(raw.row[first]))}: {role} name {show(name)} {why}; "
                 f"{role} names must be visible text"
                 f"{' usable as a file name' if role == 'dataset' else ''}")

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from multistat._atomic import atomic_path
+from multistat._json import loads_metadata
 from multistat.errors import InputFileError, ParameterError, ParameterTypeError
-from multistat.io._sources import PARQUET_METADATA_KEY, _show
+from multistat.io._sources import PARQUET_METADATA_KEY, show
 
 
 # ----------------------------------------------------------------------------- parquet
@@ -46,7 +48,7 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     -----
     JSON turns tuples into lists; floats round-trip exactly (``repr``-precision).
     """
-    import pyarrow as pa
+    # heavy: pyarrow, lazily
     import pyarrow.parquet as pq
 
     if not isinstance(frame, pd.DataFrame):
@@ -58,7 +60,7 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     for key, value in metadata.items():
         if not _json_safe(value):
             raise ParameterError(
-                f"`metadata[{key!r}]` is not JSON-serialisable: {_show(value)}")
+                f"`metadata[{key!r}]` is not JSON-serialisable: {show(value)}")
         merged[str(key)] = value
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +84,7 @@ def read_parquet(path) -> pd.DataFrame:
         present there, ``attrs["metrics"]``, ``attrs["dropped"]`` and ``attrs["source"]``
         restored, so a saved score frame goes straight into ``multistat.cube.from_frame``.
     """
+    # heavy: pyarrow, lazily
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -92,7 +95,6 @@ def read_parquet(path) -> pd.DataFrame:
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated classes
         raise InputFileError(f"{path}: not a readable Parquet file ({exc})") from None
     raw = (table.schema.metadata or {}).get(PARQUET_METADATA_KEY)
-    from multistat._json import loads_metadata
 
     try:
         meta = loads_metadata(raw) if raw else {}

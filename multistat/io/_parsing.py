@@ -23,20 +23,20 @@ from multistat.errors import (
     ParameterTypeError,
 )
 from multistat.io._sources import (
-    _NA_TOKENS,
     KEY_JOIN,
-    _open_text,
-    _plural,
-    _resolve_source,
-    _sep_name,
-    _show,
-    _Source,
-    _split_line,
+    NA_TOKENS,
+    Source,
+    open_text,
+    plural,
+    resolve_source,
+    sep_name,
+    show,
+    split_line,
 )
 
 
 # ----------------------------------------------------------------------------- reading
-def _read_text(src: _Source) -> pd.DataFrame:
+def read_text(src: Source) -> pd.DataFrame:
     """All cells as strings; a missing or empty field is NaN ('nan', 'NA'... stay text)."""
     kwargs = {
         "sep": src.sep,
@@ -68,7 +68,7 @@ def _read_text(src: _Source) -> pd.DataFrame:
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
             raise InputFileError(f"{src.path}: cannot be read ({exc})") from None
     if src.header:
-        header = _split_line(src.first_line, src.sep)
+        header = split_line(src.first_line, src.sep)
         seen = set()
         for name in header:
             if name in seen:
@@ -79,21 +79,21 @@ def _read_text(src: _Source) -> pd.DataFrame:
     return frame
 
 
-def _malformed(src: _Source, bad: tuple[int, str, int], expected: int | None) -> InputFileError:
+def _malformed(src: Source, bad: tuple[int, str, int], expected: int | None) -> InputFileError:
     lineno, text, nfields = bad
     if expected is None:
-        expected = (len(_split_line(src.first_line, src.sep)) if src.header
+        expected = (len(split_line(src.first_line, src.sep)) if src.header
                     else src.n_fields)
     if nfields == 0:
         return InputFileError(
             f"{src.path}, line {lineno}: malformed line: blank line between data lines")
     return InputFileError(
         f"{src.path}, line {lineno}: malformed line: expected {expected} fields separated "
-        f"by {_sep_name(src.sep)}, found {nfields}: {_show(text)}"
+        f"by {sep_name(src.sep)}, found {nfields}: {show(text)}"
     )
 
 
-def _check_short_rows(src: _Source, frame: pd.DataFrame, used: Sequence[str]) -> None:
+def check_short_rows(src: Source, frame: pd.DataFrame, used: Sequence[str]) -> None:
     """Text tables: a row with NaN cells in a used column may be a line with too few
     fields (pandas pads those silently) -> malformed-line error."""
     if src.kind != "text" or frame.empty:
@@ -103,17 +103,17 @@ def _check_short_rows(src: _Source, frame: pd.DataFrame, used: Sequence[str]) ->
         return
     expected = frame.shape[1]
     for _, (lineno, text) in sorted(src.lines_of(rows).items()):
-        n = len(_split_line(text, src.sep))
+        n = len(split_line(text, src.sep))
         if n < expected:
             raise _malformed(src, (lineno, text, n), expected)
 
 
-def _read_json(src: _Source) -> pd.DataFrame:
+def _read_json(src: Source) -> pd.DataFrame:
     """JSON lines (one object per line) or a JSON array of objects, parsed with the
     standard library so every fault is reported with its line (or record)."""
     records: list[dict] = []
     try:
-        with _open_text(src.path) as fh:
+        with open_text(src.path) as fh:
             if src.kind == "jsonl":
                 for lineno, line in enumerate(fh, 1):
                     if not line.strip():
@@ -123,16 +123,16 @@ def _read_json(src: _Source) -> pd.DataFrame:
                     except json.JSONDecodeError as err:
                         raise InputFileError(
                             f"{src.path}, line {lineno}: not valid JSON ({err.msg}): "
-                            f"{_show(line.rstrip())}") from None
+                            f"{show(line.rstrip())}") from None
                     except DuplicateKeyError as err:
                         raise InputFileError(
-                            f"{src.path}, line {lineno}: key {_show(err.key)} appears twice "
+                            f"{src.path}, line {lineno}: key {show(err.key)} appears twice "
                             f"in one object (JSON keeps only the last value): "
-                            f"{_show(line.rstrip())}") from None
+                            f"{show(line.rstrip())}") from None
                     if not isinstance(obj, dict):
                         raise InputFileError(
                             f"{src.path}, line {lineno}: expected a JSON object per line, "
-                            f"found {_json_type(obj)}: {_show(line.rstrip())}")
+                            f"found {_json_type(obj)}: {show(line.rstrip())}")
                     records.append(obj)
             else:
                 try:
@@ -142,7 +142,7 @@ def _read_json(src: _Source) -> pd.DataFrame:
                                          f"({err.msg})") from None
                 except DuplicateKeyError as err:
                     raise InputFileError(
-                        f"{src.path}: key {_show(err.key)} appears twice in one object (JSON "
+                        f"{src.path}: key {show(err.key)} appears twice in one object (JSON "
                         f"keeps only the last value); each key once per record") from None
                 if not isinstance(data, list):
                     raise InputFileError(f"{src.path}: expected a JSON array of objects "
@@ -151,7 +151,7 @@ def _read_json(src: _Source) -> pd.DataFrame:
                     if not isinstance(obj, dict):
                         raise InputFileError(
                             f"{src.path}, record {i}: expected a JSON object, found "
-                            f"{_json_type(obj)}: {_show(json.dumps(obj))}")
+                            f"{_json_type(obj)}: {show(json.dumps(obj))}")
                 records = data
     except RecursionError:
         raise InputFileError(f"{src.path}: JSON nested too deeply to be a score table"
@@ -172,16 +172,16 @@ def _json_type(obj) -> str:
                                                                        type(obj).__name__)
 
 
-def _read_parquet_table(src: _Source) -> pd.DataFrame:
+def _read_parquet_table(src: Source) -> pd.DataFrame:
     try:
         return pd.read_parquet(src.path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several unrelated classes
         raise InputFileError(f"{src.path}: not a readable Parquet file ({exc})") from None
 
 
-def _read_table(src: _Source) -> pd.DataFrame:
+def _read_table(src: Source) -> pd.DataFrame:
     if src.kind == "text":
-        frame = _read_text(src)
+        frame = read_text(src)
     elif src.kind in ("json", "jsonl"):
         frame = _read_json(src)
     else:
@@ -204,18 +204,18 @@ def read_table(path, *, keep_empty: bool = False) -> pd.DataFrame:
     file raise :class:`~multistat.errors.InputFileError` naming the file and the line.
     ``attrs["source"]`` is the path.
     """
-    src = _resolve_source(path, sep=None)
+    src = resolve_source(path, sep=None)
     frame = _read_table(src)
     frame.columns = [str(c) for c in frame.columns]
     if src.kind == "text":
-        _check_short_rows(src, frame, list(frame.columns))  # NaN left: empty fields
+        check_short_rows(src, frame, list(frame.columns))  # NaN left: empty fields
         if keep_empty:
             frame = frame.fillna("")
     frame.attrs["source"] = str(src.path)
     return frame
 
 
-def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | None = None,
+def _scores(src: Source, values: pd.Series, column: str, rows: np.ndarray | None = None,
             *, label: str | None = None) -> np.ndarray:
     """float64 scores of one column; NaN where the file holds a missing value.
 
@@ -245,11 +245,11 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
                 if cell is None or (isinstance(cell, float) and math.isnan(cell)):
                     continue
                 if cell is pd.NA or (isinstance(cell, str) and cell.strip().lower()
-                                     in _NA_TOKENS):
+                                     in NA_TOKENS):
                     continue
                 row = int(pos if rows is None else rows[pos])
                 raise InputFileError(
-                    f"{src.where(row, column, label=label)}: non-numeric score {_show(cell)}"
+                    f"{src.where(row, column, label=label)}: non-numeric score {show(cell)}"
                 )
     inf = np.flatnonzero(np.isinf(scores))
     if inf.size:
@@ -257,12 +257,12 @@ def _scores(src: _Source, values: pd.Series, column: str, rows: np.ndarray | Non
         row = int(pos if rows is None else rows[pos])
         raise DataValidationError(
             f"{src.where(row, column, label=label)}: infinite score {float(scores[pos])!r} "
-            f"({_plural(inf.size, 'infinite score')} in this column); scores must be finite"
+            f"({plural(inf.size, 'infinite score')} in this column); scores must be finite"
         )
     return scores
 
 
-def _refuse_booleans(src: _Source, values: pd.Series, column: str, rows, *, label=None):
+def _refuse_booleans(src: Source, values: pd.Series, column: str, rows, *, label=None):
     """A boolean score (a JSON ``true``, a Parquet/Arrow bool column) is refused as the
     text ``True`` of a CSV file is: a score is a number (1/0 for a binary metric)."""
     if pd.api.types.is_bool_dtype(values.dtype):
@@ -304,7 +304,7 @@ _TIME_INFERRED = {"datetime", "datetime64", "date", "time", "timedelta", "timede
                   "period"}
 
 
-def _refuse_cells(src: _Source, values: pd.Series, column: str, role: str,
+def _refuse_cells(src: Source, values: pd.Series, column: str, role: str,
                   rows: np.ndarray | None = None, *, label: str | None = None) -> None:
     """A column must hold text or numbers (and, for scores, no dates or times): lists,
     objects, bytes... from JSON or Parquet are an error naming the first such cell."""
@@ -345,7 +345,7 @@ def _refuse_cells(src: _Source, values: pd.Series, column: str, role: str,
     need = "numbers" if role == "score" else "text or numbers"
     raise InputFileError(
         f"{src.where(row, column, label=label)}: {role} column holds {what}: "
-        f"{_show(cell)}; {role}s must be {need}")
+        f"{show(cell)}; {role}s must be {need}")
 
 
 def _dedupe(codes: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]:
@@ -357,7 +357,7 @@ def _dedupe(codes: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]
     return lut[codes], list(index)
 
 
-def _ids(src: _Source, frame: pd.DataFrame, columns: Sequence[str], role: str
+def _ids(src: Source, frame: pd.DataFrame, columns: Sequence[str], role: str
          ) -> tuple[np.ndarray, list[str]]:
     """Identifiers of one column, or of several joined by KEY_JOIN, as (codes, names).
 
@@ -390,7 +390,7 @@ def _ids(src: _Source, frame: pd.DataFrame, columns: Sequence[str], role: str
     return _dedupe(codes.astype(np.int64), joined)
 
 
-def _column_list(name: str, value, default: str | None) -> tuple[list[str] | None, bool]:
+def column_list(name: str, value, default: str | None) -> tuple[list[str] | None, bool]:
     """Cleaned column argument: (list of column names or None, given explicitly)."""
     if value is None:
         return ([default] if default is not None else None), False
@@ -404,14 +404,14 @@ def _column_list(name: str, value, default: str | None) -> tuple[list[str] | Non
     raise ParameterTypeError(f"`{name}` must be a column name (str){several}; got {value!r}")
 
 
-def _need_columns(src: _Source, frame: pd.DataFrame, columns: Sequence[str], arg: str) -> None:
+def _need_columns(src: Source, frame: pd.DataFrame, columns: Sequence[str], arg: str) -> None:
     for col in columns:
         if col not in frame.columns:
             available = ", ".join(repr(c) for c in frame.columns)
             hint = ""
             if src.kind == "text" and frame.shape[1] == 1:
                 hint = (f" (the header has one column only: is the file separated by "
-                        f"something other than {_sep_name(src.sep)}? pass sep=...)")
+                        f"something other than {sep_name(src.sep)}? pass sep=...)")
             raise InputFileError(
                 f"{src.path}: no column {col!r} ({arg}); available columns: {available}{hint}"
             )

@@ -11,23 +11,23 @@ import pandas as pd
 from multistat._validation import check_choice
 from multistat.errors import InputFileError, ParameterError, ParameterTypeError
 from multistat.io._layouts import (
-    _comet_layout,
-    _long_layout,
-    _pairs_layout,
-    _Raw,
-    _wide_layout,
+    Raw,
+    comet_layout,
+    long_layout,
     looks_like_comet,
+    pairs_layout,
+    wide_layout,
 )
-from multistat.io._model import _validate
-from multistat.io._parsing import _column_list, _read_table
+from multistat.io._model import validate
+from multistat.io._parsing import _read_table, column_list
 from multistat.io._sources import (
     FORMATS,
-    _looks_like_pairs,
     _names,
-    _normalise_sep,
-    _resolve_source,
-    _show,
-    _stem,
+    looks_like_pairs,
+    normalise_sep,
+    resolve_source,
+    show,
+    stem,
 )
 
 
@@ -180,7 +180,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     """
     fmt = None if format is None else check_choice("format", format, FORMATS)
     missing = check_choice("missing", missing, ("raise", "drop", "keep"))
-    sep = _normalise_sep(sep)
+    sep = normalise_sep(sep)
     if isinstance(lower_is_better, str):
         lower_is_better = (lower_is_better,)
     if lower_is_better is None:
@@ -203,7 +203,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             ("score_col", score_col, "score", "score"),
             ("metric_col", metric_col, None, "metric"),
             ("dataset_col", dataset_col, None, "dataset")):
-        cols[role], explicit[role] = _column_list(name, value, default)
+        cols[role], explicit[role] = column_list(name, value, default)
     extra = {}
     for role, value in (("run", run_col), ("group", group_col), ("rater", rater_col)):
         if value is not None and (not isinstance(value, str) or not value):
@@ -254,11 +254,11 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             if not isinstance(key, str) or not key:
                 raise ParameterTypeError(
                     f"metric names (mapping keys) must be non-empty strings; got {key!r}")
-            items.append((key, _resolve_source(value, sep=sep)))
+            items.append((key, resolve_source(value, sep=sep)))
         default_dataset = items[0][1].path.resolve().parent.name or "dataset"
     else:
-        files, default_dataset = _expand_paths(path)
-        items = [(metric, _resolve_source(f, sep=sep)) for f in files]
+        files, default_dataset = expand_paths(path)
+        items = [(metric, resolve_source(f, sep=sep)) for f in files]
     dataset_fixed = dataset if dataset is not None else default_dataset
 
     formats = []
@@ -267,7 +267,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         if f is None and (explicit["system"] or explicit["score"]):
             f = "long"
         if f is None:
-            f = _detect_format(src)
+            f = detect_format(src)
         formats.append(f)
     if "pairs" in formats or "lines" in formats or "comet" in formats:
         bad = [n for n in ("system_col", "instance_col", "score_col", "metric_col",
@@ -288,11 +288,11 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         if systems is not None:
             raise ParameterError("`systems` does not apply to files of one score per line "
                                  "(each file is one system, named after the file)")
-        stems = [_stem(src.path) for (_, src), f in zip(items, formats) if f == "lines"]
+        stems = [stem(src.path) for (_, src), f in zip(items, formats) if f == "lines"]
         twice = sorted({x for x in stems if stems.count(x) > 1})
         if twice:
             paths = [str(src.path) for (_, src), f in zip(items, formats)
-                     if f == "lines" and _stem(src.path) == twice[0]]
+                     if f == "lines" and stem(src.path) == twice[0]]
             raise InputFileError(f"files {_names(paths, 3)} would all be system "
                                  f"{twice[0]!r} (one score per line, system named after the "
                                  f"file); rename one")
@@ -315,20 +315,20 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                 isinstance(s, str) for s in systems):
             raise ParameterTypeError(f"`systems` must be a list of column names; got {systems!r}")
 
-    raw = _Raw()
+    raw = Raw()
     sources = []
     layouts = set()
     for k, ((item_metric, src), layout) in enumerate(zip(items, formats)):
         sources.append(src)
-        ds_k = _stem(src.path) if dataset_from_filename else dataset_fixed
+        ds_k = stem(src.path) if dataset_from_filename else dataset_fixed
         if layout in ("pairs", "lines"):
-            names = tuple(pair_names) if layout == "pairs" else (_stem(src.path),)
-            _pairs_layout(src, k, raw, systems=names, metric=item_metric or "score",
+            names = tuple(pair_names) if layout == "pairs" else (stem(src.path),)
+            pairs_layout(src, k, raw, systems=names, metric=item_metric or "score",
                           dataset=ds_k)
             layouts.add(layout)
             continue
         if layout == "comet":
-            _comet_layout(src, k, raw, metric=item_metric or "comet", dataset=ds_k)
+            comet_layout(src, k, raw, metric=item_metric or "comet", dataset=ds_k)
             layouts.add(layout)
             continue
         table = _read_table(src)
@@ -343,7 +343,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                 f"has a 'dataset' column; drop one of them")
         fixed_ds = ds_k if dataset_from_filename else dataset
         if layout == "long":
-            _long_layout(src, table, k, raw, system_col=cols["system"],
+            long_layout(src, table, k, raw, system_col=cols["system"],
                          metric_col=cols["metric"], instance_col=cols["instance"],
                          score_col=cols["score"][0], dataset_col=cols["dataset"],
                          metric=item_metric, dataset=fixed_ds,
@@ -353,12 +353,12 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
                 raise ParameterError(
                     "format='wide' takes the systems from the column names; drop "
                     "`system_col`/`score_col` (or use format='long')")
-            _wide_layout(src, table, k, raw, metric_col=cols["metric"],
+            wide_layout(src, table, k, raw, metric_col=cols["metric"],
                          instance_col=cols["instance"], dataset_col=cols["dataset"],
                          metric=item_metric, dataset=fixed_ds,
                          default_dataset=default_dataset, systems=systems,
                          explicit=explicit, extra=extra)
-    frame, metrics, dropped = _validate(raw.long(), sources, missing=missing,
+    frame, metrics, dropped = validate(raw.long(), sources, missing=missing,
                                         lower_is_better=lower_is_better,
                                         rater_aggregate=rater_aggregate)
     frame.attrs["metrics"] = metrics
@@ -374,7 +374,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
 _GLOB = set("*?[")
 
 
-def _expand_paths(path) -> tuple[list[Path], str]:
+def expand_paths(path) -> tuple[list[Path], str]:
     """Files of ``path`` (a file, a folder, a glob pattern, or a list of those) and the
     default dataset name: a single file's name without suffixes, else the name of the
     folder holding the (first) file."""
@@ -394,7 +394,7 @@ def _expand_paths(path) -> tuple[list[Path], str]:
     for entry in entries:
         if not isinstance(entry, str | Path):
             raise ParameterTypeError(f"`path` entries must be file paths; got "
-                                     f"{type(entry).__name__}: {_show(entry)}")
+                                     f"{type(entry).__name__}: {show(entry)}")
         p = Path(entry)
         if p.is_dir():
             found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
@@ -408,7 +408,7 @@ def _expand_paths(path) -> tuple[list[Path], str]:
                 raise InputFileError(f"{entry}: no file matches this pattern")
             files.extend(found)
         else:
-            files.append(p)  # a missing file is reported by _resolve_source
+            files.append(p)  # a missing file is reported by resolve_source
     seen: set = set()
     for f in files:
         key = f.resolve() if f.exists() else f
@@ -416,16 +416,16 @@ def _expand_paths(path) -> tuple[list[Path], str]:
             raise ParameterError(f"{f}: the same file is given twice")
         seen.add(key)
     if single and len(files) == 1 and folder is None:
-        return files, _stem(files[0])
+        return files, stem(files[0])
     base = folder if folder is not None else files[0].resolve().parent
     return files, base.resolve().name or "dataset"
 
 
-def _detect_format(src) -> str | None:
+def detect_format(src) -> str | None:
     """comet-score output, one score per line, NLPStatTest pairs, or a table (None)."""
     if looks_like_comet(src):
         return "comet"
-    if _looks_like_pairs(src):
+    if looks_like_pairs(src):
         tokens = src.first_line.split()
         return "lines" if len(tokens) == 1 else "pairs"
     return None

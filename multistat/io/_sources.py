@@ -1,5 +1,5 @@
 """Input files: names, compression, text decoding, separator sniffing, and the
-:class:`_Source` record that maps parsed rows back to file lines for error messages.
+:class:`Source` record that maps parsed rows back to file lines for error messages.
 
 Shared constants and message helpers of :mod:`multistat.io` live here too.
 """
@@ -28,18 +28,18 @@ PARQUET_METADATA_KEY = b"multistat"
 #: Separator used when ``system_col``/``instance_col`` name several columns.
 KEY_JOIN = "/"
 
-_WHITESPACE = r"\s+"
-_COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-_EXT_SEP = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": _WHITESPACE}
+WHITESPACE = r"\s+"
+COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_EXT_SEP = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": WHITESPACE}
 # score cells read as these (case-insensitive, stripped) are missing values (NaN)
-_NA_TOKENS = frozenset({"", "na", "nan", "-nan", "+nan", "n/a", "#n/a", "null", "none"})
+NA_TOKENS = frozenset({"", "na", "nan", "-nan", "+nan", "n/a", "#n/a", "null", "none"})
 _SHOW = 80  # characters of a line shown in an error message
 _EXAMPLES = 5  # names/values listed before "and N more"
 _PANDAS_MAJOR = int(pd.__version__.split(".")[0])
 
 
 # ----------------------------------------------------------------------------- helpers
-def _show(value, limit: int = _SHOW) -> str:
+def show(value, limit: int = _SHOW) -> str:
     """repr of a (truncated) value: one line, control characters escaped."""
     text = str(value)
     if len(text) > limit:
@@ -55,42 +55,42 @@ def _names(values: Iterable, limit: int = _EXAMPLES) -> str:
     return shown
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _split_suffix(path: Path) -> tuple[str, str | None]:
+def split_suffix(path: Path) -> tuple[str, str | None]:
     """(table suffix, compression suffix) of a file name, both lower-case."""
     suffixes = [s.lower() for s in path.suffixes]
-    comp = suffixes[-1] if suffixes and suffixes[-1] in _COMPRESSIONS else None
+    comp = suffixes[-1] if suffixes and suffixes[-1] in COMPRESSIONS else None
     if comp:
         suffixes = suffixes[:-1]
     return (suffixes[-1] if suffixes else ""), comp
 
 
-def _stem(path: Path) -> str:
+def stem(path: Path) -> str:
     """File name without the compression and the table suffix (``scores.csv.gz`` -> ``scores``)."""
     name = path.name
-    ext, comp = _split_suffix(path)
+    ext, comp = split_suffix(path)
     for suffix in (comp, ext):
         if suffix and name.lower().endswith(suffix):
             name = name[: -len(suffix)]
     return name or path.name
 
 
-def _open_text(path: Path):
-    _, comp = _split_suffix(path)
-    opener = _COMPRESSIONS.get(comp, open)
+def open_text(path: Path):
+    _, comp = split_suffix(path)
+    opener = COMPRESSIONS.get(comp, open)
     return opener(path, "rt", encoding="utf-8-sig", newline=None)
 
 
-def _normalise_sep(sep) -> str | None:
+def normalise_sep(sep) -> str | None:
     if sep is None:
         return None
     if not isinstance(sep, str):
         raise ParameterTypeError(f"`sep` must be a string; got {sep!r}")
-    if sep in (_WHITESPACE, "whitespace", r"\s*", " +"):
-        return _WHITESPACE
+    if sep in (WHITESPACE, "whitespace", r"\s*", " +"):
+        return WHITESPACE
     if sep in ("\\t", "tab"):
         return "\t"
     if len(sep) == 1 and sep not in "\r\n\"":
@@ -101,14 +101,14 @@ def _normalise_sep(sep) -> str | None:
     )
 
 
-def _split_line(text: str, sep: str) -> list[str]:
-    if sep == _WHITESPACE:
+def split_line(text: str, sep: str) -> list[str]:
+    if sep == WHITESPACE:
         return text.split()
     return next(csv.reader([text], delimiter=sep), [])
 
 
-def _sep_name(sep: str) -> str:
-    return {_WHITESPACE: "whitespace", "\t": "tabs", ",": "commas"}.get(sep, repr(sep))
+def sep_name(sep: str) -> str:
+    return {WHITESPACE: "whitespace", "\t": "tabs", ",": "commas"}.get(sep, repr(sep))
 
 
 def _is_number(token: str) -> bool:
@@ -121,7 +121,7 @@ def _is_number(token: str) -> bool:
 
 # ----------------------------------------------------------------------------- sources
 @dataclass
-class _Source:
+class Source:
     """One input file and how its rows map back to lines for error messages."""
 
     path: Path
@@ -147,7 +147,7 @@ class _Source:
             targets = set(want)
             row = -1
             header = self.kind == "text" and self.header
-            with _open_text(self.path) as fh:
+            with open_text(self.path) as fh:
                 for lineno, line in enumerate(fh, 1):
                     text = line.rstrip("\r\n")
                     if (self.skip_blank or header or self.kind == "jsonl") and not text.strip():
@@ -180,14 +180,14 @@ class _Source:
 
     def line_text(self, row: int) -> str:
         found = self.lines_of([row]).get(row)
-        return f": {_show(found[1])}" if found else ""
+        return f": {show(found[1])}" if found else ""
 
     def first_bad_line(self, expected: int | None) -> tuple[int, str, int] | None:
         """First line whose number of fields differs from ``expected`` (from the header
         when None); blank lines count only if ``skip_blank`` is False and they are
         followed by data. Returns ``(line number, text, fields)``."""
         pending_blank = None
-        with _open_text(self.path) as fh:
+        with open_text(self.path) as fh:
             for lineno, line in enumerate(fh, 1):
                 text = line.rstrip("\r\n")
                 if not text.strip():
@@ -196,7 +196,7 @@ class _Source:
                     continue
                 if pending_blank is not None:
                     return pending_blank
-                fields = _split_line(text, self.sep)
+                fields = split_line(text, self.sep)
                 if expected is None:
                     expected = len(fields)
                     continue
@@ -205,7 +205,7 @@ class _Source:
         return None
 
 
-def _resolve_source(path, *, sep) -> _Source:
+def resolve_source(path, *, sep) -> Source:
     if not isinstance(path, str | Path):
         raise ParameterTypeError(
             f"`path` must be a file path (str or pathlib.Path), or for format='wide' a "
@@ -216,7 +216,7 @@ def _resolve_source(path, *, sep) -> _Source:
         raise InputFileError(f"{path}: no such file")
     if path.is_dir():
         raise InputFileError(f"{path}: is a directory, not a score file")
-    ext, _ = _split_suffix(path)
+    ext, _ = split_suffix(path)
     if ext == ".parquet":
         kind = "parquet"
     elif ext in (".jsonl", ".ndjson"):
@@ -227,11 +227,11 @@ def _resolve_source(path, *, sep) -> _Source:
         kind = "text"
     if kind != "text" and sep is not None:
         raise ParameterError(f"`sep` applies to delimited text files only; {path} is {kind}")
-    src = _Source(path=path, kind=kind)
+    src = Source(path=path, kind=kind)
     if kind == "parquet":
         return src
     try:
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             for lineno, line in enumerate(fh, 1):
                 if line.strip():
                     src.first_line, src.first_lineno = line.rstrip("\r\n"), lineno
@@ -256,8 +256,8 @@ def _sniff_sep(first_line: str, ext: str) -> str:
     Whitespace-separated names (``.txt`` and unknown suffixes): a header line holding a
     tab makes the file tab-separated, so text cells may contain spaces (a line of
     numbers only stays whitespace-separated, as NLPStatTest reads it)."""
-    sep = _EXT_SEP.get(ext, _WHITESPACE)
-    if sep == _WHITESPACE:
+    sep = _EXT_SEP.get(ext, WHITESPACE)
+    if sep == WHITESPACE:
         tokens = first_line.split()
         if "\t" in first_line and not all(_is_number(t) for t in tokens):
             return "\t"
@@ -268,14 +268,14 @@ def _sniff_sep(first_line: str, ext: str) -> str:
     for candidate in ("\t", ","):
         if candidate in first_line:
             return candidate
-    return _WHITESPACE
+    return WHITESPACE
 
 
-def _looks_like_pairs(src: _Source) -> bool:
+def looks_like_pairs(src: Source) -> bool:
     """A plain text file whose first non-blank line holds only numbers (no header)."""
     if src.kind != "text" or src.first_line is None:
         return False
-    tokens = src.first_line.split() if src.sep == _WHITESPACE else _split_line(
+    tokens = src.first_line.split() if src.sep == WHITESPACE else split_line(
         src.first_line, src.sep)
     return bool(tokens) and all(_is_number(t) for t in tokens)
 

@@ -7,7 +7,7 @@ memory per value, 6.3 GiB for 200 systems x 10 metrics x 12,500 instances).
 :func:`read_wide_arrays` fills the ``(system, metric, instance)`` array directly, one file
 and one column at a time, with the same per-column checks (:func:`_scores`: non-numeric
 cells, infinite values, the cell types a score column refuses), the same identifier
-checks (:func:`_ids`, :func:`_check_names`) and the same messages.
+checks (:func:`_ids`, :func:`check_names`) and the same messages.
 
 It takes only the plain case and returns None for anything else, so that the caller
 (:func:`multistat.cube.load`) reads those through :func:`read_scores` as before: a
@@ -28,17 +28,18 @@ from pathlib import Path
 import numpy as np
 
 from multistat.errors import DataValidationError, ParameterError
-from multistat.io._layouts import _Long
-from multistat.io._model import _check_names
+from multistat.io._layouts import Long
+from multistat.io._model import check_names
 from multistat.io._parsing import (
-    _check_short_rows,
-    _column_list,
     _ids,
     _need_columns,
     _read_table,
     _scores,
+    check_short_rows,
+    column_list,
 )
-from multistat.io._sources import _names, _normalise_sep, _resolve_source, _stem
+from multistat.io._reader import detect_format
+from multistat.io._sources import _names, normalise_sep, resolve_source, stem
 
 #: read_scores keywords this path understands (with these values: the rest go the long way)
 _NEUTRAL = {"system_col": None, "metric_col": None, "score_col": None, "dataset_col": None,
@@ -107,7 +108,7 @@ def read_wide_arrays(path, **options) -> WideArrays | None:
     lower = _lower(options.get("lower_is_better"))
     if lower is None:
         return None
-    sep = _normalise_sep(options.get("sep"))
+    sep = normalise_sep(options.get("sep"))
     if isinstance(path, Mapping):
         if options.get("metric") is not None or not path:
             return None
@@ -122,13 +123,13 @@ def read_wide_arrays(path, **options) -> WideArrays | None:
         items = [(options.get("metric") or "score", path)]
     else:
         return None
-    sources = [_resolve_source(value, sep=sep) for _, value in items]
+    sources = [resolve_source(value, sep=sep) for _, value in items]
     if any(src.kind == "text" and options.get("format") is None and _not_table(src)
            for src in sources):
         return None
     metrics = [m for m, _ in items]
     default = (sources[0].path.resolve().parent.name or "dataset"
-               if isinstance(path, Mapping) else _stem(sources[0].path))
+               if isinstance(path, Mapping) else stem(sources[0].path))
     dataset = options.get("dataset") or default
     unknown = [m for m in lower if m not in metrics]
     if unknown and isinstance(path, Mapping):  # one file: its layout decides its metrics
@@ -137,6 +138,7 @@ def read_wide_arrays(path, **options) -> WideArrays | None:
         arrays = _read(items, sources, metrics, dataset, lower, options)
     except _Fallback as fb:
         if fb.one_file is not None:
+            # optional: only when available
             from multistat.io._reader import read_scores
 
             metric, value = fb.one_file
@@ -161,13 +163,11 @@ def _unknown_lower(unknown, metrics) -> None:
 
 
 def _not_table(src) -> bool:
-    from multistat.io._reader import _detect_format
-
-    return _detect_format(src) is not None
+    return detect_format(src) is not None
 
 
 def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
-    instance_cols, explicit = _column_list("instance_col", options.get("instance_col"),
+    instance_cols, explicit = column_list("instance_col", options.get("instance_col"),
                                            "instance")
     chosen = options.get("systems")
     score = None
@@ -196,8 +196,8 @@ def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
             sys_cols = [c for c in table.columns if c not in id_cols]
         if not sys_cols or len(set(table.columns)) != len(table.columns):
             raise _Fallback((metric, value))
-        _check_short_rows(src, table, id_cols + sys_cols)
-        _check_names(_names_only(k, dataset, metric, sys_cols), sources)
+        check_short_rows(src, table, id_cols + sys_cols)
+        check_names(_names_only(k, dataset, metric, sys_cols), sources)
         n = len(table)
         if id_cols:
             codes, names = _ids(src, table, id_cols, "instance")
@@ -261,12 +261,12 @@ def _binary(x: np.ndarray) -> bool:
     return all(bool(((row == 0.0) | (row == 1.0)).all()) for row in x)
 
 
-def _names_only(k: int, dataset: str, metric: str, systems: list[str]) -> _Long:
+def _names_only(k: int, dataset: str, metric: str, systems: list[str]) -> Long:
     """One entry per system of file ``k`` (row 0, where each system's column starts), for
     the name checks of :func:`read_scores`."""
     n = len(systems)
     zeros = np.zeros(n, dtype=np.int64)
-    return _Long(codes={"dataset": zeros, "metric": zeros, "instance": zeros,
+    return Long(codes={"dataset": zeros, "metric": zeros, "instance": zeros,
                         "system": np.arange(n, dtype=np.int64)},
                  names={"dataset": [dataset], "metric": [metric], "instance": ["0"],
                         "system": list(systems)},

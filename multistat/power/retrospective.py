@@ -21,13 +21,16 @@ NLPStatTest user's manual (Zhu et al. 2020), appendix F.2.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
+import pandas as pd
 
+from multistat.engine import block_rng
 from multistat.errors import PowerParameterError
 from multistat.power import _common as c
-from multistat.resampling import block_rng
+from multistat.significance import get_test
 
 __all__ = ["power_curve", "default_sample_sizes"]
 
@@ -69,7 +72,7 @@ def power_curve(x=None, y=None, *, delta, method="bootstrap", test="t", sample_s
     alpha : float in (0, 1)
     alternative : {"two-sided", "greater", "less"}
     seed : int >= 0
-        One generator per sample size from :func:`multistat.resampling.block_rng`.
+        One generator per sample size from :func:`multistat.engine.block_rng`.
     sd : float or None
         Standard deviation of the differences for ``method="normal"``.
     shift : bool
@@ -84,9 +87,6 @@ def power_curve(x=None, y=None, *, delta, method="bootstrap", test="t", sample_s
         One row per sample size: ``n, power, power_se`` (binomial Monte Carlo standard
         error), ``n_simulations, method, test, delta, alpha, alternative, seed``.
     """
-    import pandas as pd
-
-    from multistat.significance import get_test  # registers the tests
 
     method = c.choice("method", method, ("bootstrap", "normal"))
     alternative = c.alternative(alternative)
@@ -158,7 +158,6 @@ def _p_value_only(func) -> dict:
     (bootstrap-resampled) data is an exact inversion scan that costs far more than the
     test itself, so it is skipped when the test function offers that (``_interval``).
     """
-    import inspect
 
     try:
         params = inspect.signature(func).parameters

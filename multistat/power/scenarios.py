@@ -20,13 +20,15 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from scipy.special import expit, logit
 
 from multistat._lazy import lazy_module
+from multistat.engine import block_bounds, sign_flips
 from multistat.errors import PowerParameterError
 from multistat.power import _common as c
 from multistat.power.analytic import _check_delta_agreement
 from multistat.power.simulation import SimulationResult, simulate_power
-from multistat.resampling import block_bounds, sign_flips
 from multistat.significance._binomial import binom_half_pvalue
 
 stats = lazy_module("scipy.stats")  # imported on first use
@@ -173,7 +175,7 @@ def simulate_bleu(*, n, delta, p_zero, b_zero, n_simulations, n_permutations, al
     ``d + sum_{i in S} delta_i = sum_i s_i c_i`` with ``c_i = -delta_i / 2`` and
     ``s_i = -1`` on ``S`` (+1 elsewhere): the randomization test is a sign-flip test on
     ``c`` -- one matrix product ``C @ S.T`` per block of simulations, with plans from
-    :func:`multistat.resampling.sign_flips`. Two-sided p-value
+    :func:`multistat.engine.sign_flips`. Two-sided p-value
     ``(1 + #{|null| >= |d|}) / (B + 1)``.
     """
     n = c.integer("n", n, minimum=1)
@@ -193,7 +195,7 @@ def simulate_bleu(*, n, delta, p_zero, b_zero, n_simulations, n_permutations, al
         return np.where(keep, -0.5 * lap, 0.0)  # c_i = -delta_i / 2
 
     def tester(contrib, rng):
-        # rng is this block's multistat.resampling.block_rng stream: the sign-flip plan
+        # rng is this block's multistat.engine.block_rng stream: the sign-flip plan
         # is drawn from it after the data, so every block has its own plan
         d = contrib.sum(axis=1)
         thresh = np.abs(d) * (1 - 1e-12)
@@ -303,8 +305,8 @@ def _nonnegative(name, value) -> float:
 def _simulate_rated_preference(*, n, p_a, p_tie, n_simulations, alpha, seed, n_raters,
                                item_sd, rater_sd, n_permutations) -> SimulationResult:
     """:func:`simulate_preference` with raters and item/rater random effects."""
-    from scipy.special import expit, logit
 
+    # lazily: multistat.preferences imports this module (import cycle)
     from multistat.preferences import sign_flip_pvalues, unit_shares
 
     q = p_a / (1 - p_tie)
@@ -367,7 +369,7 @@ def _likert_fit(y, x, worker, item):
     Crossed random intercepts and slopes as variance components of one group; returns the
     coefficient of ``x`` and its Wald-test p-value. Slow (seconds per fit).
     """
-    import pandas as pd
+    # heavy: statsmodels, lazily
     import statsmodels.formula.api as smf
 
     df = pd.DataFrame({"y": y, "x": x, "worker": worker, "item": item, "g": 0})

@@ -13,7 +13,7 @@ from a data generator, tests each, and summarizes
 * ``mean_significant_effect``: mean observed effect among significant results;
 
 each with its Monte Carlo standard error. Datasets are drawn in blocks of simulations,
-each block from :func:`multistat.resampling.block_rng` (``kind="power"``), so results are
+each block from :func:`multistat.engine.block_rng` (``kind="power"``), so results are
 reproducible (seed 0 is a seed) and independent of anything but the arguments; within a
 block the generator and the test work on whole ``(simulations, n)`` arrays.
 
@@ -35,9 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from multistat.engine import BLOCK_SIZE, block_bounds, block_rng
 from multistat.power import _common as c
-from multistat.resampling import BLOCK_SIZE, block_bounds, block_rng
+from multistat.significance._base import get_test
 
 __all__ = ["SimulationResult", "simulate_power", "summarize", "registry_test"]
 
@@ -91,7 +93,6 @@ class SimulationResult:
 
     def to_frame(self):
         """One-row :class:`pandas.DataFrame` of :meth:`to_dict`."""
-        import pandas as pd
 
         return pd.DataFrame([self.to_dict()])
 
@@ -187,7 +188,6 @@ def registry_test(name: str, *, alternative: str = "two-sided", **options):
     differences, compared with zeros); the registered function is called once per block,
     vectorized over the simulations, and its ``estimate`` and ``p_value`` are returned.
     """
-    from multistat.significance._base import get_test
 
     spec = get_test(name)
 

@@ -3,16 +3,24 @@
 matplotlib and seaborn are imported only inside this package.
 """
 
+from importlib import import_module
+
 from multistat.report.html import write_report
-from multistat.report.plots import heatmap, histograms, leaderboard_plot, power_curve, save_png
+from multistat.report.plots import (
+    heatmap,
+    histograms,
+    leaderboard_plot,
+    power_curve_plot,
+    save_png,
+)
 from multistat.report.tables import (
     checklist,
     leaderboard,
     leaderboard_display,
+    leaderboard_scores,
     pairwise_display,
     pairwise_matrix,
     pairwise_table,
-    system_scores,
     to_latex,
     to_markdown,
 )
@@ -24,13 +32,19 @@ __all__ = [
     "leaderboard",
     "leaderboard_display",
     "leaderboard_plot",
+    "leaderboard_scores",
     "pairwise_display",
     "pairwise_matrix",
     "pairwise_table",
-    "power_curve",
+    "power_curve_plot",
     "save_png",
-    "system_scores",
     "to_latex",
     "to_markdown",
     "write_report",
 ]
+
+
+def __getattr__(name):  # the module's name before issue 22.4 (the README showed it)
+    if name == "ranking":
+        return import_module("multistat.report.clusters")
+    raise AttributeError(f"module 'multistat.report' has no attribute {name!r}")

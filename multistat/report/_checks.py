@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from multistat._validation import check_int
 from multistat.errors import DataValidationError, ParameterError
+from multistat.io import read_parquet
 
 #: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
 #: hundreds of MB of memory and minutes to encode (the command line checks the same range)
@@ -15,7 +17,6 @@ DPI_RANGE = (20, 1200)
 def check_dpi(value, name: str = "dpi") -> int:
     """``value`` as an int within :data:`DPI_RANGE`, else a one-line ParameterError that
     names ``name`` (the command line passes ``"--dpi"``)."""
-    from multistat._validation import check_int
 
     value = check_int(name, value)
     lo, hi = DPI_RANGE
@@ -30,6 +31,7 @@ def check_study_matches(res: pd.DataFrame, study, name: str = "study") -> None:
     silently dropping its histograms and intervals); ``name`` is the option to blame."""
     if study is None:
         return
+    # heavy: xarray, lazily
     from multistat import cube
 
     dss = cube.datasets(study)
@@ -66,6 +68,7 @@ def _where(res: pd.DataFrame, i: int) -> str:
 
 def _numbers(res: pd.DataFrame, col: str, name: str):
     """The column as floats; a cell that is neither a number nor missing is refused."""
+    # heavy: numpy, lazily
     import numpy as np
 
     raw = res[col]
@@ -87,6 +90,7 @@ def check_values(res: pd.DataFrame, name: str = "results") -> None:
     disagreement within a relative 1e-9 of ``alpha`` is rounding, not an error: Holm's
     decision compares ``p <= alpha / k``, its adjusted p is ``k p``. The message names the
     row (dataset, metric, pair, test)."""
+    # heavy: numpy, lazily
     import numpy as np
 
     ids = ("dataset", "metric", "system_a", "system_b", "test")
@@ -159,3 +163,20 @@ def check_systems_matches(res: pd.DataFrame, scores, name: str = "systems") -> N
                 f"`{name}` does not match the results: it has no score for system "
                 f"{system!r} of dataset {ds!r}, metric {metric!r} ({len(missing)} such); "
                 f"pass the --systems-out table of the same compare run")
+
+
+# the ranking table (report/clusters.py draws it; report/_files.py writes its DVC plots)
+NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
+          "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
+          "rank_range_high", "cluster", "beats", "beaten_by")
+
+
+def check_ranking(board) -> pd.DataFrame:
+    """The ranking table (DataFrame or Parquet path), with its columns checked."""
+    if not isinstance(board, pd.DataFrame):
+        board = read_parquet(board)
+    missing = [c for c in NEEDED if c not in board.columns]
+    if missing:
+        raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
+                                  "`multistat rank` / multistat.rank)")
+    return board

@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
 
 from multistat import _atomic, _csv
 from multistat.report import detectability as _detect
+from multistat.report._checks import check_ranking
 
 #: a name used in a file name as it is: ASCII letters and digits in runs joined by single
 #: ``.``, ``_`` or ``-`` (so no ``__``, no ``--``, no leading dot, no uppercase)
@@ -61,7 +63,6 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 def fresh_folder(folder: Path) -> Path:
     """``folder`` emptied of an earlier run's files (a symbolic link there is removed, not
     followed), then created."""
-    import shutil
 
     if folder.is_symlink() or folder.is_file():
         folder.unlink()
@@ -93,8 +94,6 @@ def write_dvc_files(out: Path, res, lb_all, det_all, curves, test) -> None:
 def write_rank_plots(out: Path, ranking) -> None:
     """``plots/ranking/<file_stem(dataset, metric)>.csv``: expected rank and rank interval per
     system (DVC plots)."""
-    from multistat.report.ranking import check_ranking
-
     board = check_ranking(ranking)
     folder = fresh_folder(out / "plots" / "ranking")
     cols = ["system", "rank", "expected_rank", "rank_ci_low", "rank_ci_high", "p_best",

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 #: line pitch of a label, in units of its font size (DejaVu Sans: ascender + descender is
 #: 1.164 em; 1.25 em leaves a visible gap)
@@ -35,9 +37,6 @@ __all__ = ["HINTING", "LINE", "label_step", "nice_step", "outside", "overlaps",
 
 @lru_cache(maxsize=4096)
 def _width(text: str, size: float) -> float:
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import TextToPath
-
     w, _, _ = TextToPath().get_text_width_height_descent(text, FontProperties(size=size),
                                                          ismath=False)
     return float(w)
@@ -87,6 +86,7 @@ def nice_step(k: int, span_pt: float, size: float, gap_pt: float = 6.0) -> int:
 # ----------------------------------------------------------------------------- checking
 def _rectangles(fig, texts, dpi: float) -> np.ndarray:
     """(N, 4, 2) corners in pixels, at ``dpi``, of each text's own (rotated) rectangle."""
+    # heavy: matplotlib, lazily
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)

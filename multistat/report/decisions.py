@@ -124,6 +124,7 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
                   ) -> tuple[str, list[str]]:
     """The sentence stated once at the top of the report (plain text) and the
     resampling-floor notes of the deciding configurations."""
+    # heavy: xarray, lazily
     from multistat.ranking import floor_notes
 
     parts: dict[tuple, list] = {}

@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from multistat._budget import Budget
+from multistat.power import mde_paired_t
 from multistat.report import tables as _tables
 
 #: columns of :func:`detectability`
@@ -35,7 +37,6 @@ COLUMNS = ("dataset", "metric", "system_a", "system_b", "adjacent", "n", "sd",
 def _paired_t_mde(n: int, sd: float, power: float, alpha: float) -> float:
     if not (n >= 2 and np.isfinite(sd)) or sd <= 0:
         return float("nan")
-    from multistat.power import mde_paired_t
     return float(mde_paired_t(n=int(n), sd=float(sd), power=power, alpha=alpha))
 
 
@@ -51,9 +52,10 @@ def _study_sds(study, dataset, metric, pairs) -> tuple[np.ndarray, np.ndarray]:
     """``(n, sd)`` per ``(a, b)`` of ``pairs``: the number of instances both scored and the
     standard deviation of A − B over them (n 0 and sd NaN where the study cannot tell:
     unknown dataset, metric or system, corpus metric). Scores are read once per dataset ×
-    metric (per system first); the differences are formed in slabs of pairs within the
+    metric (per system first); the differences are formed in chunks of pairs within the
     default memory budget."""
     n_out, sd = np.zeros(len(pairs), dtype=int), np.full(len(pairs), np.nan)
+    # heavy: xarray, lazily
     from multistat import cube
     dss = cube.datasets(study)
     if dataset not in dss or not pairs:
@@ -72,8 +74,7 @@ def _study_sds(study, dataset, metric, pairs) -> tuple[np.ndarray, np.ndarray]:
     ia = np.array([index[a] for (a, _), k in zip(pairs, known) if k], dtype=int)
     ib = np.array([index[b] for (_, b), k in zip(pairs, known) if k], dtype=int)
     n_k, sd_k = np.full(ia.size, x.shape[1]), np.empty(ia.size)
-    from multistat._budget import Budget
-    for sl in Budget.of(None).slabs(ia.size, 8.0 * x.shape[1] * 3):
+    for sl in Budget.of(None).chunks(ia.size, 8.0 * x.shape[1] * 3):
         d = x[ia[sl]] - x[ib[sl]]
         if not partial:
             sd_k[sl] = np.std(d, axis=1, ddof=1) if x.shape[1] > 1 else np.nan

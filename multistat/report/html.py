@@ -6,27 +6,43 @@ under ``out_dir/figures/`` and the tables as Markdown, LaTeX (booktabs) and CSV 
 ``out_dir/tables/``. Every user-supplied string (dataset, metric, system and test names,
 titles) goes through :func:`html.escape`; nothing from the data is ever markup.
 
-Length (about 700 lines): one page assembled from its sections in order; the section
-builders share the escaping and figure-embedding helpers defined here.
+Length (about 650 lines): one page assembled from its sections in order; the section
+builders share the escaping and figure-embedding helpers of
+:mod:`multistat.report._markup`.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from multistat import _atomic
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
+from multistat.io import read_parquet
 from multistat.report import _files
+from multistat.report import decisions as _decisions
 from multistat.report import detectability as _detect
 from multistat.report import plots as _plots
 from multistat.report import tables as _tables
-from multistat.report._checks import DPI_RANGE, check_dpi, check_study_matches  # noqa: F401
+from multistat.report._checks import (  # noqa: F401
+    DPI_RANGE,
+    check_dpi,
+    check_study_matches,
+    check_systems_matches,
+    check_values,
+)
+from multistat.report._markup import CSS as _CSS
+from multistat.report._markup import escape as _e
+from multistat.report._markup import figure as _img
+from multistat.report._markup import png_size as _png_size
+from multistat.report._markup import table as _table
+from multistat.report.clusters import check_ranking, write_ranking
+from multistat.report.metaeval import write_metaeval
+from multistat.report.preferences import write_preferences
+from multistat.report.testsets import across_section
 
 __all__ = ["write_report"]
 
@@ -34,70 +50,9 @@ _ANALYSIS_COLS = ("dataset", "metric", "system_a", "system_b", "n", "skewness",
                   "normality_test", "normality_p", "test_statistic", "recommended",
                   "non_preferred", "inappropriate")
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
-margin:0;color:#1a1a1a;background:#fff;line-height:1.45}
-main{max-width:1500px;margin:0 auto;padding:1rem 2rem 4rem}
-h1{font-size:1.7rem;margin:.6rem 0 .2rem}h2{font-size:1.35rem;margin-top:2.2rem;
-border-bottom:2px solid #0072B2;padding-bottom:.2rem}h3{font-size:1.1rem;margin:1.4rem 0 .4rem}
-h4{font-size:1rem;margin:1rem 0 .3rem}
-p.meta{color:#555;margin-top:0}
-nav{background:#f4f7fa;border:1px solid #d8e0e8;padding:.6rem 1rem;border-radius:4px}
-nav ol{margin:.2rem 0;columns:3 18rem}
-table{border-collapse:collapse;margin:.4rem 0 1rem;font-size:.86rem}
-th,td{border-bottom:1px solid #ddd;padding:.22rem .6rem;text-align:left;vertical-align:top}
-th{background:#eef2f6;position:sticky;top:0}
-tbody tr:nth-child(even){background:#fafafa}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-.sig{color:#0060a0;font-weight:600}
-figure{margin:.6rem 0 1.2rem}figure img{max-width:100%;height:auto;border:1px solid #eee}
-figcaption{color:#555;font-size:.85rem}
-details{margin:.4rem 0 .8rem}summary{cursor:pointer;color:#0060a0;font-weight:600}
-.grid{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
-.grid>table{flex:0 0 auto}.grid>figure{flex:1 1 480px;max-width:820px;margin-top:.4rem}
-.note{background:#fff8e6;border-left:4px solid #E69F00;padding:.4rem .8rem}
-section.family{border-top:1px solid #ccc;margin-top:2rem}
-"""
-
-
-def _e(text) -> str:
-    """Escape one user-supplied string for HTML text or a quoted attribute."""
-    return html.escape("" if text is None else str(text), quote=True)
-
-
 def _slug(*parts) -> str:
     """File-name stem of data names: :func:`multistat.report._files.file_stem`."""
     return _files.file_stem(*parts)
-
-
-def _table(frame: pd.DataFrame, *, cls: str = "", attrs: Mapping[str, str] | None = None,
-           numeric: Iterable[str] = ()) -> str:
-    numeric = set(numeric)
-    extra = "".join(f' {k}="{_e(v)}"' for k, v in (attrs or {}).items())
-    head = "".join(f"<th scope=\"col\">{_e(c)}</th>" for c in frame.columns)
-    rows = []
-    for row in frame.itertuples(index=False):
-        cells = []
-        for c, v in zip(frame.columns, row):
-            v = "" if v is None or (isinstance(v, float) and np.isnan(v)) else v
-            klass = ' class="num"' if c in numeric else ""
-            cells.append(f"<td{klass}>{_e(v)}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<table class="{_e(cls)}"{extra}><thead><tr>{head}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
-
-
-def _img(png: bytes, alt: str, caption: str = "", full: tuple[str, str] | None = None) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    img = f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
-    link = ""
-    if full is not None:  # (relative href, link text): the full-size file beside the page
-        img = f'<a class="full" href="{_e(full[0])}">{img}</a>'
-        link = f' <a class="full" href="{_e(full[0])}">{_e(full[1])}</a>'
-    cap = f"<figcaption>{_e(caption)}{link}</figcaption>" if caption or link else ""
-    # never narrower than the image (or the page): a flex row would squeeze tall figures
-    style = f' style="min-width:min(100%,{_png_size(png)[0]}px)"'
-    return f"<figure{style}>{img}{cap}</figure>"
 
 
 def _read_frame(obj, name: str) -> pd.DataFrame | None:
@@ -107,7 +62,6 @@ def _read_frame(obj, name: str) -> pd.DataFrame | None:
         path = Path(obj)
         if not path.exists():
             raise InputFileError(f"`{name}`: {path}: no such file")
-        from multistat.io import read_parquet  # the one reader (InputFileError names the file)
 
         return read_parquet(path)
     raise ParameterTypeError(f"`{name}` must be a pandas DataFrame or a path to a Parquet "
@@ -144,6 +98,7 @@ def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
 def _open_study(study):
     if study is None or not isinstance(study, (str, Path)):
         return study
+    # heavy: xarray, lazily
     from multistat import cube
 
     return cube.open_study(study)
@@ -167,7 +122,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         normality_p, test_statistic, recommended, non_preferred, inappropriate``
     power : optional power table(s): a DataFrame/path, or a list or ``{title: table}`` of
         them, each with at least ``n`` and ``power`` (see
-        :func:`multistat.report.plots.power_curve`); a folder path stands for all its
+        :func:`multistat.report.plots.power_curve_plot`); a folder path stands for all its
         ``*.parquet`` tables concatenated (e.g. one ``multistat power curve`` per delta)
     study : optional study (or saved ``.nc`` path) the results came from: per-system scores
         with intervals for the leaderboards and the histograms of A, B and A − B
@@ -175,7 +130,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         compare --systems-out``, :func:`multistat.system_scores`) with columns
         ``dataset, metric, system, score, ci_low, ci_high``: the leaderboard scores and
         intervals; otherwise they are computed from ``study`` (see
-        :func:`multistat.report.tables.system_scores`)
+        :func:`multistat.report.tables.leaderboard_scores`)
     test : which test the leaderboards, heatmaps and pairwise tables show. Default: with
         ``analysis``, per dataset × metric the test the analysis recommends for most pairs
         (among the tests run); otherwise the first test of the run. The checklist files
@@ -191,7 +146,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     max_power_figures : cap on the number of power-curve figures
     ranking : optional :func:`multistat.rank` table (DataFrame or Parquet path): a section
         with the cluster leaderboards and rank-interval figures
-        (:mod:`multistat.report.ranking`, which also writes ``tables/ranking*`` and
+        (:mod:`multistat.report.clusters`, which also writes ``tables/ranking*`` and
         ``figures/rank_intervals_*.png``). Its test, correction and alpha then decide
         every pair in every section ("beats", heatmap stars, clusters, rank ranges; see
         :mod:`multistat.report.decisions`); the compare table must hold those rows, or
@@ -224,7 +179,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     panels are drawn for the first :data:`~multistat.report.plots.MAX_POWER_PANELS` (12)
     adjacent pairs in rank order, and every adjacent pair is listed in a table.
     """
-    from multistat.report._checks import check_systems_matches, check_values
 
     res = _read_frame(results, "results")
     check_values(res)  # p-values in [0, 1], reject from p_adjusted and alpha
@@ -259,8 +213,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     chosen = _tables.primary_tests(res, test)
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
-    from multistat.report import decisions as _decisions
-    from multistat.report.ranking import check_ranking
 
     board = check_ranking(ranking) if ranking is not None else None
     dec, dec_tests, dec_settings = _decisions.decision_rows(
@@ -305,19 +257,16 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                         numeric=("systems", "pairs", "significant pairs")))
     parts.append("</section>")
 
-    if ranking is not None:  # cluster leaderboards (multistat.report.ranking)
-        from multistat.report.ranking import write_ranking
+    if ranking is not None:  # cluster leaderboards (multistat.report.clusters)
 
         parts.append(write_ranking(board, out, dpi=dpi))
         _files.write_rank_plots(out, board)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
     if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
-        from multistat.report.preferences import write_preferences
 
         parts.append(write_preferences(preferences, out, dpi=dpi))
         toc.insert(2, ("preferences", "Pairwise preferences"))
     if metaeval is not None:  # metric leaderboard and heatmap (multistat.report.metaeval)
-        from multistat.report.metaeval import write_metaeval
 
         parts.append(write_metaeval(metaeval, out, matrix=metaeval_matrix, dpi=dpi))
         toc.insert(2, ("metaeval", "Metric meta-evaluation"))
@@ -415,7 +364,6 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         fam_html.append("".join(h))
 
     # ------------------------------------------------------------------ across test sets
-    from multistat.report.across import across_section  # engineer E's section (issue 11)
 
     across_html = across_section(res, figdir, tabdir, dpi=dpi,
                                  test=test if isinstance(test, str) else None)
@@ -424,6 +372,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
 
     meta_html = ""
     if pooled is not None:  # pooled across test sets (multistat.report.meta, issue 27)
+        # lazily: multistat.report.meta imports this module (import cycle)
         from multistat.report.meta import meta_section
 
         meta_html = meta_section(res, _read_frame(pooled, "pooled"), figdir, tabdir, dpi=dpi,
@@ -498,11 +447,6 @@ def _heatmaps(part, ds, metric, test, annotate, order, figdir, slug, dpi) -> str
                 full=(f"figures/{name}", f"Full-size image ({int(w):,} × {int(h):,} px)."))
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    """Width and height in pixels, from the PNG header (IHDR)."""
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-
-
 def _adjacent_power(cv, det_all, order, ds, metric, figdir, slug, dpi) -> str:
     """Power panels of the first :data:`~multistat.report.plots.MAX_POWER_PANELS` adjacent
     pairs in rank order, and a table of every adjacent pair."""
@@ -552,6 +496,7 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
             ("comparisons (rows)", str(len(res))),
             ("tests", ", ".join(pd.unique(res["test"])))]
     if study is not None:
+        # heavy: xarray, lazily
         from multistat import cube
 
         for name, ds in cube.datasets(study).items():
@@ -588,11 +533,11 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
 
 def _sacrebleu_signatures(meta: Mapping, study) -> dict:
     """{dataset: {metric: signature}}: from the results' metadata, else from the study."""
-    import json
 
     sigs = meta.get("sacrebleu") if isinstance(meta.get("sacrebleu"), Mapping) else {}
     out = {str(k): dict(v) for k, v in sigs.items() if isinstance(v, Mapping)}
     if study is not None:
+        # heavy: xarray, lazily
         from multistat import cube
 
         for name, ds in cube.datasets(study).items():
@@ -662,6 +607,7 @@ def _analysis_summary(an: pd.DataFrame, chosen) -> pd.DataFrame:
 def _hist_pairs(spec, study, ds, metric, lb) -> list[tuple[str, str]]:
     if spec is None or study is None:
         return []
+    # heavy: xarray, lazily
     from multistat import cube
 
     dsets = cube.datasets(study)
@@ -738,7 +684,7 @@ def _power_section(res, powers, figdir, dpi, cap) -> str:
                 key = key if isinstance(key, tuple) else (key,)
                 label = " · ".join(f"{f} {v}" for f, v in zip(facets, key))
                 label = ", ".join(x for x in (label, _power_design(g)) if x) or title
-                fig = _plots.power_curve(g, title=label)
+                fig = _plots.power_curve_plot(g, title=label)
                 png = _plots.save_png(fig, figdir / f"power_{n_fig + 1:02d}.png",
                                       dpi=dpi)
                 h.append(_img(png, f"power curve {label}",

@@ -18,6 +18,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat import cube
+from multistat.agreement import krippendorff_alpha
+from multistat.human import variance_components
+from multistat.power import simulate_likert
+from multistat.report._files import write_csv
+from multistat.report.plots import save_png
 
 #: the raters x items grid of the power figure
 GRID_RATERS = (3, 5, 10, 20)
@@ -43,7 +48,6 @@ def power_grid(variance, effect: float, *, raters=GRID_RATERS, items=GRID_ITEMS,
                n_simulations: int = 500, alpha: float = 0.05, seed: int = 0
                ) -> pd.DataFrame:
     """Power of the crossed design for every raters x items cell (long table)."""
-    from multistat.power import simulate_likert
 
     rows = []
     for w in raters:
@@ -82,10 +86,6 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
     report page's own, so markup and file names follow its rules; files are written
     atomically (``save_png``, ``write_csv``).
     """
-    from multistat.agreement import krippendorff_alpha
-    from multistat.human import variance_components
-    from multistat.report._files import write_csv
-    from multistat.report.plots import save_png
 
     if study is None:
         return ""

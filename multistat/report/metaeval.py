@@ -11,8 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
 from multistat.errors import DataValidationError
+from multistat.io import read_parquet
+from multistat.report.clusters import _html_table, _slug
+from multistat.report.plots import save_png
 
 BOARD = ("dataset", "metric", "value", "ci_low", "ci_high", "rank", "cluster")
 MATRIX = ("dataset", "metric_a", "metric_b", "correlation")
@@ -24,8 +29,6 @@ def _frame(obj, name: str, cols) -> pd.DataFrame:
     if isinstance(obj, pd.DataFrame):
         frame = obj
     else:
-        from multistat.io import read_parquet
-
         frame = read_parquet(obj)
     missing = [c for c in cols if c not in frame.columns]
     if missing:
@@ -38,8 +41,6 @@ def _frame(obj, name: str, cols) -> pd.DataFrame:
 def metric_plot(board: pd.DataFrame):
     """Each metric's value with its bootstrap interval, best at the top, coloured by
     cluster; dashed lines separate clusters."""
-    import seaborn as sns
-    from matplotlib.figure import Figure
 
     k = len(board)
     fig = Figure(figsize=(7.0, 0.3 * k + 1.3))
@@ -65,8 +66,6 @@ def metric_plot(board: pd.DataFrame):
 
 def correlation_heatmap(matrix: pd.DataFrame, order=None):
     """Heatmap of the Pearson correlations between metrics (one dataset)."""
-    import seaborn as sns
-    from matplotlib.figure import Figure
 
     wide = matrix.pivot(index="metric_a", columns="metric_b", values="correlation")
     if order is not None:
@@ -89,8 +88,6 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     """Write ``tables/metaeval.csv`` and ``figures/metaeval_<dataset>.png`` (and
     ``figures/metric_correlations_<dataset>.png`` with ``matrix``) under ``out_dir``;
     return the HTML section (figures embedded)."""
-    from multistat.report.plots import save_png
-    from multistat.report.ranking import _html_table, _slug
 
     board = _frame(board, "metaeval", BOARD)
     matrix = _frame(matrix, "metaeval_matrix", MATRIX)

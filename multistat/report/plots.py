@@ -28,8 +28,11 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
+from PIL import Image
 
+from multistat import _atomic
 from multistat.errors import DataValidationError, ParameterError, UnknownSystemError
+from multistat.report import _layout
 from multistat.report import tables as _tables
 from multistat.significance import REGISTRY
 
@@ -40,7 +43,7 @@ NS = "#E8E8E8"  # light grey: not significant
 MISSING = "#FFFFFF"
 
 __all__ = ["MAX_POWER_PANELS", "PAGE_SHRINK", "PAGE_WIDTH", "adjacent_power", "heatmap", "heatmap_fits", "histograms", "leaderboard_plot",
-           "power_curve", "save_png"]
+           "power_curve_plot", "save_png"]
 
 
 def _t(text) -> str:
@@ -99,7 +102,7 @@ def heatmap(results: pd.DataFrame, dataset: str, metric: str, *, test: str | Non
         for no numbers, or ``"auto"``: the estimate, unless most estimates are exactly 0
         (medians of binary or Likert differences) and the score difference is known
     study, scores : sources of the per-system scores that order the axes (see
-        :func:`multistat.report.tables.system_scores`)
+        :func:`multistat.report.tables.leaderboard_scores`)
     order : explicit system order (best first) instead, e.g. the ranking's
     max_width : widest figure wanted, in inches (the report's page takes
         :data:`PAGE_WIDTH` = 13 in, 1,430 px at 110 dpi). ``None`` (default): the full-size
@@ -266,7 +269,6 @@ def heatmap_fits(order, max_width: float = PAGE_WIDTH) -> bool:
 def _heatmap_layout(order, max_width, cell_texts) -> dict:
     """Cell size (in), label and number font sizes (pt), label step and margins (in) of
     :func:`heatmap` (its Notes state the rules)."""
-    from multistat.report import _layout
 
     k = len(order)
     names = _labels(order)
@@ -362,6 +364,7 @@ def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *
     and the median. Scores are read from ``multistat.cube.datasets(study)[dataset]``;
     instances that are NaN (dropped) are left out pairwise.
     """
+    # heavy: xarray, lazily
     from multistat import cube as _cube
 
     ds_all = _cube.datasets(study)
@@ -416,9 +419,9 @@ def histograms(study, dataset: str, metric: str, system_a: str, system_b: str, *
 _HUES = ("delta", "true_effect", "effect_size", "effect", "difference", "agreement", "test")
 
 
-def power_curve(table: pd.DataFrame, *, x: str = "n", y: str = "power", hue: str | None = None,
-                target: float = 0.8, title: str = "", se: str | None = "power_se",
-                type_m: str | None = "type_m") -> Figure:
+def power_curve_plot(table: pd.DataFrame, *, x: str = "n", y: str = "power",
+                     hue: str | None = None, target: float = 0.8, title: str = "",
+                     se: str | None = "power_se", type_m: str | None = "type_m") -> Figure:
     """Power against sample size, one line per value of ``hue``, with the target line.
 
     Parameters
@@ -562,10 +565,10 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
     flat colours and anti-aliased text, so 64 colours look the same at a third of the
     size); None keeps full RGBA. The PNG carries no date, so reruns are byte-identical.
     """
-    from PIL import Image
 
     buf = io.BytesIO()
     if colors:  # Agg's RGBA buffer straight into the quantizer: no PNG encode + decode
+        # heavy: matplotlib, lazily
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         canvas, old_dpi = FigureCanvasAgg(fig), fig.dpi
@@ -583,8 +586,6 @@ def save_png(fig: Figure, path=None, *, dpi: int = 110, colors: int | None = 64)
         fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     data = buf.getvalue()
     if path is not None:
-        from multistat import _atomic
-
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with _atomic.atomic_open(path, "wb") as fh:
             fh.write(data)

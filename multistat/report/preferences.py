@@ -3,7 +3,7 @@
 Draws and formats only; every number comes from the leaderboard table. The table has
 the columns of a :func:`multistat.rank` table for one "dataset x metric" (the battles, on
 the Elo scale), so the cluster leaderboard and the rank-interval figure are
-:mod:`multistat.report.ranking`'s, with the battles and win rate added.
+:mod:`multistat.report.clusters`'s, with the battles and win rate added.
 
 * :func:`preference_leaderboard` -- the display table (strings), best first;
 * :func:`write_preferences` -- ``tables/preferences.{csv,md,tex}``,
@@ -21,17 +21,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from multistat import _atomic
+from multistat._atomic import write_text
 from multistat.errors import DataValidationError
-from multistat.report import ranking as _ranking
+from multistat.io import read_parquet
+from multistat.report import clusters as _clusters
+from multistat.report._files import write_csv
+from multistat.report._markup import CSS as _CSS
+from multistat.report.plots import save_png
 
 #: the columns of a rank table for one dataset x metric, plus the battles
-NEEDED = tuple(c for c in _ranking.NEEDED if c not in ("dataset", "metric")) + (
+NEEDED = tuple(c for c in _clusters.NEEDED if c not in ("dataset", "metric")) + (
     "n_battles", "win_rate")
 
 
 def check_preferences(board) -> pd.DataFrame:
     """The leaderboard (DataFrame or Parquet path), with its columns checked."""
-    from multistat.io import read_parquet
 
     board = board if isinstance(board, pd.DataFrame) else read_parquet(board)
     if missing := [c for c in NEEDED if c not in board.columns]:
@@ -51,10 +56,10 @@ def _as_ranking(board: pd.DataFrame, name: str) -> pd.DataFrame:
 
 def preference_leaderboard(board, name: str = "battles") -> pd.DataFrame:
     """Display table (strings), best first: the cluster leaderboard of
-    :func:`multistat.report.ranking.cluster_leaderboard` plus battles and win rate."""
+    :func:`multistat.report.clusters.cluster_leaderboard` plus battles and win rate."""
     board = check_preferences(board)
     ranked = _as_ranking(board, name)
-    disp = _ranking.cluster_leaderboard(ranked)
+    disp = _clusters.cluster_leaderboard(ranked)
     order = ranked.sort_values(["cluster", "rank", "system"], kind="stable")
     disp["Battles"] = order["n_battles"].astype(int).astype(str).to_numpy()
     disp["Win rate"] = [f"{w:.3f}" for w in order["win_rate"]]
@@ -62,23 +67,19 @@ def preference_leaderboard(board, name: str = "battles") -> pd.DataFrame:
 
 
 def _section(board, out: Path, dpi: int, name: str) -> str:
-    from multistat.report.plots import save_png
-
     board = check_preferences(board)
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    from multistat._atomic import write_text
-    from multistat.report._files import write_csv
 
     write_csv(tabdir / "preferences.csv", board)  # atomic, formula-like cells neutralised
     disp = preference_leaderboard(board, name)
     meta = board.attrs.get("multistat", {})
-    write_text(tabdir / "preferences.md", _ranking.to_markdown(disp))
+    write_text(tabdir / "preferences.md", _clusters.to_markdown(disp))
     cap = "Bradley-Terry leaderboard (Elo scale); rules separate significance clusters."
     write_text(tabdir / "preferences.tex",
-               _ranking.to_latex(disp, caption=cap, label="tab:preferences"))
-    fig = _ranking.rank_interval_plot(_as_ranking(board, name))
+               _clusters.to_latex(disp, caption=cap, label="tab:preferences"))
+    fig = _clusters.rank_interval_plot(_as_ranking(board, name))
     fig.axes[0].set_title(f"{name} · Bradley-Terry (Elo) — rank intervals", fontsize=10)
     png = save_png(fig, figdir / "preference_rank_intervals.png", dpi=dpi)
     e = html.escape
@@ -96,7 +97,7 @@ def _section(board, out: Path, dpi: int, name: str) -> str:
         + f"; {e(tie_text)}. Score and rank intervals: bootstrap over battles "
         f"({e(str(meta.get('n_resamples', '')))} resamples, seed "
         f"{e(str(meta.get('seed', '')))}). {e(meta.get('rule', ''))}.</p>",
-        '<div class="grid">', _ranking._html_table(disp),
+        '<div class="grid">', _clusters._html_table(disp),
         (f'<figure><img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
         'alt="rank intervals of the Bradley-Terry leaderboard"><figcaption>Thick: '
         "bootstrap rank interval; light: rank range from the corrected pairwise "
@@ -111,8 +112,6 @@ def write_preferences(board, out_dir, *, dpi: int = 110, name: str = "battles") 
 def write_preference_page(board, out_dir, *, dpi: int = 110, name: str = "battles",
                           title: str = "multistat: pairwise preferences") -> Path:
     """``out_dir/preferences.html`` (figure embedded) with the tables and figure."""
-    from multistat import _atomic
-    from multistat.report.html import _CSS
 
     out = Path(out_dir)
     section = _section(board, out, dpi, name)

@@ -39,6 +39,7 @@ from multistat.report.formatting import (  # noqa: F401 - re-exported (public AP
     to_latex,
     to_markdown,
 )
+from multistat.significance import REGISTRY
 
 #: Columns the report cannot work without.
 REQUIRED = ("dataset", "metric", "system_a", "system_b", "test", "estimate", "p_value")
@@ -101,7 +102,6 @@ def _num(df: pd.DataFrame, col: str) -> np.ndarray:
 
 def test_label(name) -> str:
     """The report's name of a test: its registry spec's ``label``, else its name."""
-    from multistat.significance import REGISTRY
 
     spec = REGISTRY.get(str(name))
     return spec.label if spec is not None and spec.label else str(name)
@@ -117,7 +117,6 @@ def _direction(df: pd.DataFrame) -> np.ndarray:
     Wilcoxon's W+ against n(n+1)/4); then the signed Wilcoxon r, then the difference of
     the systems' scores.
     """
-    from multistat.significance import REGISTRY
 
     est = _num(df, "estimate") - np.nan_to_num(_num(df, "null_value"))
     out = np.sign(est)
@@ -201,8 +200,8 @@ def recommended_tests(results: pd.DataFrame, analysis: pd.DataFrame) -> dict[tup
 
 
 # ----------------------------------------------------------------------------- scores
-def system_scores(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
-                  confidence_level: float | None = None) -> pd.DataFrame:
+def leaderboard_scores(results: pd.DataFrame, *, study=None,
+                       scores: pd.DataFrame | None = None, confidence_level: float | None = None) -> pd.DataFrame:
     """One score per ``dataset × metric × system``, with a confidence interval if possible.
 
     Parameters
@@ -284,7 +283,10 @@ def _systems_per_group(results) -> dict[tuple, list[str]]:
 def _study_scores(results, study, level) -> dict:
     """``{(dataset, metric, system): row}`` from :func:`multistat.comparison.system_scores`
     with the results' seed and resamples (compare's ``--systems-out`` table)."""
+    # heavy: xarray, lazily
     from multistat import cube as _cube
+
+    # heavy: xarray, lazily
     from multistat.comparison import system_scores as _system_scores
 
     meta = _meta(results)
@@ -326,7 +328,7 @@ def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | Non
     ----------
     results : compare table
     study, scores : where per-system scores and intervals come from (see
-        :func:`system_scores`)
+        :func:`leaderboard_scores`)
     test : the test whose corrected decisions count as wins (default: see
         :func:`primary_tests`)
 
@@ -346,7 +348,7 @@ def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | Non
     """
     df = check_results(results)
     chosen = primary_tests(df, test)
-    sc = system_scores(df, study=study, scores=scores)
+    sc = leaderboard_scores(df, study=study, scores=scores)
     out = []
     for (ds, metric), t in chosen.items():
         part = df[(df["dataset"] == ds) & (df["metric"] == metric) & (df["test"] == t)]
@@ -485,7 +487,6 @@ def choose_effect(row: Mapping, effect: str = "auto") -> str:
             raise ParameterError(f"`effect` must be 'auto' or one of {list(EFFECTS)}; got "
                                  f"{effect!r}")
         return effect if effect in row else ""
-    from multistat.significance import REGISTRY
 
     prefs = list(EFFECTS)
     spec = REGISTRY.get(str(row.get("test", "")))
@@ -558,6 +559,7 @@ def checklist(results: pd.DataFrame, *, test: str | None = None, effect: str = "
 
 def _is_resampling(test, nres) -> bool:
     try:
+        # optional: only when available
         from multistat.significance._base import REGISTRY
     except ImportError:  # pragma: no cover
         REGISTRY = {}

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from multistat.errors import DataValidationError, ParameterError
+from multistat.significance import _batch
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,6 @@ class TestSpec:
     def run(self, slab, ia, ib, ctx):
         """This test on pairs ``(ia, ib)`` of ``slab`` with context ``ctx`` ->
         :class:`~multistat.significance._batch.BatchResult` ``(len(ia), metrics)``."""
-        from multistat.significance import _batch
-
         ia = np.asarray(ia, dtype=np.intp)
         ib = np.asarray(ib, dtype=np.intp)
         if slab.is_corpus and not self.supports_corpus:
@@ -207,12 +206,10 @@ class TestSpec:
     def options(self) -> set[str] | None:
         """Option names ``compare(test_options={name: {...}})`` may give this test (None:
         any; the function takes ``**kwargs``)."""
-        from multistat.significance._batch import Context, accepted_keywords
-
-        names = accepted_keywords(self.func)
+        names = _batch.accepted_keywords(self.func)
         if names is None:
             return None
-        ctx_fields = {f.name for f in dataclasses.fields(Context)} - {
+        ctx_fields = {f.name for f in dataclasses.fields(_batch.Context)} - {
             "options", "budget", "progress"}
         return (names | (ctx_fields if self.resampling else set())) - {
             "x", "y"}

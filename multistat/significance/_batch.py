@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,8 +45,10 @@ import numpy as np
 import pandas as pd
 
 from multistat._budget import Budget
+from multistat._centre import candidate_positions, centre_of, centred_means, levels
 from multistat._table import constant_string
 from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat.significance._signrank import signed_rank_info
 
 #: fields every BatchResult holds, each an array (pairs, metrics)
 FIELDS = ("statistic", "p_value", "estimate", "ci_low", "ci_high", "n", "note",
@@ -61,6 +64,7 @@ CACHE_BLOCK = 1 << 18
 def _blas_controller():
     """threadpoolctl's controller of the loaded BLAS, built once (building one scans the
     process's shared libraries: ~5 ms a call)."""
+    # lazily: threadpoolctl's controller, built once on first use
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
@@ -76,7 +80,7 @@ class Context:
     alternative, null_value, confidence_level, alpha : the hypothesis and levels
     statistic : ``"mean"`` or ``"median"`` for tests that compare either
     n_resamples, seed : the resampling plan: blocks of 1000 resamples, one generator per
-        ``(seed, dataset, kind, block)`` (:mod:`multistat.resampling`)
+        ``(seed, dataset, kind, block)`` (:mod:`multistat.engine`)
     scheduler, n_chunks : where the plan blocks run
     ci_method, bootstrap_pvalue : bootstrap options
     budget : :class:`multistat._budget.Budget`, the working memory of one step
@@ -260,7 +264,6 @@ class Slab:
         first: the lower median of every system's scores on a few instances, or 0
         (:mod:`multistat._centre`: shift invariance, issue 24.1)."""
         if "centres" not in self._memo:
-            from multistat._centre import candidate_positions, centre_of
 
             pos = candidate_positions(self.n)
             order = self.__dict__.get("order")
@@ -297,7 +300,6 @@ class Slab:
         """Per-system mean scores ``(S, M)``: :meth:`centred_means` plus the metric's
         :meth:`centres` (one rounding at the level's own magnitude)."""
         if "levels" not in self._memo:
-            from multistat._centre import levels
 
             self._memo["levels"] = levels(self.centred_means(), self.centres())
         return self._memo["levels"]
@@ -311,7 +313,6 @@ class Slab:
             if self._gathers_moments():
                 self._gathered_moments()
                 return self._memo["means"]
-            from multistat._centre import centred_means
 
             X, k = self.scores, self.centres()
             if self._big_sums():
@@ -453,16 +454,13 @@ class Slab:
 
     def rank_info(self, ia, ib):
         """Sort information of ``X[ia] - X[ib]`` for rank statistics
-        (:func:`multistat.significance.rank.signed_rank_info`), shared by the Wilcoxon
-        test, Wilcoxon r and Hodges-Lehmann of one slab of pairs (kept for the last slab);
-        None if the rank module takes no such argument."""
+        (:func:`multistat.significance._signrank.signed_rank_info`), shared by the
+        Wilcoxon test, Wilcoxon r and Hodges-Lehmann of one slab of pairs (kept for the
+        last slab)."""
         key = ("rank",) + self._pair_key(ia, ib)
         hit = self._memo.get("rank_info")
         if hit is None or hit[0] != key:
-            from multistat.significance import rank
-
-            make = getattr(rank, "signed_rank_info", None)
-            self._memo["rank_info"] = (key, None if make is None else make(self.diff(ia, ib)))
+            self._memo["rank_info"] = (key, signed_rank_info(self.diff(ia, ib)))
         return self._memo["rank_info"][1]
 
     def for_pairs(self, name: str, ia, ib, make):
@@ -667,7 +665,7 @@ def closed_form_batch(spec, slab: Slab, ia, ib, ctx: Context, call=None) -> Batc
     return BatchResult(spec.name, out)
 
 
-def differences_batch(name: str, public, private):
+def differences_batch(name: str, public, private, get_spec: Callable):
     """The ``batch`` of the rank test registered as ``name``: :func:`closed_form_batch`
     computing ``private`` on the slab's differences and their sort
     (:meth:`Slab.rank_info`, shared with the effect sizes and the other rank tests of the
@@ -693,10 +691,8 @@ def differences_batch(name: str, public, private):
         return private(info.d, None, _diff=True,
                        **{k: v for k, v in args.items() if names is None or k in names})
 
-    def batch(slab, ia, ib, ctx):
-        from multistat.significance._base import REGISTRY
-
-        return closed_form_batch(REGISTRY[name], slab, ia, ib, ctx, call=call)
+    def batch(slab, ia, ib, ctx):  # get_spec(name): the spec registered as ``name``
+        return closed_form_batch(get_spec(name), slab, ia, ib, ctx, call=call)
 
     return batch
 
@@ -704,7 +700,6 @@ def differences_batch(name: str, public, private):
 def background(fn, *args, name="multistat-background"):
     """``fn(*args)`` started on a daemon thread; returns a zero-argument callable that
     waits for it and gives its value (or raises its exception in the caller's thread)."""
-    import threading
 
     box: dict = {}
 

@@ -40,8 +40,14 @@ tests, whose ``mde`` is not defined by the paired-t closed form and is NaN with 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from multistat import engine as eng
+from multistat._centre import centred_means, levels, metric_centres
+from multistat._cluster import group_codes
+from multistat._table import join_notes
 from multistat.errors import ParameterError
 from multistat.significance._batch import BatchResult, Slab
 
@@ -87,7 +93,6 @@ def sub_slab(slab: Slab, parts) -> Slab:
     (a system of two parts appears twice). With one part it is what ``compare`` builds
     for the complete study of those systems and instances; with several, their pairs
     run in one batch on the one plan of ``n'`` instances they would each draw."""
-    from multistat._cluster import group_codes
 
     def stack(a, axis):
         if a is None:
@@ -316,7 +321,6 @@ def _run_own(slab, ia, ib, own, ctxs, bar, budget, out) -> None:
 
 
 def _join(note, text):
-    from multistat._table import join_notes
 
     return join_notes(np.asarray(note, dtype=object), text)
 
@@ -332,14 +336,11 @@ def own_scores(X: np.ndarray):
 def group_bootstrap(X, corpus_stats, *, n_resamples, seed, dataset, **run):
     """Each system's score and bootstrap distribution over its **own** instances, for a
     metric group with holes: systems with the same number of instances share the plan a
-    complete study of that many instances would draw (:mod:`multistat.resampling`), so
+    complete study of that many instances would draw (:mod:`multistat.engine`), so
     a system's interval is the one of the study of that system's own instances.
     ``corpus_stats``: ``(fn, stats (S, n, K))`` for a corpus metric. Returns
     ``(observed (S, M), distribution (B, S, M), n (S * M,))``."""
-    import functools
 
-    from multistat import resampling as eng
-    from multistat._centre import levels, metric_centres
 
     present = ~np.isnan(X[:, 0])
     counts = present.sum(-1)
@@ -362,7 +363,6 @@ def group_bootstrap(X, corpus_stats, *, n_resamples, seed, dataset, **run):
         k = metric_centres(Xg)
         d = eng.resample("bootstrap", functools.partial(eng.mean_kernel, centre=k), Xg,
                          n=n_s, n_resamples=n_resamples, seed=seed, dataset=dataset, **run)
-        from multistat._centre import centred_means
 
         obs[sys_] = levels(centred_means(Xg, k), k)
         dist[:, sys_] = levels(d, k)

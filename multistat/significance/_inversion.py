@@ -27,8 +27,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
+from scipy.special import gammaln, xlog1py, xlogy
 
 from multistat._lazy import lazy_module
+from multistat.significance._binomial import binom_half_pvalue
 
 stats = lazy_module("scipy.stats")  # imported on first use
 
@@ -72,7 +75,6 @@ def _sign_p(n_pos, n_neg, alternative):
     """Exact sign-test p-value from the counts (binomial, p0 = 1/2, zeros dropped): the
     sign test's own :func:`~multistat.significance._binomial.binom_half_pvalue`, so the
     interval's acceptance decisions use the very p-value the test reports."""
-    from multistat.significance._binomial import binom_half_pvalue
 
     n_pos = np.asarray(n_pos)
     m = n_pos + np.asarray(n_neg)
@@ -168,7 +170,6 @@ def sign_interval_rows(sorted_diff, *, alternative: str, confidence_level: float
     above the largest"; the interval is its hull, with open ends moved to the nearest
     float inside (see the module docstring). Returns ``(low, high)`` of the row shape.
     """
-    from multistat.significance._binomial import binom_half_pvalue
 
     s = np.asarray(sorted_diff, dtype=float)
     lead, n = s.shape[:-1], s.shape[-1]
@@ -290,7 +291,6 @@ def _two_sided_window(n: int, alpha: float) -> tuple[int, int]:
     the same value and counts inside it, so the hull is the full scan's
     (``tests/test_rank.py`` checks both on tied rows, with runs across the edges).
     """
-    from multistat.significance._binomial import binom_half_pvalue
 
     cs = np.arange((n - 1) // 2 + 1)
     accepted = np.zeros(cs.size, bool)
@@ -305,7 +305,6 @@ def _accepted_counts(k, m, alternative, alpha):
     once per distinct ``(k, m)``: a table over ``k = 0..m`` for each ``m`` present (few:
     one per tie-run size), looked up - the same p-values, so the same decisions, without
     a binomial evaluation per element."""
-    from multistat.significance._binomial import binom_half_pvalue
 
     present = np.flatnonzero(np.bincount(m.ravel(), minlength=1))
     offset = np.zeros(int(present.max()) + 1 if present.size else 1, dtype=np.int64)
@@ -324,7 +323,6 @@ def _accepted_counts(k, m, alternative, alpha):
 def _binom_pmf(k, m, p):
     """Binomial pmf from log-gamma (scipy's boost pmf raises OverflowError for p within a
     few ulps of 0 or 1, which the bisection below reaches)."""
-    from scipy.special import gammaln, xlog1py, xlogy
 
     with np.errstate(all="ignore"):
         return np.exp(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1)
@@ -376,8 +374,6 @@ def mcnemar_interval(b, c, n, *, alternative: str, confidence_level: float,
         hat = np.where(m > 0, b / np.where(m > 0, m, 1), 0.5)
 
     def accepted(pi0):
-        from scipy import special
-
         with special.errstate(all="ignore"), np.errstate(all="ignore"):
             p = _binom_general_p(b, m, pi0, alternative, method, correction)
         return _accept(p, alpha) | (m == 0)

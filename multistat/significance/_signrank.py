@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from multistat._lazy import lazy_module
+from multistat.errors import ParameterError
 from multistat.significance._walsh import row_blocks, walsh_order_statistics
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
@@ -111,7 +112,7 @@ class SignedRankInfo:
     @property
     def sorted_d(self):
         if self._sorted is None:
-            # a C-ordered copy sorted in place: ``d`` may be strided (pair slabs of a cube
+            # a C-ordered copy sorted in place: ``d`` may be strided (pair chunks of a cube
             # whose instances are not innermost), and rows sort fastest contiguous
             self._sorted = np.array(self.d, dtype=np.float64, order="C")
             if self._sorted.size:
@@ -139,7 +140,6 @@ class SignedRankInfo:
 
     def check(self, d, where):
         """Raise if this object does not describe ``d`` (shape and values)."""
-        from multistat.errors import ParameterError
 
         if self.d.shape != d.shape or not np.array_equal(self.d, d):
             raise ParameterError(
@@ -150,7 +150,7 @@ class SignedRankInfo:
 
 def index_dtype(n: int):
     """The smallest signed integer type holding the positions ``0 .. n`` (int16 up to
-    32,767 instances, then int32): ranks and sort orders of a slab of pairs take 2 or 4
+    32,767 instances, then int32): ranks and sort orders of a chunk of pairs take 2 or 4
     bytes a value instead of 8."""
     for t in (np.int16, np.int32):
         if n <= np.iinfo(t).max:
@@ -243,6 +243,7 @@ def _row_workers(rows, n):
 def _merge_integers_rows(sorted_flat):
     """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
     of rows on threads (each row on its own: the split changes nothing)."""
+    # heavy: numba, lazily
     from multistat.significance._rank_kernels import merge_integers
 
     rows, n = sorted_flat.shape
@@ -257,7 +258,7 @@ def signed_rank_sums(d, zero_method="wilcox", sorted_d=None):
     r"""``W+``, its null mean and sd, and the tie information of each row of ``d``, from
     one sort - no argsort, no array of ranks.
 
-    The same numbers as :func:`_signed_rank_parts` (without ``ranks``), computed from
+    The same numbers as :func:`signed_rank_parts` (without ``ranks``), computed from
     the same integers: each value is the key ``2 * bits(|d|) + [d < 0]`` (the bit
     pattern of a non-negative float orders as the float does), so one ``np.sort`` of the
     keys brings the tie groups of ``|d|`` together with the signs of their members;
@@ -359,7 +360,7 @@ def signed_rank_pmf(doubled_ranks: np.ndarray) -> np.ndarray:
 
 
 
-def _signed_rank_parts(d, zero_method, info=None):
+def signed_rank_parts(d, zero_method, info=None):
     """Ranks, W+, null mean/sd and tie information for each row of ``d`` (zeros = ties at 0).
 
     Returns a dict of arrays over the leading shape (and ``ranks`` of the full shape, with
@@ -404,7 +405,7 @@ def _signed_rank_parts(d, zero_method, info=None):
                 "n_zero": n_zero, "has_ties": has_ties}
 
 
-def _exact_signed_rank_p(ranks, w_plus, alternative):
+def exact_signed_rank_p(ranks, w_plus, alternative):
     """Exact sign-flip p-values of W+ for rows of ``ranks`` (2-D), via the pmf of 2W+."""
     doubled = np.rint(2.0 * ranks).astype(np.int64)
     # rows with the same multiset of ranks (all untied rows of one n) share one pmf

@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from multistat.significance._chunks import rows_per_chunk
+
 __all__ = ["walsh_order_statistics"]
 
 #: working memory of the kernel per row element of a batch, beyond the sorted rows the
@@ -106,10 +108,10 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
     if rows and uniq:
         kr = np.asarray(uniq, dtype=np.int64)
         cap = 0 if dense_row_max is None else max(int(dense_row_max), 1)
+        # heavy: numba, lazily
         from multistat.significance._rank_kernels import select_rows
-        from multistat.significance._slabs import rows_per_slab
 
-        fit = rows_per_slab(n, WALSH_BYTES_PER_VALUE, memory_limit)
+        fit = rows_per_chunk(n, WALSH_BYTES_PER_VALUE, memory_limit)
         workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
         if _WALSH_BLOCK is not None:
             per = _WALSH_BLOCK

@@ -8,16 +8,17 @@ from multistat._lazy import lazy_module
 from multistat._validation import check_choice, check_probability
 from multistat.errors import ParameterError, ParameterTypeError, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult
 from multistat.significance._binomial import binom_half_pvalue
-from multistat.significance._inversion import mcnemar_interval
-from multistat.significance.parametric import (
-    _add_note,
-    _check_common,
-    _interval_quantile,
-    _notes,
-    _one_sided_ends,
-    _scalar,
+from multistat.significance._common import (
+    add_note,
+    check_paired,
+    empty_notes,
+    interval_quantile,
+    one_sided_ends,
+    scalar,
 )
+from multistat.significance._inversion import mcnemar_interval
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
@@ -91,7 +92,7 @@ def paired_proportion_interval(n11, n10, n01, n00, *, confidence_level=0.95,
     level = check_probability("confidence_level", confidence_level)
     n11, n10, n01, n00 = (np.asarray(v, dtype=float) for v in (n11, n10, n01, n00))
     n = n11 + n10 + n01 + n00
-    z = stats.norm.isf(_interval_quantile(level, alternative))
+    z = stats.norm.isf(interval_quantile(level, alternative))
     p1 = (n11 + n10) / n
     p2 = (n11 + n01) / n
     l1, u1 = _wilson(n11 + n10, n, z)
@@ -106,7 +107,7 @@ def paired_proportion_interval(n11, n10, n01, n00, *, confidence_level=0.95,
     dl1, du1, dl2, du2 = p1 - l1, u1 - p1, p2 - l2, u2 - p2
     low = delta - np.sqrt(np.maximum(dl1**2 - 2 * phi * dl1 * du2 + du2**2, 0.0))
     high = delta + np.sqrt(np.maximum(dl2**2 - 2 * phi * dl2 * du1 + du1**2, 0.0))
-    return _one_sided_ends(low, high, alternative)
+    return one_sided_ends(low, high, alternative)
 
 
 def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0.95,
@@ -177,7 +178,7 @@ def mcnemar(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=0
     >>> int(res.extra["b"]), int(res.extra["c"]), bool(np.isclose(res.p_value, ref))
     (5, 1, True)
     """
-    x, y, alternative, null_value, confidence_level = _check_common(
+    x, y, alternative, null_value, confidence_level = check_paired(
         x, y, alternative, null_value, confidence_level)
     method = check_choice("method", method, _METHODS)
     if not isinstance(correction, (bool, np.bool_)):
@@ -204,11 +205,11 @@ def _from_counts(b, c, n11, n, alternative, confidence_level, method, correction
     c = np.asarray(c, dtype=np.int64)
     n11 = np.asarray(n11, dtype=np.int64)
     shape = b.shape
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     n00 = n - b - c - n11
     m = b + c
     none = m == 0
-    _add_note(notes, none, "no discordant pairs (b + c = 0): p = 1")
+    add_note(notes, none, "no discordant pairs (b + c = 0): p = 1")
     z = np.full(shape, np.nan)
 
     if method in ("exact", "midp"):
@@ -244,17 +245,17 @@ def _from_counts(b, c, n11, n, alternative, confidence_level, method, correction
             nlo, nhi = paired_proportion_interval(  # interval, which contains 0
                 n11, b, c, n00, confidence_level=level, alternative=alternative)
             low, high = np.where(none, nlo, low), np.where(none, nhi, high)
-        return _scalar(low), _scalar(high)
+        return scalar(low), scalar(high)
 
     low, high = interval(confidence_level)
     return TestResult(
-        test="mcnemar", statistic=_scalar(statistic), p_value=_scalar(p),
-        estimate=_scalar(estimate), ci_low=low, ci_high=high,
-        confidence_level=confidence_level, n=_scalar(np.full(shape, n, dtype=np.int64)),
+        test="mcnemar", statistic=scalar(statistic), p_value=scalar(p),
+        estimate=scalar(estimate), ci_low=low, ci_high=high,
+        confidence_level=confidence_level, n=scalar(np.full(shape, n, dtype=np.int64)),
         alternative=alternative, null_value=null_value, statistic_kind="mean",
-        note=_scalar(notes),
-        extra={"b": _scalar(b.astype(np.int64)), "c": _scalar(c.astype(np.int64)),
-               "z": _scalar(z)},
+        note=scalar(notes),
+        extra={"b": scalar(b.astype(np.int64)), "c": scalar(c.astype(np.int64)),
+               "z": scalar(z)},
         _ci_fn=lambda level: interval(check_probability("confidence_level", level)),
     )
 
@@ -286,7 +287,6 @@ def mcnemar_batch(slab, ia, ib, ctx):
     the 0/1 score matrices (:func:`cooccurrence`, no pair materialised):
     ``n11 = both[a, b]``, ``b = ones[a] - n11``, ``c = ones[b] - n11``; then the same
     formulas as :func:`mcnemar`. Options ``method``, ``correction`` as there."""
-    from multistat.significance._batch import BatchResult
 
     opts = dict(ctx.options)
     method = check_choice("method", opts.pop("method", "exact"), _METHODS)

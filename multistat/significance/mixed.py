@@ -48,6 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from multistat._lazy import lazy_module
+from multistat._validation import check_alternative, check_probability, check_real
+from multistat.errors import ParameterError
+from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult, _blas_controller, from_test_result
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
 optimize = lazy_module("scipy.optimize")
@@ -234,6 +238,7 @@ def _sum_by(codes, values, size):
 
 
 def _cho_solve(cho, b):
+    # heavy: scipy.linalg, lazily
     from scipy.linalg import solve_triangular
 
     w = solve_triangular(cho, b, lower=True, check_finite=False)
@@ -248,7 +253,6 @@ def fit_crossed(y, x, rater, item, *, reml: bool = True) -> MixedFit:
     eliminated by blocks, so the dense Schur complement is on the smaller side. BLAS runs
     on one thread: the products are small, and threads only contend (measured 17x
     slower on a busy 2-core machine)."""
-    from multistat.significance._batch import _blas_controller
 
     swap = np.unique(rater).size > np.unique(item).size
     with _blas_controller().limit(limits=1, user_api="blas"):
@@ -369,8 +373,6 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     >>> round(float(mixed_test(a, b, raters=True).estimate), 3)
     0.345
     """
-    from multistat._validation import check_alternative, check_probability, check_real
-    from multistat.significance._base import TestResult
 
     alternative = check_alternative(alternative)
     null_value = check_real("null_value", null_value)
@@ -378,8 +380,6 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape != y.shape:
-        from multistat.errors import ParameterError
-
         raise ParameterError(f"`x` and `y` must have the same shape; got {x.shape} and "
                              f"{y.shape}")
     if not raters:
@@ -428,7 +428,6 @@ def _rated_pairs(R, ia, ib, kw):
     one pair at a time on views of the two systems' ratings: no ``pairs x instances x
     raters`` gather (``R[ia]``, ``R[ib]`` were two copies of that size, so peak memory
     grew with the number of pairs; the fits were one pair at a time anyway)."""
-    from multistat.significance._base import TestResult
 
     P, M = len(ia), R.shape[1]
     if not P:
@@ -453,7 +452,6 @@ def mixed_batch(slab, ia, ib, ctx):
     """Batch entry of ``"mixed"``: one REML fit per pair x metric from the slab's ratings
     by rater (``slab.ratings``); without ratings, the item-difference t test of every
     pair at once."""
-    from multistat.significance._batch import BatchResult, from_test_result
 
     P, M = len(ia), slab.shape[1]
     kw = {"alternative": ctx.alternative, "null_value": ctx.null_value,
@@ -471,8 +469,6 @@ def mixed_batch(slab, ia, ib, ctx):
 
 
 def _register():
-    from multistat.significance._base import REGISTRY, TestSpec, register
-
     if "mixed" not in REGISTRY:
         register(TestSpec("mixed", mixed_test, "parametric", ("mean",),
                           assumes_symmetric=True, assumes_normal=True,

@@ -1,8 +1,7 @@
 """Parametric paired tests: the paired Student t test (closed form).
 
-Also holds the small private helpers shared by the closed-form test modules
-(:mod:`~multistat.significance.rank`, :mod:`~multistat.significance.binary`):
-input checking, NaN/note bookkeeping and warnings.
+The helpers it shares with the other closed-form test modules (input checks, NaN/note
+bookkeeping, warnings) live in :mod:`multistat.significance._common`.
 """
 
 from __future__ import annotations
@@ -13,158 +12,25 @@ import numpy as np
 from scipy.special import stdtr, stdtrit
 
 from multistat._lazy import lazy_module
-from multistat._validation import check_alternative, check_probability, check_real
-from multistat.errors import (
-    ConstantInputWarning,
-    DataValidationError,
-    ParameterTypeError,
-    SmallSampleWarning,
+from multistat._validation import check_probability
+from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
+from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult, call_kwargs, from_test_result
+from multistat.significance._common import (
+    CONSTANT_RTOL,
+    add_note,
+    check_paired,
+    empty_notes,
+    interval_quantile,
+    one_sided_ends,
+    row_scale,
+    scalar,
+    warn_rows,
 )
-from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
 __all__ = ["paired_t"]
-
-
-# ----------------------------------------------------------------------------- helpers
-def _check_keywords(alternative, null_value, confidence_level):
-    """The hypothesis keywords every test takes, checked: ``(alternative, null_value,
-    confidence_level)``."""
-    return (check_alternative(alternative), check_real("null_value", null_value),
-            check_probability("confidence_level", confidence_level))
-
-
-def _check_common(x, y, alternative, null_value, confidence_level, overflow="raise"):
-    """Validate the shared keywords and the paired input; return cleaned values.
-
-    Returns ``x, y, alternative, null_value, confidence_level`` with ``x``, ``y`` float64
-    arrays of the same shape (instances on the last axis).
-    """
-    alternative, null_value, confidence_level = _check_keywords(
-        alternative, null_value, confidence_level)
-    x, y = as_pairs(x, y, overflow=overflow)
-    bad = ~(np.isfinite(x) & np.isfinite(y))
-    if bad.any():
-        raise DataValidationError(
-            f"paired samples contain NaN or infinite values in {int(bad.sum())} pair(s); "
-            "drop incomplete pairs before testing (multistat.io drops them and reports how "
-            "many)"
-        )
-    return x, y, alternative, null_value, confidence_level
-
-
-def _checked_diff(x, y, alternative, null_value, confidence_level, *, is_diff=False):
-    """``(x - y, alternative, null_value, confidence_level)``, checked as
-    :func:`_check_common` does; ``is_diff``: ``x`` is ``x - y`` itself, which the caller
-    found finite (a :func:`multistat.compare` slab), so only the keywords are checked."""
-    if is_diff:
-        return (x, *_check_keywords(alternative, null_value, confidence_level))
-    x, y, alternative, null_value, confidence_level = _check_common(
-        x, y, alternative, null_value, confidence_level)
-    return x - y, alternative, null_value, confidence_level
-
-
-def _scalar(a):
-    """0-d arrays become numpy scalars (``a[()]``); other arrays pass through."""
-    a = np.asarray(a)
-    return a[()] if a.ndim == 0 else a
-
-
-def _notes(shape) -> np.ndarray:
-    return np.full(shape, "", dtype=object)
-
-
-def _add_note(notes: np.ndarray, mask, text: str) -> None:
-    """Append ``text`` to the notes of the rows selected by ``mask`` (in place)."""
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), notes.shape)
-    for idx in zip(*np.nonzero(mask)) if notes.ndim else ([()] if mask else []):
-        notes[idx] = text if not notes[idx] else f"{notes[idx]}; {text}"
-
-
-def _warn(mask, category, text: str, *, stacklevel: int = 3) -> None:
-    """One warning per call saying how many rows ``text`` applies to."""
-    count = int(np.count_nonzero(mask))
-    if count:
-        total = int(np.size(mask))
-        where = "" if total == 1 else f" ({count} of {total} rows)"
-        warnings.warn(f"{text}{where}", category, stacklevel=stacklevel)
-
-
-def _estimate_inside(estimate, low, high, notes: np.ndarray, what: str) -> np.ndarray:
-    """``estimate`` moved into its own interval ``[low, high]`` where it lies outside,
-    with a note saying so (issue 24.2). A rank test's interval is the set of nulls it
-    does not reject; with many ties (Likert, 0/1 scores) the test can reject the usual
-    point estimate itself - at the median every zero difference is dropped - so the set
-    is open there, e.g. ``(0, 0.5)`` around a median of 0. The estimate is then the
-    value nearest to it that the test does not reject: the interval's end (the nearest
-    float inside). Rows with an empty or NaN interval keep their estimate."""
-    est = np.asarray(estimate, dtype=float)
-    lo, hi = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    with np.errstate(invalid="ignore"):
-        out = (est < lo) | (est > hi)  # NaN compares False: kept
-    if not np.any(out):
-        return estimate
-    _add_note(notes, out, f"the {what} of the differences lies outside the interval (the "
-              "test rejects it: its zero differences are dropped there); estimate: the "
-              "nearest value the test does not reject")
-    return _scalar(np.where(out, np.clip(est, lo, hi), est))
-
-
-def _interval_quantile(confidence_level: float, alternative: str) -> float:
-    """Upper tail probability used by each end of the interval: (1-cl)/2 or 1-cl."""
-    return (1.0 - confidence_level) / 2.0 if alternative == "two-sided" else 1.0 - confidence_level
-
-
-def _one_sided_ends(low, high, alternative):
-    """Open the unused end of a one-sided interval (scipy convention: +-inf)."""
-    low = np.asarray(low, dtype=float)
-    high = np.asarray(high, dtype=float)
-    if alternative == "greater":
-        high = np.where(np.isnan(low), np.nan, np.inf)
-    elif alternative == "less":
-        low = np.where(np.isnan(high), np.nan, -np.inf)
-    return low, high
-
-
-#: "constant" means zero variance up to the rounding of the scores: sd of the differences
-#: at most this times max |score| (issue 13.3), not exact equality -- a - (a - 0.1) in
-#: floating point varies by a few ulps of |a|. Four units in the last place (2^-50,
-#: 8.9e-16): rounding each score to nearest moves a difference by at most one ulp of the
-#: largest score, and the subtraction by half of one more. It was 1e-12 (about 4,500
-#: ulps), which called every pair constant whose scores sit far from 0: scores moved by
-#: 1.7e12 (millisecond timestamps) with differences of sd 0.3 gave p = NaN (issue 24.1)
-CONSTANT_RTOL = 2.0 ** -50
-#: the same relative to max |d| when only the differences are known (effect sizes of one
-#: pair): differences formed from larger scores carry more ulps of their own magnitude
-DIFF_CONSTANT_RTOL = 1e-12
-
-
-def _row_scale(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """max(|x|, |y|) per row (1 where it is 0 or not finite): the scale the tests divide
-    by, so that p-values do not depend on the units (1e-300 or 1e300 alike)."""
-    with np.errstate(invalid="ignore"):
-        s = np.maximum(np.max(np.abs(x), axis=-1), np.max(np.abs(y), axis=-1))
-    return np.where((s > 0) & np.isfinite(s), s, 1.0)
-
-
-def _constant_rows(d: np.ndarray, scale=None) -> np.ndarray:
-    """Rows whose differences have zero variance relative to ``scale``: ``sd <=
-    CONSTANT_RTOL * scale`` with ``scale = max(|x|, |y|)``, or, when ``scale`` is not
-    given, ``sd <= DIFF_CONSTANT_RTOL * max |d|``; computed on ``d / scale`` so that
-    neither tiny nor huge scores underflow or overflow. Both are unchanged when the
-    scores move by a constant that keeps ``d`` exact, the first up to the rounding of the
-    moved scores (issue 24.1)."""
-    rtol = CONSTANT_RTOL
-    if scale is None:
-        rtol = DIFF_CONSTANT_RTOL
-        scale = np.max(np.abs(d), axis=-1)
-        scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
-    if d.shape[-1] < 2:
-        return np.zeros(d.shape[:-1], dtype=bool)
-    with np.errstate(invalid="ignore", over="ignore"):
-        sd = (d / np.asarray(scale)[..., None]).std(axis=-1, ddof=1)
-    return sd <= rtol
 
 
 # ----------------------------------------------------------------------------- t test
@@ -215,7 +81,7 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     >>> bool(np.isclose(res.p_value, stats.ttest_rel(x, y).pvalue, rtol=1e-12))
     True
     """
-    x, y, alternative, null_value, confidence_level = _check_common(
+    x, y, alternative, null_value, confidence_level = check_paired(
         x, y, alternative, null_value, confidence_level, overflow="allow")
     # scale-free (issue 13.3): everything is computed on the scores divided by the
     # power of two s at or just below max(|x|, |y|) per row, so 1e-300 or 1e300 times the data
@@ -223,13 +89,13 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     # multiplied back by s. A power of two divides exactly: x / s - y / s is (x - y) / s
     # wherever x - y is exact, so scores moved by a constant give the same differences
     # (issue 24.1; max(|x|, |y|) itself rounded every score and moved the estimate)
-    top = _row_scale(x, y)
+    top = row_scale(x, y)
     scale = np.ldexp(1.0, np.frexp(top)[1] - 1)  # top / scale in [1, 2): no overflow
     sc = scale[..., None]
     diff_s = x / sc - y / sc
     n = diff_s.shape[-1]
     shape = diff_s.shape[:-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     with np.errstate(over="ignore", invalid="ignore"):
         overflow = np.any(np.isinf(x - y) & np.isfinite(x) & np.isfinite(y), axis=-1)
     mean_s = diff_s.mean(axis=-1)
@@ -242,14 +108,14 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         sd_s = diff_s.std(axis=-1, ddof=1)
         const = sd_s <= CONSTANT_RTOL * (top / scale)  # relative to max |score|
     bad = small | const
-    _add_note(notes, small, "fewer than 2 pairs: t test undefined")
-    _add_note(notes, const & ~small,
+    add_note(notes, small, "fewer than 2 pairs: t test undefined")
+    add_note(notes, const & ~small,
               "all differences are equal (sd = 0 up to the rounding of the scores: sd "
               "<= 2^-50 x max |score|): t statistic undefined")
-    _add_note(notes, overflow, "overflow: a - b exceeds the float range; the test uses "
+    add_note(notes, overflow, "overflow: a - b exceeds the float range; the test uses "
               "rescaled scores, the estimate and interval overflow to +-inf")
-    _warn(small, SmallSampleWarning, "paired t test: fewer than 2 pairs, result is NaN")
-    _warn(const & ~small, ConstantInputWarning,
+    warn_rows(small, SmallSampleWarning, "paired t test: fewer than 2 pairs, result is NaN")
+    warn_rows(const & ~small, ConstantInputWarning,
           "paired t test: all differences are equal (sd <= 2^-50 x max |score|), result "
           "is NaN")
 
@@ -268,12 +134,12 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
 
     def interval(level):
         if df < 1:
-            return _one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan), alternative)
-        q = stats.t.isf(_interval_quantile(level, alternative), df)
+            return one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan), alternative)
+        q = stats.t.isf(interval_quantile(level, alternative), df)
         with np.errstate(over="ignore", invalid="ignore"):
             low, high = (mean_s - q * se_s) * scale, (mean_s + q * se_s) * scale
-        low, high = _one_sided_ends(low, high, alternative)
-        return _scalar(low), _scalar(high)
+        low, high = one_sided_ends(low, high, alternative)
+        return scalar(low), scalar(high)
 
     low, high = interval(confidence_level)
 
@@ -281,11 +147,11 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         return interval(check_probability("confidence_level", level))
 
     return TestResult(
-        test="t", statistic=_scalar(t), p_value=_scalar(p), estimate=_scalar(mean),
+        test="t", statistic=scalar(t), p_value=scalar(p), estimate=scalar(mean),
         ci_low=low, ci_high=high, confidence_level=confidence_level,
-        n=_scalar(np.full(shape, n, dtype=np.int64)), alternative=alternative,
-        null_value=null_value, statistic_kind="mean", note=_scalar(notes),
-        extra={"df": _scalar(np.full(shape, df, dtype=np.int64))}, _ci_fn=ci_fn,
+        n=scalar(np.full(shape, n, dtype=np.int64)), alternative=alternative,
+        null_value=null_value, statistic_kind="mean", note=scalar(notes),
+        extra={"df": scalar(np.full(shape, df, dtype=np.int64))}, _ci_fn=ci_fn,
     )
 
 
@@ -382,8 +248,6 @@ def paired_t_batch(slab, ia, ib, ctx):
     """Batch entry of ``"t"``: the paired t test for pairs ``(ia, ib)`` from per-system
     means and the Gram matrix (:func:`pair_mean_sd`); pairs with fewer than 2 instances
     or constant differences go through :func:`paired_t` for its notes."""
-    from multistat.significance._batch import BatchResult, call_kwargs, from_test_result
-
     shape = (len(ia), slab.shape[1])
     n = slab.n
     alternative, null_value, level = (ctx.alternative, ctx.null_value,
@@ -410,10 +274,10 @@ def paired_t_batch(slab, ia, ib, ctx):
     else:
         p = np.minimum(2.0 * _t_cdf(-np.abs(t), df), 1.0)
     if df >= 1:  # -stdtrit is what stats.t.isf evaluates (same bits, no rv overhead)
-        q = -stdtrit(df, _interval_quantile(level, alternative))
-        low, high = _one_sided_ends(mean - q * se, mean + q * se, alternative)
+        q = -stdtrit(df, interval_quantile(level, alternative))
+        low, high = one_sided_ends(mean - q * se, mean + q * se, alternative)
     else:
-        low, high = _one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan),
+        low, high = one_sided_ends(np.full(shape, np.nan), np.full(shape, np.nan),
                                     alternative)
     out = {"statistic": t, "p_value": p, "estimate": mean, "ci_low": low, "ci_high": high,
            "se": se,  # sd / sqrt(n): the interval's half-width / t-quantile (table `se`)

@@ -25,37 +25,39 @@ import warnings
 
 import numpy as np
 
+from multistat._budget import as_budget
 from multistat._lazy import lazy_module
-from multistat._validation import check_choice, check_probability
+from multistat._validation import check_alternative, check_choice, check_probability
 from multistat.errors import ConstantInputWarning, ParameterTypeError, SmallSampleWarning
-from multistat.significance._base import TestResult, TestSpec, register
+from multistat.significance._base import TestResult, TestSpec, as_pairs, get_test, register
 from multistat.significance._batch import differences_batch
+from multistat.significance._chunks import chunked
+from multistat.significance._common import (
+    add_note,
+    check_paired,
+    checked_diff,
+    empty_notes,
+    estimate_inside,
+    interval_quantile,
+    one_sided_ends,
+    scalar,
+    warn_rows,
+)
+from multistat.significance._inversion import scan_interval
 from multistat.significance._signrank import (
     EXACT_CI_MAX_N,
     EXACT_MAX_N,
     EXACT_TIES_MAX_N,
     SignedRankInfo,
-    _exact_signed_rank_p,
     _signed_rank_lower_rank,
-    _signed_rank_parts,
+    exact_signed_rank_p,
     signed_rank_info,
+    signed_rank_parts,
     signed_rank_pmf,
     signed_rank_sums,
 )
-from multistat.significance._slabs import slabbed
 from multistat.significance._walsh import walsh_order_statistics
-from multistat.significance.parametric import (
-    _add_note,
-    _check_common,
-    _checked_diff,
-    _estimate_inside,
-    _interval_quantile,
-    _notes,
-    _one_sided_ends,
-    _scalar,
-    _warn,
-)
-from multistat.significance.sign import SIGN_BYTES_PER_VALUE, _sign_test, sign_test
+from multistat.significance.sign import SIGN_BYTES_PER_VALUE, sign_test, sign_test_rows
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
@@ -74,7 +76,7 @@ __all__ = [
 ]
 
 
-def _walsh_exact_rows(diff, method="auto", info=None):
+def walsh_exact_rows(diff, method="auto", info=None):
     """Rows whose Walsh interval uses the exact signed-rank critical value: no ties in
     ``|x - y|`` and no zero differences (the continuous case the exact distribution is
     for), and ``method`` "exact" with ``n <= 400`` (above, the O(n^3) distribution costs
@@ -94,7 +96,7 @@ def _walsh_exact_rows(diff, method="auto", info=None):
     return clean
 
 
-def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None,
+def hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=None,
                      correction=False):
     """Hodges-Lehmann estimate and Walsh-average interval for each row of ``diff``.
 
@@ -107,7 +109,7 @@ def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=No
     """
     n = diff.shape[-1]
     n_walsh = n * (n + 1) // 2
-    tail = _interval_quantile(level, alternative)
+    tail = interval_quantile(level, alternative)
     k_exact = _signed_rank_lower_rank(n, tail, True) if np.any(exact) else None
     k_approx = (_signed_rank_lower_rank(n, tail, False, bool(correction))
                 if not np.all(exact) else None)
@@ -136,7 +138,7 @@ def _hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=No
             high = np.where(mask, stats_[..., pos[n_walsh - k]], high)
         else:
             unbounded |= mask
-    low, high = _one_sided_ends(low, high, alternative)
+    low, high = one_sided_ends(low, high, alternative)
     return estimate, low, high, unbounded
 
 
@@ -179,8 +181,6 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     Hodges, J. L., & Lehmann, E. L. (1963). Estimates of location based on rank tests.
     Ann. Math. Statist. 34(2), 598-611. doi:10.1214/aoms/1177704172
     """
-    from multistat._validation import check_alternative
-    from multistat.significance._base import as_pairs
 
     alternative = check_alternative(alternative)
     level = check_probability("confidence_level", confidence_level)
@@ -189,16 +189,16 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     if info is not None:
         info.check(diff, "hodges_lehmann")
     if exact is None:
-        exact = _walsh_exact_rows(diff, "auto", info)
+        exact = walsh_exact_rows(diff, "auto", info)
     elif not isinstance(exact, (bool, np.bool_)):
         raise ParameterTypeError(f"`exact` must be True, False or None; got {exact!r}")
-    est, low, high, _ = _hl_and_interval(diff, level, alternative, exact, info)
-    return _scalar(est), _scalar(low), _scalar(high)
+    est, low, high, _ = hl_and_interval(diff, level, alternative, exact, info)
+    return scalar(est), scalar(low), scalar(high)
 
 
 _WILCOXON_METHODS = ("auto", "exact", "approx", "asymptotic")
 #: working memory of the Wilcoxon test per pair x instance (the differences, their sorted
-#: copy, the rank sums' and the Walsh kernel's arrays); sizes slabs of pairs. Measured
+#: copy, the rank sums' and the Walsh kernel's arrays); sizes chunks of pairs. Measured
 #: (WAL2, numba Walsh kernel): ru_maxrss of ``compare(make_study(300, 1, 2000),
 #: tests=("wilcoxon",), effect_sizes=False, memory_limit=...)`` from
 #: benchmarks/bench_leaderboard.py minus the same process after a warm-up call on a tiny
@@ -253,7 +253,7 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
         of ``x - y - null_value`` and are sorted here; the interval still uses ``info``.)
     memory_limit : int, str or None
         Working memory (bytes or ``"512MiB"``; None: the engine's default budget). Rows
-        are tested in slabs of about ``memory_limit / (n * WILCOXON_BYTES_PER_VALUE)``
+        are tested in chunks of about ``memory_limit / (n * WILCOXON_BYTES_PER_VALUE)``
         (without ``info``); results do not depend on it.
 
     Returns
@@ -310,17 +310,17 @@ def wilcoxon(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
               "_interval": _interval}
     if info is not None:  # the caller sized the batch (one info for all of it)
         return _wilcoxon(x, y, info=info, **kwargs)
-    x, y, *_ = _check_common(x, y, alternative, null_value, confidence_level)
-    return slabbed(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
+    x, y, *_ = check_paired(x, y, alternative, null_value, confidence_level)
+    return chunked(_wilcoxon, x, y, kwargs, bytes_per_value=WILCOXON_BYTES_PER_VALUE,
                    memory_limit=memory_limit)
 
 
 def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, method,
               correction, info=None, memory_limit=None, _interval=True, _diff=False):
-    """:func:`wilcoxon` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
+    """:func:`wilcoxon` on one chunk of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (the spec's batch,
     :func:`~multistat.significance._batch.differences_batch`), and ``info`` describes it."""
-    diff, alternative, null_value, confidence_level = _checked_diff(
+    diff, alternative, null_value, confidence_level = checked_diff(
         x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("wilcox", "pratt", "zsplit"))
     method = check_choice("method", method, _WILCOXON_METHODS)
@@ -331,7 +331,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
     d = diff if null_value == 0 else diff - null_value  # (x - 0.0 is x, bit for bit)
     shape = d.shape[:-1]
     n_all = d.shape[-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     if info is not None and not _diff:
         info.check(diff, "wilcoxon")
     # the ranks are those of d = diff - null_value: ``info`` describes them when null is 0
@@ -343,7 +343,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
         parts = (own.rank_sums(zero_method) if own is not None
                  else signed_rank_sums(d, zero_method))
     else:
-        parts = _signed_rank_parts(d, zero_method, own)
+        parts = signed_rank_parts(d, zero_method, own)
     w_plus, mean, sd, count = parts["w_plus"], parts["mean"], parts["sd"], parts["count"]
     n_zero, has_ties = parts["n_zero"], parts["has_ties"]
 
@@ -379,55 +379,55 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
             w_flip = w_plus.reshape(-1)[sel]
             if zero_method == "zsplit":  # half the zero ranks: a constant, not flipped
                 w_flip = w_flip - (n_zero.reshape(-1)[sel] * (n_zero.reshape(-1)[sel] + 1) / 4)
-            flat_p[sel] = _exact_signed_rank_p(flat_ranks[sel], w_flip, alternative)
+            flat_p[sel] = exact_signed_rank_p(flat_ranks[sel], w_flip, alternative)
             p = flat_p.reshape(shape)
     z_out = np.where(use_exact, np.nan, z)
 
     p = np.where(degenerate, np.nan, p)
     statistic = np.where(degenerate, np.nan, w_plus)
     z_out = np.where(degenerate, np.nan, z_out)
-    _add_note(notes, degenerate, "all differences equal the null value: W+ undefined")
-    _warn(degenerate, ConstantInputWarning,
+    add_note(notes, degenerate, "all differences equal the null value: W+ undefined")
+    warn_rows(degenerate, ConstantInputWarning,
           "Wilcoxon test: all differences equal the null value, result is NaN")
     small = (n_all < 2)
     if small:
-        _warn(np.ones(shape, bool), SmallSampleWarning,
+        warn_rows(np.ones(shape, bool), SmallSampleWarning,
               "Wilcoxon test: fewer than 2 pairs, the interval is unbounded")
 
     if not _interval:  # p-values only (the tied-data inversion scan below)
-        nan = _scalar(np.full(shape, np.nan))
-        return TestResult(test="wilcoxon", statistic=_scalar(statistic),
-                          p_value=_scalar(p), estimate=nan, ci_low=nan, ci_high=nan,
-                          confidence_level=confidence_level, n=_scalar(count),
+        nan = scalar(np.full(shape, np.nan))
+        return TestResult(test="wilcoxon", statistic=scalar(statistic),
+                          p_value=scalar(p), estimate=nan, ci_low=nan, ci_high=nan,
+                          confidence_level=confidence_level, n=scalar(count),
                           alternative=alternative, null_value=null_value,
                           statistic_kind="median")
-    ci_exact = _walsh_exact_rows(diff, method, info)
+    ci_exact = walsh_exact_rows(diff, method, info)
     tied_rows = _tied_rows(diff if info is None else info.sorted_d, presorted=info is not None)
     test_options = {"alternative": alternative, "zero_method": zero_method,
                     "method": method, "correction": correction}
 
     def interval(level, notes=None):
-        est, low, high, unbounded = _hl_and_interval(diff, level, alternative, ci_exact,
+        est, low, high, unbounded = hl_and_interval(diff, level, alternative, ci_exact,
                                                      info, memory_limit, correction)
         if notes is not None:
-            _add_note(notes, unbounded,
+            add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
                       f"{level}: interval is unbounded")
         if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
             low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
                                         notes, None if info is None else info.sorted_d,
                                         memory_limit)
-        return est, _scalar(low), _scalar(high)
+        return est, scalar(low), scalar(high)
 
     estimate, low, high = interval(confidence_level, notes)
-    estimate = _estimate_inside(estimate, low, high, notes, "Hodges-Lehmann estimate")
+    estimate = estimate_inside(estimate, low, high, notes, "Hodges-Lehmann estimate")
     return TestResult(
-        test="wilcoxon", statistic=_scalar(statistic), p_value=_scalar(p),
-        estimate=_scalar(estimate), ci_low=low, ci_high=high,
-        confidence_level=confidence_level, n=_scalar(count.astype(np.int64)),
+        test="wilcoxon", statistic=scalar(statistic), p_value=scalar(p),
+        estimate=scalar(estimate), ci_low=low, ci_high=high,
+        confidence_level=confidence_level, n=scalar(count.astype(np.int64)),
         alternative=alternative, null_value=null_value, statistic_kind="median",
-        note=_scalar(notes),
-        extra={"z": _scalar(z_out), "exact": _scalar(np.array(use_exact))},
+        note=scalar(notes),
+        extra={"z": scalar(z_out), "exact": scalar(np.array(use_exact))},
         _ci_fn=lambda level: interval(check_probability("confidence_level", level))[1:],
     )
 
@@ -523,12 +523,10 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     """Walsh interval replaced, on rows with ties, by the exact acceptance set of the
     tie-corrected test: its p-value only changes at Walsh averages, so it is evaluated on
     each distinct Walsh average and each gap between two
-    (:func:`multistat.significance._inversion.scan_interval`), in slabs of candidate
+    (:func:`multistat.significance._inversion.scan_interval`), in chunks of candidate
     nulls sized by the memory budget. Rows with more than ``_SCAN_MAX_BREAKPOINTS``
     distinct averages, and ``method="exact"`` rows whose scan would exceed
     ``_EXACT_SCAN_MAX_OPS``, keep the Walsh interval, with a note."""
-    from multistat._budget import as_budget
-    from multistat.significance._inversion import scan_interval
 
     shape = diff.shape[:-1]
     low = np.array(np.broadcast_to(low, shape), dtype=float)
@@ -578,7 +576,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
 
         def pvalues(deltas, d=d):
             out = np.empty(deltas.size)
-            for sl in budget.slabs(deltas.size, per_null):  # each null on its own
+            for sl in budget.chunks(deltas.size, per_null):  # each null on its own
                 shifted = d[None, :] - deltas[sl, None]
                 with warnings.catch_warnings():  # candidate nulls, not the user's data
                     warnings.simplefilter("ignore")
@@ -589,19 +587,20 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
 
         lo_f[r], hi_f[r] = scan_interval(pvalues, walsh, alpha=1.0 - level)
     if notes is not None:
-        _add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
+        add_note(notes, too_many.reshape(shape), "ties: Walsh interval, which may "
                   "disagree with the tie-corrected p-value at its ends")
-        _add_note(notes, too_slow.reshape(shape), f"ties with method='exact' at n = {n}: "
+        add_note(notes, too_slow.reshape(shape), f"ties with method='exact' at n = {n}: "
                   "Walsh interval (inverting the exact test would take too long), which "
                   "may disagree with the p-value at its ends")
-        _add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
+        add_note(notes, np.isnan(low), "the test rejects every null value (ties): the "
                   "interval is empty")
     return low, high
 
 
 register(TestSpec(
     name="sign", func=sign_test, family="rank",
-    batch=differences_batch("sign", sign_test, _sign_test), statistic_kinds=("median",),
+    batch=differences_batch("sign", sign_test, sign_test_rows, get_test),
+    statistic_kinds=("median",),
     assumes_symmetric=False, assumes_normal=False,
     description="exact binomial sign test; order-statistic interval for the median",
     bytes_per_value=SIGN_BYTES_PER_VALUE,
@@ -614,7 +613,8 @@ register(TestSpec(
 ))
 register(TestSpec(
     name="wilcoxon", func=wilcoxon, family="rank",
-    batch=differences_batch("wilcoxon", wilcoxon, _wilcoxon), statistic_kinds=("median",),
+    batch=differences_batch("wilcoxon", wilcoxon, _wilcoxon, get_test),
+    statistic_kinds=("median",),
     assumes_symmetric=True, assumes_normal=False,
     description="Wilcoxon signed-rank test (exact / normal approximation); "
                 "Hodges-Lehmann estimate with Walsh-average interval",

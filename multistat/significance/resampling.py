@@ -3,7 +3,7 @@
 Everything here works on a block of systems at once: ``X`` holds scores
 ``(system, metric, instance)`` and ``ia``/``ib`` index the pairs ``a - b``; one
 resampling plan per ``(seed, dataset, kind, block)`` serves every system, metric and pair
-(:mod:`multistat.resampling`). The registered per-pair functions :func:`bootstrap_test`
+(:mod:`multistat.engine`). The registered per-pair functions :func:`bootstrap_test`
 and :func:`permutation_test` are the same code with two "systems" ``x`` and ``y``.
 
 p-values (``theta`` is the statistic of ``d = a - b``: mean, median or corpus metric
@@ -47,20 +47,20 @@ import warnings
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat._budget import Budget
-from multistat._centre import levels
+from multistat._centre import centred_means, levels, metric_centres
 from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat._validation import check_choice, check_int, check_seed
 from multistat.errors import CompatibilityWarning, TestNotApplicableError
 from multistat.significance._base import TestResult, TestSpec, as_pairs, register
 from multistat.significance._batch import BatchResult
+from multistat.significance._common import check_hypothesis
 from multistat.significance._inversion import bootstrap_basic_interval
-from multistat.significance.parametric import _check_keywords
 
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
-MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair slab (per-pair functions)
+MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair chunk (per-pair functions)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -82,13 +82,13 @@ def _std(dist: np.ndarray) -> np.ndarray:
 
 
 def _pair_major(dist: np.ndarray) -> np.ndarray:
-    """A C-ordered ``(B, P, M)`` pair array (:func:`multistat.resampling.pair_differences`)
+    """A C-ordered ``(B, P, M)`` pair array (:func:`multistat.engine.pair_differences`)
     laid out for sums over resamples in the order numpy used on ``arr[:, ia] - arr[:, ib]``
     (pair axis outermost in memory), so that means and standard deviations keep their
     bits. The orders differ only when ``M == 1``: numpy then summed each pair's contiguous
     resamples pairwise, whereas a C-ordered ``(B, P)`` array is summed row by row; that
     case gets a pair-major copy. With ``M > 1`` both sum each column sequentially over
-    the resamples (``tests/test_resampling.py`` checks the cases)."""
+    the resamples (``tests/test_engine.py`` checks the cases)."""
     if dist.ndim == 3 and dist.shape[2] == 1 and dist.shape[1] > 1:
         return np.ascontiguousarray(dist[..., 0].T).T[..., None]  # strides (8, 8B, .)
     return dist
@@ -101,7 +101,7 @@ def _pair_std(dist: np.ndarray) -> np.ndarray:
 
 def _pair_chunks(n_pairs: int, per_pair_bytes: int, budget=None) -> list[slice]:
     budget = Budget(MEMORY_BUDGET) if budget is None else budget
-    return budget.slabs(n_pairs, per_pair_bytes)
+    return budget.chunks(n_pairs, per_pair_bytes)
 
 
 def _interp_quantile(sorted_dist: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -143,7 +143,7 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
 
     ``jackknife`` (``(..., n)`` leave-one-out values) is needed for BCa;
     ``studentized`` = ``(se_hat, se_star)`` for the bootstrap-t interval.
-    ``scale``: :func:`multistat.resampling.null_scale` of ``dist - est`` if known.
+    ``scale``: :func:`multistat.engine.null_scale` of ``dist - est`` if known.
     Returns ``(low, high, note)``; infinite ends for one-sided alternatives.
     """
     note = np.full(est.shape, "", dtype=object)
@@ -209,7 +209,7 @@ def _quantile_valid(srt, valid, level):
 def bootstrap_pvalues(est, dist, *, alternative, null_value, method="shifted",
                       centred=None, scale=None):
     """p-values of the bootstrap test (see module docstring). ``centred`` (``dist -
-    est``) and ``scale`` (its :func:`multistat.resampling.null_scale`): if known."""
+    est``) and ``scale`` (its :func:`multistat.engine.null_scale`): if known."""
     if centred is None and method != "sacrebleu":
         centred = dist - est
     if method == "shifted":
@@ -255,9 +255,9 @@ def jackknife_median(d: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- core
-def _check_common(alternative, null_value, confidence_level, n_resamples, seed,
+def _check_resampling_args(alternative, null_value, confidence_level, n_resamples, seed,
                   statistic):
-    return (*_check_keywords(alternative, null_value, confidence_level),
+    return (*check_hypothesis(alternative, null_value, confidence_level),
             check_int("n_resamples", n_resamples, minimum=1), check_seed(seed),
             check_choice("statistic", statistic, ("mean", "median")))
 
@@ -279,14 +279,14 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     ``statistic`` (theta_hat - null_value), ``p_value``, ``estimate``, ``ci_low``,
     ``ci_high``, ``note``, ``se`` (standard deviation of the bootstrap distribution),
     and the system-level bootstrap distribution ``systems`` ``(B, S, M)`` when the
-    statistic is a mean or corpus metric. Pairs are taken in slabs sized by ``budget``
+    statistic is a mean or corpus metric. Pairs are taken in chunks sized by ``budget``
     (:class:`multistat._budget.Budget`). ``clusters``: group code per instance
     (:mod:`multistat._cluster`): whole groups are resampled. ``centre``: the per-metric
     constants ``(M,)`` the resampled means subtract (:mod:`multistat._centre`; computed
     from ``X`` when not given): ``systems`` then holds the resampled means of ``X -
     centre`` and ``centre`` is returned with them (levels are their sum).
     """
-    from multistat._centre import centred_means, metric_centres
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import jackknife_mean_groups, plan_args
 
     n = X.shape[-1]
@@ -404,7 +404,7 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     ``centre``: as in :func:`bootstrap_block` (the flipped means are those of ``X -
     centre``; a pair's difference is unchanged, as the constant is common).
     """
-    from multistat._centre import centred_means, metric_centres
+    # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import plan_args
 
     n = X.shape[-1]
@@ -566,7 +566,7 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
     >>> bool(res.p_value < 0.05), bool(res.ci_low < res.estimate < res.ci_high)
     (True, True)
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_common(
+    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
         alternative, null_value, confidence_level, n_resamples, seed, statistic)
     check_choice("ci_method", ci_method, CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, BOOTSTRAP_PVALUES)
@@ -615,7 +615,7 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
     >>> bool(np.isclose(ours, ref))
     True
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_common(
+    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
         alternative, null_value, confidence_level, n_resamples, seed, statistic)
     X, lead = _as_block(x, y)
     if X.shape[-1] < 2:

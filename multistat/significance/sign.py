@@ -8,21 +8,21 @@ from multistat._validation import check_choice, check_probability
 from multistat.errors import ConstantInputWarning
 from multistat.significance._base import TestResult
 from multistat.significance._binomial import binom_half_pvalue
-from multistat.significance._inversion import sign_interval_rows
-from multistat.significance._slabs import slabbed
-from multistat.significance.parametric import (
-    _add_note,
-    _check_common,
-    _checked_diff,
-    _estimate_inside,
-    _notes,
-    _scalar,
-    _warn,
+from multistat.significance._chunks import chunked
+from multistat.significance._common import (
+    add_note,
+    check_paired,
+    checked_diff,
+    empty_notes,
+    estimate_inside,
+    scalar,
+    warn_rows,
 )
+from multistat.significance._inversion import sign_interval_rows
 
 __all__ = ["SIGN_BYTES_PER_VALUE", "sign_test"]
 
-#: working memory of the sign test per pair x instance, sizes slabs of pairs: the pair
+#: working memory of the sign test per pair x instance, sizes chunks of pairs: the pair
 #: slab ``X[ia], X[ib]`` the batch forms (16 bytes), the differences and their sort (16),
 #: the interval's int32 tie-run positions and one-byte masks. Measured with tracemalloc
 #: on 200 pairs x 2 metrics x 10,000 instances (4 decimals) through sign_test(X[ia],
@@ -52,7 +52,7 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
         counts stay integers (Conover 1999, sec. 3.4).
     memory_limit : int, str or None
         Working memory (bytes or ``"512MiB"``; None: the engine's default budget): rows
-        are tested in slabs of about ``memory_limit / (n * SIGN_BYTES_PER_VALUE)``;
+        are tested in chunks of about ``memory_limit / (n * SIGN_BYTES_PER_VALUE)``;
         results do not depend on it.
 
     Returns
@@ -101,23 +101,23 @@ def sign_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level
     """
     kwargs = {"alternative": alternative, "null_value": null_value,
               "confidence_level": confidence_level, "zero_method": zero_method}
-    x, y, *_ = _check_common(x, y, alternative, null_value, confidence_level)
-    return slabbed(_sign_test, x, y, kwargs, bytes_per_value=SIGN_BYTES_PER_VALUE,
+    x, y, *_ = check_paired(x, y, alternative, null_value, confidence_level)
+    return chunked(sign_test_rows, x, y, kwargs, bytes_per_value=SIGN_BYTES_PER_VALUE,
                    memory_limit=memory_limit)
 
 
-def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
+def sign_test_rows(x, y, *, alternative, null_value, confidence_level, zero_method,
                info=None, _diff=False):
-    """:func:`sign_test` on one slab of rows; ``_diff``: ``x`` is ``x - y`` itself, found
+    """:func:`sign_test` on one chunk of rows; ``_diff``: ``x`` is ``x - y`` itself, found
     finite by the caller (the spec's batch,
     :func:`~multistat.significance._batch.differences_batch`), ``info`` its
     :class:`~multistat.significance.rank.SignedRankInfo` (whose sorted rows are shared)."""
-    diff, alternative, null_value, confidence_level = _checked_diff(
+    diff, alternative, null_value, confidence_level = checked_diff(
         x, y, alternative, null_value, confidence_level, is_diff=_diff)
     zero_method = check_choice("zero_method", zero_method, ("drop", "split"))
     d = diff - null_value if null_value else diff
     shape = d.shape[:-1]
-    notes = _notes(shape)
+    notes = empty_notes(shape)
     pos = np.count_nonzero(d > 0, axis=-1)
     neg = np.count_nonzero(d < 0, axis=-1)
     zeros = d.shape[-1] - pos - neg
@@ -127,8 +127,8 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
         half = zeros // 2
         k, m = pos + half, pos + neg + 2 * half
     empty = m == 0
-    _add_note(notes, empty, "all differences equal the null value: no signs to test")
-    _warn(empty, ConstantInputWarning,
+    add_note(notes, empty, "all differences equal the null value: no signs to test")
+    warn_rows(empty, ConstantInputWarning,
           "sign test: all differences equal the null value, result is NaN")
     p = np.where(empty, np.nan, binom_half_pvalue(k, m, alternative))
     statistic = np.where(empty, np.nan, k.astype(float))
@@ -148,22 +148,22 @@ def _sign_test(x, y, *, alternative, null_value, confidence_level, zero_method,
         low, high = sign_interval_rows(sorted_diff, alternative=alternative,
                                        confidence_level=level, zero_method=zero_method)
         if notes is not None and alternative == "two-sided":
-            _add_note(notes, np.isneginf(low) & np.isposinf(high),
+            add_note(notes, np.isneginf(low) & np.isposinf(high),
                       f"n = {n_all} is too small for the sign test to reject at level "
                       f"{level}: interval is unbounded")
         if notes is not None:
-            _add_note(notes, np.isnan(low), "the sign test rejects every null value (ties "
+            add_note(notes, np.isnan(low), "the sign test rejects every null value (ties "
                       "are dropped at each): the interval is empty")
-        return _scalar(low), _scalar(high)
+        return scalar(low), scalar(high)
 
     low, high = interval(confidence_level, notes)
-    estimate = _estimate_inside(estimate, low, high, notes, "median")
+    estimate = estimate_inside(estimate, low, high, notes, "median")
     return TestResult(
-        test="sign", statistic=_scalar(statistic), p_value=_scalar(p),
-        estimate=_scalar(estimate), ci_low=low, ci_high=high,
-        confidence_level=confidence_level, n=_scalar(m.astype(np.int64)),
+        test="sign", statistic=scalar(statistic), p_value=scalar(p),
+        estimate=scalar(estimate), ci_low=low, ci_high=high,
+        confidence_level=confidence_level, n=scalar(m.astype(np.int64)),
         alternative=alternative, null_value=null_value, statistic_kind="median",
-        note=_scalar(notes), extra={"n_zero": _scalar(zeros.astype(np.int64))},
+        note=scalar(notes), extra={"n_zero": scalar(zeros.astype(np.int64))},
         _ci_fn=lambda level: interval(check_probability("confidence_level", level)),
     )
 

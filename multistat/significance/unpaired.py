@@ -36,7 +36,12 @@ L. E. Moses (1965). Query: confidence limits from rank tests. Technometrics 7(2)
 from __future__ import annotations
 
 import numpy as np
+
 from multistat._lazy import lazy_module
+from multistat._validation import check_alternative, check_choice, check_probability, check_real
+from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult, from_test_result
+from multistat.significance._inversion import scan_interval
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
 
@@ -122,7 +127,6 @@ def mwu_interval(a, b, *, alternative, confidence_level):
     two ends are first located by bisection over the sorted differences (the acceptance
     set is an interval around the Hodges-Lehmann shift) and only the 16 differences
     around each end are scanned."""
-    from multistat.significance._inversion import scan_interval
 
     alpha = 1.0 - confidence_level
     values = np.unique(np.subtract.outer(a, b))  # <= 2**24 pairs (hodges_lehmann_shift)
@@ -170,13 +174,6 @@ def unpaired_test(name, x, y, *, alternative="two-sided", null_value=0.0,
                   confidence_level=0.95):
     """One of :data:`UNPAIRED` on two samples (arrays ``(..., n)``, NaN = absent; the
     leading axes are looped over)."""
-    from multistat._validation import (
-        check_alternative,
-        check_choice,
-        check_probability,
-        check_real,
-    )
-    from multistat.significance._base import TestResult
 
     name = check_choice("test", name, UNPAIRED)
     alternative = check_alternative(alternative)
@@ -280,8 +277,6 @@ def unpaired_batch(name):
     """Batch entry: every pair x metric from the systems' own scores (``slab.scores``
     with NaN where a system lacks an instance)."""
     def batch(slab, ia, ib, ctx):
-        from multistat.significance._batch import BatchResult, from_test_result
-
         P, M = len(ia), slab.shape[1]
         X = slab.scores
         res = unpaired_test(name, X[ia], X[ib], alternative=ctx.alternative,
@@ -295,8 +290,6 @@ def unpaired_batch(name):
 
 
 def _register():
-    from multistat.significance._base import REGISTRY, TestSpec, register
-
     for name, func, text in (
             ("mannwhitney", mannwhitney, ("Mann-Whitney U rank-sum test of each system's "
                                           "own scores (unpaired; WMT human evaluation)")),

@@ -1,4 +1,4 @@
-"""The report's "Across test sets" section (multistat.report.across)."""
+"""The report's "Across test sets" section (multistat.report.testsets)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import multistat
 from multistat import cube
 from multistat.errors import ParameterError
-from multistat.report.across import _cliques, cd_diagram, wide_scores
+from multistat.report.testsets import _cliques, cd_diagram, wide_scores
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_report_has_the_section_and_its_files(table, tmp_path):
 
 def test_no_section_with_one_dataset(tmp_path):
     from multistat.report import write_report
-    from multistat.report.across import across_section
+    from multistat.report.testsets import across_section
 
     rng = np.random.default_rng(1)
     # one test set, several metrics: metric blocks would make a Friedman test; none runs

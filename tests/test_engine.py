@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from multistat import resampling as eng
+from multistat import engine as eng
 from multistat.errors import ParameterError, ParameterTypeError
 
 
@@ -125,24 +125,24 @@ def test_kernels_are_bit_identical_whatever_the_callers_blas_threads():
     assert np.array_equal(a, b) and np.array_equal(a, c)
 
 
-# ----------------------------------------------------------------- row slabs of a block
+# ----------------------------------------------------------------- row chunks of a block
 @pytest.mark.parametrize("kind", ["bootstrap", "permutation"])
 @pytest.mark.parametrize("n", [5, 13, 1001])
 @pytest.mark.parametrize("max_rows", [1, 4, 7, 64, 999])
-def test_row_slabs_of_a_block_are_the_block_bit_for_bit(kind, n, max_rows):
-    from multistat.resampling import plan_block, plan_slabs
+def test_row_chunks_of_a_block_are_the_block_bit_for_bit(kind, n, max_rows):
+    from multistat.engine import plan_block, plan_chunks
 
     whole = plan_block(kind, n, 2500, 11, "ds", 1)
-    slabs = list(plan_slabs(kind, n, 2500, 11, "ds", 1, max_rows))
-    assert all(len(s) % 4 == 0 for s in slabs[:-1])  # sign-flip bytes stay aligned
-    assert len(slabs) == -(-1000 // max(4, max_rows - max_rows % 4))
-    np.testing.assert_array_equal(np.concatenate(slabs), whole)
+    chunks = list(plan_chunks(kind, n, 2500, 11, "ds", 1, max_rows))
+    assert all(len(s) % 4 == 0 for s in chunks[:-1])  # sign-flip bytes stay aligned
+    assert len(chunks) == -(-1000 // max(4, max_rows - max_rows % 4))
+    np.testing.assert_array_equal(np.concatenate(chunks), whole)
 
 
 def test_uint8_draws_split_off_a_multiple_of_four_bytes_change_the_stream():
-    # why slabs are multiples of 4 rows: numpy draws 4 bytes per 32-bit value with a
+    # why chunks are multiples of 4 rows: numpy draws 4 bytes per 32-bit value with a
     # buffer that restarts at every call (if this ever passes, the constraint is moot)
-    from multistat.resampling import block_rng
+    from multistat.engine import block_rng
 
     one = block_rng(3, "d", "permutation", 0).integers(0, 256, size=(12, 1), dtype=np.uint8)
     rng = block_rng(3, "d", "permutation", 0)
@@ -153,7 +153,7 @@ def test_uint8_draws_split_off_a_multiple_of_four_bytes_change_the_stream():
 
 def test_resample_with_a_small_budget_equals_the_whole_blocks():
     from multistat._budget import Budget
-    from multistat.resampling import linear_kernel, resample
+    from multistat.engine import linear_kernel, resample
 
     rng = np.random.default_rng(0)
     data = rng.normal(size=(3, 4000)) / 4000
@@ -223,10 +223,10 @@ def test_null_scale_is_the_finite_max_magnitude():
 @pytest.mark.parametrize("bb,n", [(1000, 300), (4, 5000), (200, 2000), (17, 999), (64, 64)])
 @pytest.mark.parametrize("lead", [(3, 2), (70, 1), (101, 3), (1, 1), (33, 4)])
 def test_mean_kernel_is_linear_kernel_on_scaled_data_bit_for_bit(bb, n, lead):
-    """mean_kernel scales the data one column slab at a time (no full data / n copy); the
-    product over slabs has the single product's bits, with and without the ones row of
-    the permutation's sum of signs. Slabs are about half as wide as the plan has rows (at
-    least 8), so these shapes run 1 to 50 slabs with remainders."""
+    """mean_kernel scales the data one column chunk at a time (no full data / n copy); the
+    product over chunks has the single product's bits, with and without the ones row of
+    the permutation's sum of signs. Chunks are about half as wide as the plan has rows (at
+    least 8), so these shapes run 1 to 50 chunks with remainders."""
     from threadpoolctl import threadpool_limits
 
     rng = np.random.default_rng(bb + n + lead[0])
@@ -243,15 +243,15 @@ def test_mean_kernel_is_linear_kernel_on_scaled_data_bit_for_bit(bb, n, lead):
                                   eng.linear_kernel(plan, aug))
 
 
-def test_column_slabs_merge_the_remainder():
-    assert eng._column_slabs(10, 64) == [(0, 10)]
-    assert eng._column_slabs(128, 64) == [(0, 64), (64, 128)]
-    assert eng._column_slabs(130, 64) == [(0, 64), (64, 130)]
-    assert eng._column_slabs(17, 8) == [(0, 8), (8, 17)]
+def test_column_chunks_merge_the_remainder():
+    assert eng._column_chunks(10, 64) == [(0, 10)]
+    assert eng._column_chunks(128, 64) == [(0, 64), (64, 128)]
+    assert eng._column_chunks(130, 64) == [(0, 64), (64, 130)]
+    assert eng._column_chunks(17, 8) == [(0, 8), (8, 17)]
 
 
 def test_mean_kernel_scales_no_more_rows_than_the_plan_has():
-    """The scaled slab stays within the plan's size (what PLAN_BYTES_PER_VALUE counts for
+    """The scaled chunk stays within the plan's size (what PLAN_BYTES_PER_VALUE counts for
     kernel temporaries); linear_kernel(plan, X / n) needed all of X again."""
     import tracemalloc
 
@@ -327,7 +327,7 @@ def test_the_command_line_pins_shape_independent_blas_kernels():
 
 def test_this_suite_runs_shape_independent_blas_products():
     # what every bit-identity test here assumes (make test exports the pinned kernels):
-    # row slabs and small products of this process's BLAS give the whole product's bits
+    # row chunks and small products of this process's BLAS give the whole product's bits
     import os
 
     from multistat._blas import shape_consistent

@@ -20,26 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
 
-from multistat.errors import DataValidationError, ParameterError
+from multistat import _atomic
+from multistat.errors import ParameterError
+from multistat.report import _layout
 from multistat.report import tables as _tables
-
-NEEDED = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
-          "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
-          "rank_range_high", "cluster", "beats", "beaten_by")
-
-
-def check_ranking(board) -> pd.DataFrame:
-    """The ranking table (DataFrame or Parquet path), with its columns checked."""
-    if not isinstance(board, pd.DataFrame):
-        from multistat.io import read_parquet
-
-        board = read_parquet(board)
-    missing = [c for c in NEEDED if c not in board.columns]
-    if missing:
-        raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
-                                  "`multistat rank` / multistat.rank)")
-    return board
+from multistat.report._checks import NEEDED, check_ranking  # noqa: F401 - re-exported
+from multistat.report._files import file_stem, write_csv
+from multistat.report.plots import _short, _t, save_png
 
 
 def _num(v, digits=4) -> str:
@@ -138,11 +128,6 @@ def rank_interval_plot(board: pd.DataFrame, dataset=None, metric=None):
     (matplotlib's font metrics), rank ticks at the nice step of
     :func:`multistat.report._layout.nice_step`, repeated on top from 41 systems on.
     """
-    import seaborn as sns
-    from matplotlib.figure import Figure
-
-    from multistat.report import _layout
-    from multistat.report.plots import _short, _t
 
     b = _one(check_ranking(board), dataset, metric)
     k = len(b)
@@ -192,8 +177,6 @@ def rank_interval_plot(board: pd.DataFrame, dataset=None, metric=None):
 
 
 def _slug(*parts) -> str:
-    from multistat.report._files import file_stem
-
     return file_stem(*parts)
 
 
@@ -202,15 +185,12 @@ def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
     ``figures/rank_intervals_<stem>.png`` under ``out_dir`` (``<stem>``:
     :func:`multistat.report._files.file_stem` of dataset and metric); return the HTML
     section (figures embedded) for the report."""
-    from multistat.report.plots import save_png
 
     board = check_ranking(board)
     out = Path(out_dir)
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    from multistat import _atomic
-    from multistat.report._files import write_csv
 
     write_csv(tabdir / "ranking.csv", board)  # atomic: a planted symlink is replaced
     meta = board.attrs.get("multistat", {})

@@ -1,9 +1,9 @@
-"""Run a row-wise test over slabs of rows, so its working memory is set by a budget.
+"""Run a row-wise test over chunks of rows, so its working memory is set by a budget.
 
 The rank tests (:func:`~multistat.significance.rank.wilcoxon`,
 :func:`~multistat.significance.sign.sign_test`) compute every row (pair x metric) on its
-own, so splitting the leading axes into slabs changes no result. :func:`slabbed` does the
-split for direct calls with large batches; ``compare`` already hands them slabs of pairs
+own, so splitting the leading axes into chunks changes no result. :func:`chunked` does the
+split for direct calls with large batches; ``compare`` already hands them chunks of pairs
 sized by its budget.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from multistat._budget import Budget
 
 
-def rows_per_slab(n: int, bytes_per_value: float, memory_limit=None) -> int:
+def rows_per_chunk(n: int, bytes_per_value: float, memory_limit=None) -> int:
     """Rows of ``n`` values that fit in ``memory_limit`` at ``bytes_per_value`` (>= 1).
 
     ``memory_limit``: bytes, a size string (``"512MiB"``), a
@@ -26,11 +26,11 @@ def rows_per_slab(n: int, bytes_per_value: float, memory_limit=None) -> int:
     return Budget.of(memory_limit).rows(max(1, n) * float(bytes_per_value))
 
 
-def slabbed(func, x, y, kwargs, *, bytes_per_value, memory_limit=None):
-    """``func(x, y, **kwargs)`` (a :class:`TestResult`) computed over slabs of rows.
+def chunked(func, x, y, kwargs, *, bytes_per_value, memory_limit=None):
+    """``func(x, y, **kwargs)`` (a :class:`TestResult`) computed over chunks of rows.
 
     One call when everything fits. Otherwise the leading axes are flattened and cut into
-    slabs of :func:`rows_per_slab` rows; the fields (and ``extra`` arrays and the
+    chunks of :func:`rows_per_chunk` rows; the fields (and ``extra`` arrays and the
     other-level interval ``confidence_interval(level)``) are stacked back into the leading
     shape. Warnings are collected and each distinct one raised once.
     """
@@ -40,7 +40,7 @@ def slabbed(func, x, y, kwargs, *, bytes_per_value, memory_limit=None):
         return func(x, y, **kwargs)  # the function reports shape problems itself
     lead, n = x.shape[:-1], x.shape[-1]
     rows = int(np.prod(lead))
-    step = rows_per_slab(n, bytes_per_value, memory_limit)
+    step = rows_per_chunk(n, bytes_per_value, memory_limit)
     if rows <= step:
         return func(x, y, **kwargs)
     xf, yf = x.reshape(rows, n), y.reshape(rows, n)

@@ -14,8 +14,15 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from multistat._atomic import write_text
 from multistat.across import FriedmanResult, blocks_per_metric, friedman, replicability
-from multistat.report import _files
+from multistat.errors import ParameterError
+from multistat.report import _files, _layout
+from multistat.report._markup import escape as _e
+from multistat.report._markup import figure as _img
+from multistat.report._markup import table as _table
+from multistat.report.plots import _short, _t, save_png
+from multistat.report.tables import _fmt as fmt
 from multistat.report.tables import to_markdown
 
 __all__ = ["across_section", "cd_diagram", "wide_scores"]
@@ -28,7 +35,6 @@ def wide_scores(results: pd.DataFrame, metric: str | None = None) -> pd.DataFram
     """Test sets x systems of oriented scores (larger is better) of one metric from a
     compare table (``metric`` may be left out when the table has one); only systems
     scored on every test set are kept."""
-    from multistat.errors import ParameterError
 
     cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
     if not cols <= set(results.columns):
@@ -66,8 +72,6 @@ def cd_diagram(result: FriedmanResult, *, title: str | None = None) -> Figure:
     axis and the first label, axis numbers at the nice step of
     :func:`multistat.report._layout.nice_step`.
     """
-    from multistat.report import _layout
-    from multistat.report.plots import _short, _t
 
     mr = result.mean_ranks.sort_values(kind="stable")
     k = len(mr)
@@ -118,14 +122,10 @@ def cd_diagram(result: FriedmanResult, *, title: str | None = None) -> Figure:
 
 
 def _fmt(v) -> str:
-    from multistat.report.tables import _fmt as fmt
-
     return fmt(v)
 
 
 def _write(path, text: str) -> None:
-    from multistat._atomic import write_text
-
     write_text(path, text)
 
 
@@ -134,8 +134,6 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
     """HTML of the section (empty string when it does not apply); writes
     ``figures/cd_diagram_<metric>.png`` (one per metric), ``tables/friedman.{csv,md}`` and
     ``tables/replicability.{csv,md}``."""
-    from multistat.report.html import _e, _img, _table
-    from multistat.report.plots import save_png
 
     cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
     if not cols <= set(results.columns) or results["dataset"].nunique() < 2:

@@ -13,29 +13,33 @@ Plans
 * sign flips (paired permutation / approximate randomization): a **+-1 matrix** ``S``;
   swapping a and b on instance ``i`` flips the sign of ``d_i = a_i - b_i``.
 
-Row slabs
+Row chunks
 ---------
 A block of 1000 resamples over ``n`` instances is a ``(1000, n)`` matrix: 7.5 GiB of
 indices at ``n = 2,000,000``. When a block does not fit in the memory budget
-(:mod:`multistat._budget`) it is generated and consumed in slabs of rows
-(:func:`plan_slabs`): the slabs draw from the block's one generator in order, so their
+(:mod:`multistat._budget`) it is generated and consumed in chunks of rows
+(:func:`plan_chunks`): the chunks draw from the block's one generator in order, so their
 concatenation is the block itself, bit for bit. This holds because the index draws
 (int32/int64 bounded integers) take one 32-bit value per draw whatever the call, and the
 sign-flip bytes (uint8, drawn four per 32-bit value with a buffer that restarts at every
-call) are split only at multiples of 4 bytes: slabs are multiples of 4 rows
-(``tests/test_resampling.py`` checks both). Kernels work row by row, so results do not
-depend on the slab either.
+call) are split only at multiples of 4 bytes: chunks are multiples of 4 rows
+(``tests/test_engine.py`` checks both). Kernels work row by row, so results do not
+depend on the chunk either.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import zlib
 from collections.abc import Iterator
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from multistat._budget import Budget
+from multistat._scheduler import blas_core, check_task_blas, match_workers_blas
 from multistat._validation import check_int, check_seed
 
 BLOCK_SIZE = 1000
@@ -70,7 +74,7 @@ def bootstrap_counts(rng: np.random.Generator, size: int, n: int, *, rows=None
     Row ``b`` counts how often each instance is drawn in ``n`` draws with replacement
     (indices drawn uniformly, then counted with ``bincount``). ``rows``: draw only the
     next ``rows`` rows of a block of ``size`` (the index type stays the block's), see
-    :func:`plan_slabs`.
+    :func:`plan_chunks`.
     """
     dtype = np.int32 if size * n < 2**31 else np.int64
     rows = size if rows is None else rows
@@ -92,7 +96,7 @@ def sign_flips(rng: np.random.Generator, size: int, n: int, *, rows=None) -> np.
     """+-1 matrix ``(size, n)`` (float64): each instance's difference flipped w.p. 1/2.
 
     Built from random bytes unpacked into bits (8 fair coin flips per byte). ``rows``:
-    the next ``rows`` rows only (a multiple of 4 except for the last slab).
+    the next ``rows`` rows only (a multiple of 4 except for the last chunk).
     """
     rows = size if rows is None else rows
     raw = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
@@ -109,21 +113,21 @@ def sign_flips(rng: np.random.Generator, size: int, n: int, *, rows=None) -> np.
 
 
 _PLAN_FUNCS = {"bootstrap": bootstrap_counts, "permutation": sign_flips}
-#: bytes per plan row and instance while a row slab is generated and consumed: the
+#: bytes per plan row and instance while a row chunk is generated and consumed: the
 #: float64 plan, the int32/int64 indices and a kernel's temporaries of the same size
 PLAN_BYTES_PER_VALUE = 32
-#: slabs are multiples of this many rows (keeps the uint8 sign-flip stream intact)
-SLAB_ROW_MULTIPLE = 4
+#: chunks are multiples of this many rows (keeps the uint8 sign-flip stream intact)
+CHUNK_ROW_MULTIPLE = 4
 
 
-def plan_slabs(kind: str, n: int, n_resamples: int, seed, dataset: str, block: int,
+def plan_chunks(kind: str, n: int, n_resamples: int, seed, dataset: str, block: int,
                max_rows: int | None = None) -> Iterator[np.ndarray]:
-    """Block ``block`` of the plan in consecutive row slabs of at most ``max_rows`` rows
+    """Block ``block`` of the plan in consecutive row chunks of at most ``max_rows`` rows
     (a multiple of 4); their concatenation is :func:`plan_block` bit for bit."""
     start, stop = block_bounds(n_resamples)[block]
     size = stop - start
-    step = size if max_rows is None else max(SLAB_ROW_MULTIPLE,
-                                             int(max_rows) - int(max_rows) % SLAB_ROW_MULTIPLE)
+    step = size if max_rows is None else max(CHUNK_ROW_MULTIPLE,
+                                             int(max_rows) - int(max_rows) % CHUNK_ROW_MULTIPLE)
     rng = block_rng(seed, dataset, kind, block)
     make = _PLAN_FUNCS[kind]
     for r in range(0, size, step):
@@ -165,13 +169,13 @@ def linear_kernel(plan: np.ndarray, data: np.ndarray) -> np.ndarray:
     return out.reshape((plan.shape[0],) + lead)
 
 
-#: column slabs of :func:`mean_kernel` are multiples of this many data rows
-MEAN_SLAB_ROWS = 8
+#: column chunks of :func:`mean_kernel` are multiples of this many data rows
+MEAN_CHUNK_ROWS = 8
 
 
-def _column_slabs(rows: int, width: int) -> list[tuple[int, int]]:
-    """``[(start, stop), ...]`` of ``width`` rows (a multiple of :data:`MEAN_SLAB_ROWS`),
-    the last one merged with a shorter remainder: a GEMM over a slab then computes each
+def _column_chunks(rows: int, width: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` of ``width`` rows (a multiple of :data:`MEAN_CHUNK_ROWS`),
+    the last one merged with a shorter remainder: a GEMM over a chunk then computes each
     column as the GEMM over all rows did (same blocking of the columns, no narrow tail
     product that BLAS would run through another kernel, e.g. gemv for one column)."""
     bounds = list(range(0, rows, width)) + [rows]
@@ -185,13 +189,13 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False,
     """``linear_kernel(plan, data / n)`` bit for bit, without the scaled copy of ``data``.
 
     With a count plan this is every resampled mean of every column, with a sign plan every
-    sign-flipped mean. The scaled rows exist one column slab at a time, never more rows
-    than the plan slab has (kernel temporaries of the plan's size are part of
-    :data:`PLAN_BYTES_PER_VALUE`), or 15 rows when the plan slab is smaller: at 200
+    sign-flipped mean. The scaled rows exist one column chunk at a time, never more rows
+    than the plan chunk has (kernel temporaries of the plan's size are part of
+    :data:`PLAN_BYTES_PER_VALUE`), or 15 rows when the plan chunk is smaller: at 200
     systems x 10 metrics x 50,000 instances the full ``data / n`` was an 800 MB copy.
-    Slabs are multiples of 8 rows with the remainder in the last one
-    (:func:`_column_slabs`), which gives the single product's bits
-    (``tests/test_resampling.py`` checks shapes and slab widths).
+    Chunks are multiples of 8 rows with the remainder in the last one
+    (:func:`_column_chunks`), which gives the single product's bits
+    (``tests/test_engine.py`` checks shapes and chunk widths).
     ``ones=True``: ``data`` ``(S, ..., n)`` gets a last system of ones, i.e. the result
     is ``linear_kernel(plan, concatenate([data, ones((1,) + data.shape[1:])]) / n)``
     (``(Bb, S + 1, ...)``; the permutation's sum of signs).
@@ -209,15 +213,15 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False,
     extra = int(np.prod(data.shape[1:-1], dtype=np.int64)) if ones else 0
     lead = ((data.shape[0] + 1,) + data.shape[1:-1]) if ones else data.shape[:-1]
     rows = flat.shape[0] + extra
-    # a slab has < 2 * width rows (remainder merged): at most the plan's rows
-    width = max(MEAN_SLAB_ROWS, plan.shape[0] // 2 // MEAN_SLAB_ROWS * MEAN_SLAB_ROWS)
+    # a chunk has < 2 * width rows (remainder merged): at most the plan's rows
+    width = max(MEAN_CHUNK_ROWS, plan.shape[0] // 2 // MEAN_CHUNK_ROWS * MEAN_CHUNK_ROWS)
     out = None
-    for start, stop in _column_slabs(rows, width):
+    for start, stop in _column_chunks(rows, width):
         part = flat[start:min(stop, flat.shape[0])]
-        fresh = False  # part is a temporary of this slab: scaled in place
+        fresh = False  # part is a temporary of this chunk: scaled in place
         if shift is not None:  # x - k (k = 0 leaves x as it is)
             part, fresh = part - shift[start:min(stop, flat.shape[0])], True
-        if stop > flat.shape[0]:  # the slab with the rows of ones
+        if stop > flat.shape[0]:  # the chunk with the rows of ones
             part = np.concatenate([part, np.ones((stop - max(start, flat.shape[0]), n))])
             fresh = True
         if fresh:
@@ -252,10 +256,10 @@ def weighted_median(values_sorted: np.ndarray, weights: np.ndarray) -> np.ndarra
     return 0.5 * (lo_v + hi_v)
 
 
-KERNEL_BYTES = 64 * 2**20  # working memory of one (resamples x pairs x instances) slab
+KERNEL_BYTES = 64 * 2**20  # working memory of one (resamples x pairs x instances) chunk
 
 
-def _pair_slabs(plan: np.ndarray, n_pairs: int) -> list[slice]:
+def _pair_chunks(plan: np.ndarray, n_pairs: int) -> list[slice]:
     step = max(1, KERNEL_BYTES // (plan.shape[0] * plan.shape[1] * 8))
     return [slice(s, min(s + step, n_pairs)) for s in range(0, n_pairs, step)]
 
@@ -265,20 +269,20 @@ def median_bootstrap_kernel(plan: np.ndarray, diffs: np.ndarray) -> np.ndarray:
 
     Each row of differences is sorted once; the counts are permuted into that order
     and the weighted median read off the cumulative counts (no resample is built).
-    Pairs are processed in slabs of bounded memory, all resamples at once.
+    Pairs are processed in chunks of bounded memory, all resamples at once.
     """
     order = np.argsort(diffs, axis=-1)
     srt = np.take_along_axis(diffs, order, -1)
     out = np.empty((plan.shape[0], diffs.shape[0]))
-    for sl in _pair_slabs(plan, diffs.shape[0]):
+    for sl in _pair_chunks(plan, diffs.shape[0]):
         out[:, sl] = weighted_median(srt[sl], plan[:, order[sl]])  # (Bb, p, n) counts
     return out
 
 
 def median_signflip_kernel(plan: np.ndarray, diffs: np.ndarray) -> np.ndarray:
-    """Medians of sign-flipped differences ``(P, n)`` -> ``(Bb, P)`` (pairs in slabs)."""
+    """Medians of sign-flipped differences ``(P, n)`` -> ``(Bb, P)`` (pairs in chunks)."""
     out = np.empty((plan.shape[0], diffs.shape[0]))
-    for sl in _pair_slabs(plan, diffs.shape[0]):
+    for sl in _pair_chunks(plan, diffs.shape[0]):
         out[:, sl] = np.median(plan[:, None, :] * diffs[sl][None], axis=-1)
     return out
 
@@ -298,13 +302,11 @@ def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact
                 parent_pid, max_rows=None, blas=None):
     global _WORKER_BLAS_LIMITED
     if blas is not None:  # a dask.distributed worker: the client's BLAS kernels or nothing
-        from multistat._scheduler import check_task_blas
 
         check_task_blas(blas)
     if os.getpid() != parent_pid and not _WORKER_BLAS_LIMITED:
         # a worker process (dask processes / distributed): BLAS on one thread, as in the
         # caller's process (see `resample`), so every block gives the same bits everywhere
-        from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=1, user_api="blas")
         _WORKER_BLAS_LIMITED = True
@@ -313,7 +315,7 @@ def _block_task(kind, n, n_resamples, seed, dataset, blocks, kernel, data, exact
         if exact:
             out.append(kernel(exact_sign_flips(n), data))
             continue
-        parts = [kernel(plan, data) for plan in plan_slabs(kind, n, n_resamples, seed,
+        parts = [kernel(plan, data) for plan in plan_chunks(kind, n, n_resamples, seed,
                                                             dataset, b, max_rows)]
         out.append(parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0))
     return out
@@ -330,9 +332,8 @@ def get_client(scheduler):
                                           "sync", "single-threaded"):
         yield None
         return
+    # heavy: distributed, dask, lazily
     from distributed import Client
-
-    from multistat._scheduler import match_workers_blas
 
     if isinstance(scheduler, Client):
         match_workers_blas(scheduler)  # the workers compute with this process's kernels
@@ -354,8 +355,6 @@ def get_client(scheduler):
 
 
 def _close_quietly(client) -> None:
-    import logging
-
     names = ["distributed"] + [n for n in logging.root.manager.loggerDict
                                if n.startswith("distributed.")]
     loggers = [logging.getLogger(n) for n in names]
@@ -380,26 +379,25 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
     the grouping and the scheduler do not change a single bit of the result, because
     every block's plan depends only on ``(seed, dataset, kind, block index)`` and every
     block's products run with one BLAS thread (a multi-threaded GEMM rounds differently
-    with the thread count); blocks run concurrently instead. Row slabs (a small
+    with the thread count); blocks run concurrently instead. Row chunks (a small
     ``budget``) keep the bits when the BLAS's products do not depend on their shape:
     OpenBLAS's Haswell kernels, which the command line and ``make`` select
-    (:mod:`multistat._blas`; its AVX-512 kernels round small and slabbed products
+    (:mod:`multistat._blas`; its AVX-512 kernels round small and chunked products
     differently). With them bit-identity also holds across x86-64 machines.
     ``exact=True`` (sign flips only) enumerates all ``2**n`` sign vectors instead.
 
     ``budget`` (:class:`multistat._budget.Budget`, default: the default memory limit)
     bounds each concurrent task's plan: a block that does not fit is generated and
-    consumed in row slabs (:func:`plan_slabs`), which changes no bit. ``progress(units)``
+    consumed in row chunks (:func:`plan_chunks`), which changes no bit. ``progress(units)``
     is called with the number of blocks as each task finishes.
     """
+    # heavy: dask, lazily
     import dask
 
-    from multistat._budget import Budget
-
     budget = Budget.of(budget) if not isinstance(budget, Budget) else budget
-    # row slabs: every concurrent task keeps one slab of (rows x n) plan values alive
+    # row chunks: every concurrent task keeps one chunk of (rows x n) plan values alive
     max_rows = budget.per_worker().rows(n * PLAN_BYTES_PER_VALUE,
-                                        multiple=SLAB_ROW_MULTIPLE)
+                                        multiple=CHUNK_ROW_MULTIPLE)
     max_rows = None if max_rows >= BLOCK_SIZE else max_rows
 
     if exact:
@@ -408,13 +406,11 @@ def resample(kind: str, kernel, data, *, n: int, n_resamples: int, seed, dataset
         nb = len(block_bounds(n_resamples))
         k = min(nb, 64) if n_chunks is None else max(1, min(int(n_chunks), nb))
         groups = [list(g) for g in np.array_split(np.arange(nb), k) if len(g)]
-    from threadpoolctl import threadpool_limits
 
     pid = os.getpid()
     # One BLAS thread per block everywhere: a multi-threaded GEMM splits the product
     # differently with the thread count and changes the last bits; parallelism comes from
     # running blocks concurrently instead.
-    from multistat._scheduler import blas_core
 
     with get_client(scheduler) as client, threadpool_limits(limits=1, user_api="blas"):
         if client is not None:
@@ -463,7 +459,10 @@ def _cluster_run(client, data, groups, progress, submit) -> list:
     the result is the same bit for bit. A lost scheduler ("scheduler-connection-lost"), or
     a task that kills its workers (``KilledWorker``), is not retried.
     """
+    # heavy: distributed, dask, lazily
     from distributed import as_completed
+
+    # heavy: distributed, dask, lazily
     from distributed.client import FutureCancelledError
 
     done: dict = {}
@@ -488,6 +487,7 @@ def _cluster_run(client, data, groups, progress, submit) -> list:
 
 
 def _task_ticks():
+    # heavy: dask, lazily
     from dask.callbacks import Callback
 
     class TaskTicks(Callback):
