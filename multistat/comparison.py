@@ -735,16 +735,11 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
 
 @functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
-    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none)."""
-    from multistat.errors import MultistatError
-    from multistat.power.analytic import mde_paired_t
+    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
+    ``power.analytic.mde_paired_t`` within 1e-12, without scipy.optimize (issue 23.8)."""
+    from multistat._t_power import mde_dz
 
-    if n < 2:
-        return float("nan")
-    try:
-        return float(mde_paired_t(n=n, power=power, alpha=alpha, alternative=alternative))
-    except (MultistatError, ValueError, ArithmeticError):
-        return float("nan")
+    return mde_dz(n, alpha, power, alternative)
 
 
 def _mde(spec, slab, mult, sd, se):
