@@ -13,6 +13,7 @@ from pathlib import Path
 import dask.callbacks
 import numpy as np
 import pytest
+from _xdist_worker_exit import pytest_sessionfinish, pytest_unconfigure  # noqa: F401
 
 #: the real data shipped with the tests (tests/data/README.md lists the folders)
 TEST_DATA = Path(__file__).resolve().parent / "data"
@@ -191,3 +192,15 @@ def pytest_report_header(config):
     if not shape_consistent():
         line += " -- run `make test` (it pins the kernels) for the bit-identity tests"
     return line
+
+
+def popen_own_session(args, **kwargs):
+    """``subprocess.Popen(args, **kwargs)`` in a session and process group of its own, for
+    the children tests signal: neither a signal sent to the child's group nor one the child
+    sends its own group (``os.kill(0, ...)``) can reach pytest's processes (issue 24.8,
+    tests/test_xdist_worker_exit.py). The caller kills the child when done."""
+    import subprocess
+
+    proc = subprocess.Popen(args, start_new_session=True, **kwargs)
+    assert os.getpgid(proc.pid) == proc.pid != os.getpgrp()
+    return proc

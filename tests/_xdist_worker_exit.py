@@ -1,0 +1,52 @@
+"""How a pytest-xdist worker ends: quietly, whatever its last clean-up costs (issue 24.8).
+
+``make test`` once printed a ``KeyboardInterrupt`` traceback from hypothesis after a green
+run. No test signals pytest's processes (every signal a test sends goes to a child's own
+pid, and those children run in sessions of their own: ``conftest.popen_own_session``).
+The SIGINT comes from execnet, the transport of pytest-xdist: once the controller has every
+worker's results it tells each worker to exit, and a worker whose execution is still
+running 5 s later sends itself SIGINT (``execnet.gateway_base.WorkerGateway.
+_terminate_execution``: "execution ongoing after 5 secs, trying interrupt_main"). What a
+worker still runs then is ``pytest_unconfigure``, where pytest's unraisable-exception
+plugin calls ``gc.collect()``: on a worker that ran the property tests that frees tens of
+thousands of hypothesis objects (65,539 unreachable, 1.4 s on a loaded 2-core host after
+six test files), finalizers included. A SIGINT landing in one of those finalizers is
+printed as "Exception ignored in ... KeyboardInterrupt" with hypothesis's frames, after the
+summary line; ``tests/test_xdist_worker_exit.py`` reproduces it with a slow finalizer.
+
+Two hooks, imported by ``tests/conftest.py``, active only in xdist workers:
+
+* ``pytest_sessionfinish`` collects the garbage while the controller still waits for the
+  worker's results (xdist sends them after every ``pytest_sessionfinish`` implementation),
+  so finalizers run inside the session, not in the 5 s window;
+* ``pytest_unconfigure`` (first of all) ignores SIGINT for the rest of the worker's life:
+  its results are delivered, the controller (same process group) still gets a user's
+  Ctrl-C, and execnet ends a worker that is still busy 10 s later with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+
+import pytest
+
+
+def _is_worker() -> bool:
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown (also a sessionfinish)
+def pytest_sessionfinish(session):
+    if _is_worker():
+        gc.collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    if _is_worker():
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # pragma: no cover - not the main thread
+            pass
