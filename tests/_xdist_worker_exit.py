@@ -10,9 +10,11 @@ _terminate_execution``: "execution ongoing after 5 secs, trying interrupt_main")
 worker still runs then is ``pytest_unconfigure``, where pytest's unraisable-exception
 plugin calls ``gc.collect()``: on a worker that ran the property tests that frees tens of
 thousands of hypothesis objects (65,539 unreachable, 1.4 s on a loaded 2-core host after
-six test files), finalizers included. A SIGINT landing in one of those finalizers is
-printed as "Exception ignored in ... KeyboardInterrupt" with hypothesis's frames, after the
-summary line; ``tests/test_xdist_worker_exit.py`` reproduces it with a slow finalizer.
+six test files). After test_units.py and test_io_fuzz.py, 14,532 of the 23,590
+unreachable objects are hypothesis's, and the only ones with finalizers are 15 generators
+of ``hypothesis/internal/conjecture/datatree.py``: closing one runs hypothesis's code, and a
+SIGINT landing there is printed as "Exception ignored in ... KeyboardInterrupt" with
+hypothesis's frames, after the summary line; ``tests/test_xdist_worker_exit.py`` reproduces it with a slow finalizer.
 
 Two hooks, imported by ``tests/conftest.py``, active only in xdist workers:
 
