@@ -43,16 +43,21 @@ LONGEST_FIRST = ("test_report_pipeline.py", "test_readme.py", "test_rank.py",
                  "test_cli.py", "test_calibration.py", "test_distributed_faults.py")
 
 
-def run_checked(args, cwd, *, timeout=300):
+def run_checked(args, cwd, *, timeout=300, env=None):
     """``args`` run in ``cwd`` with the venv's ``bin`` first on PATH (``multistat``,
     ``dvc``) and DVC's analytics off; asserts exit 0 and returns the CompletedProcess
-    (the pipeline templates' tests: real DVC, real command line)."""
+    (the pipeline templates' tests: real DVC, real command line). ``env``: variables set
+    on top (a value ``None`` removes the variable)."""
     import subprocess
     import sys
 
     bindir = Path(sys.executable).parent
+    extra = dict(env or {})
     env = dict(os.environ, DVC_NO_ANALYTICS="1",
                PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update({k: v for k, v in extra.items() if v is not None})
+    for name in (k for k, v in extra.items() if v is None):
+        env.pop(name, None)
     out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
                          timeout=timeout, check=False)
     assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
