@@ -177,3 +177,25 @@ def test_analytic_power_is_the_special_only_module():
     # one power function: paired_t and compare's mde evaluate the same code
     assert analytic._t_power is _t_power.t_power
     assert analytic._nct_sf is _t_power.nct_sf
+
+
+def test_blas_controller_finds_what_threadpoolctls_full_scan_finds():
+    # the controller compare builds once per process hands threadpoolctl only the
+    # libraries with a prefix it knows; reference: threadpoolctl's own full scan
+    from threadpoolctl import ThreadpoolController, threadpool_info
+
+    from multistat.significance._batch import _blas_controller
+
+    def libs(c):
+        return sorted((lc.internal_api, lc.filepath, lc.prefix, lc.user_api)
+                      for lc in c.lib_controllers)
+
+    _blas_controller.cache_clear()
+    ours = _blas_controller()
+    assert type(ours).__name__ == "_Prefiltered"  # the fast path ran (Linux)
+    assert libs(ours) == libs(ThreadpoolController())
+    assert any(api == "blas" for *_, api in libs(ours))
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    with ours.limit(limits=1, user_api="blas"):
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
