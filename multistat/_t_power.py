@@ -12,9 +12,11 @@ so this module costs nothing to import.
 :func:`t_power` is the power function of ``multistat.power.analytic.paired_t`` (which
 uses this one); :func:`mde_dz` solves ``t_power(n, d) = power`` for ``d`` by
 Anderson-Bjorck regula falsi (a bracketing secant, no derivative needed) from a
-normal-approximation bracket, to a bracket of a few ulps: within 1e-12 relative of
-``mde_paired_t`` (``tests/test_first_call.py``, over n 2..1e8, alpha 1e-6..0.5, power
-0.01..0.999, all three alternatives).
+normal-approximation bracket, to a bracket of a few ulps: within 2e-11 relative of
+``mde_paired_t``'s brentq root up to n = 1e6, and within brentq's own tolerance (xtol
+1e-13: up to 2e-10 relative at n = 1e8, where d_z ~ 1e-4) beyond, with a power residual
+no larger than brentq's (``tests/test_first_call.py``, over n 2..1e8, alpha 1e-6..0.5,
+power 0.01..0.999, all three alternatives).
 
 References
 ----------

@@ -736,7 +736,7 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
 @functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
     """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
-    ``power.analytic.mde_paired_t`` within 1e-12, without scipy.optimize (issue 23.8)."""
+    ``power.analytic.mde_paired_t``'s root without scipy.optimize (issue 23.8)."""
     from multistat._t_power import mde_dz
 
     return mde_dz(n, alpha, power, alternative)

@@ -40,10 +40,10 @@ def test_leaves_a_cycle():
 """
 
 _SLOW_UNCONFIGURE = """
-import os, time
+import time
 
 def pytest_unconfigure(config):  # a slow clean-up after the worker's results are out
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not hasattr(config, "workerinput"):
         return  # (the controller loads this conftest.py too)
     t = time.monotonic()
     try:
@@ -66,6 +66,12 @@ def pytest_configure(config):
 """
 
 
+def _env() -> dict:
+    """This environment without pytest-xdist's variables (this test may run in a worker)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def _run_project(folder: Path, *, test: str, conftest: str = "", with_hooks: bool) -> str:
     """A project of one test module and a conftest.py run on one xdist worker (execnet's
     SIGINT comes 5 s after the worker's results, the controller's SIGKILL after 10 s: the
@@ -78,7 +84,7 @@ def _run_project(folder: Path, *, test: str, conftest: str = "", with_hooks: boo
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "-n", "1", "--rootdir", str(folder), str(folder)],
                          cwd=folder, capture_output=True, text=True, timeout=180,
-                         check=False, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                         check=False, env=_env())
     out = run.stdout + run.stderr
     assert run.returncode == 0 and "1 passed" in out, out
     return out
