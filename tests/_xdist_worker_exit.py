@@ -26,6 +26,10 @@ Two hooks, imported by ``tests/conftest.py``, active only in xdist workers:
 * ``pytest_unconfigure`` (first of all) ignores SIGINT for the rest of the worker's life:
   its results are delivered, the controller (same process group) still gets a user's
   Ctrl-C, and execnet ends a worker that is still busy 10 s later with ``os._exit``.
+
+Measured with ``-n 2`` on the six files above (load average ~4): a worker's life after
+its results went out took 3.2 s before (gc 1.4 s, then pytest's clean-up), 0.3 ms with
+the hooks; in the full suite (before ``gc.freeze``) 2.0 s of the 5 s on the last worker.
 """
 
 from __future__ import annotations
