@@ -44,7 +44,6 @@ from multistat._validation import check_int, check_probability, check_seed
 from multistat.corpus import get_corpus_metric
 from multistat.correct import adjust, adjust_groups
 from multistat.errors import (
-    MultistatError,
     ParameterError,
     TestNotApplicableError,
     UnknownSystemError,
@@ -732,16 +731,12 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
 
 @functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
-    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none)."""
-    # heavy: multistat.power (scipy.stats), lazily (first-call time)
-    from multistat.power.analytic import mde_paired_t
+    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
+    ``power.analytic.mde_paired_t``'s root without scipy.optimize (issue 23.8)."""
+    # lazily: scipy.special, only when a table has an mde column to fill
+    from multistat._t_power import mde_dz
 
-    if n < 2:
-        return float("nan")
-    try:
-        return float(mde_paired_t(n=n, power=power, alpha=alpha, alternative=alternative))
-    except (MultistatError, ValueError, ArithmeticError):
-        return float("nan")
+    return mde_dz(n, alpha, power, alternative)
 
 
 def _mde(spec, slab, mult, sd, se):

@@ -13,6 +13,7 @@ from pathlib import Path
 import dask.callbacks
 import numpy as np
 import pytest
+from _xdist_worker_exit import pytest_sessionfinish, pytest_unconfigure  # noqa: F401
 
 #: the real data shipped with the tests (tests/data/README.md lists the folders)
 TEST_DATA = Path(__file__).resolve().parent / "data"
@@ -42,16 +43,21 @@ LONGEST_FIRST = ("test_report_pipeline.py", "test_readme.py", "test_rank.py",
                  "test_cli.py", "test_calibration.py", "test_distributed_faults.py")
 
 
-def run_checked(args, cwd, *, timeout=300):
+def run_checked(args, cwd, *, timeout=300, env=None):
     """``args`` run in ``cwd`` with the venv's ``bin`` first on PATH (``multistat``,
     ``dvc``) and DVC's analytics off; asserts exit 0 and returns the CompletedProcess
-    (the pipeline templates' tests: real DVC, real command line)."""
+    (the pipeline templates' tests: real DVC, real command line). ``env``: variables set
+    on top (a value ``None`` removes the variable)."""
     import subprocess
     import sys
 
     bindir = Path(sys.executable).parent
+    extra = dict(env or {})
     env = dict(os.environ, DVC_NO_ANALYTICS="1",
                PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update({k: v for k, v in extra.items() if v is not None})
+    for name in (k for k, v in extra.items() if v is None):
+        env.pop(name, None)
     out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
                          timeout=timeout, check=False)
     assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
@@ -191,3 +197,15 @@ def pytest_report_header(config):
     if not shape_consistent():
         line += " -- run `make test` (it pins the kernels) for the bit-identity tests"
     return line
+
+
+def popen_own_session(args, **kwargs):
+    """``subprocess.Popen(args, **kwargs)`` in a session and process group of its own, for
+    the children tests signal: neither a signal sent to the child's group nor one the child
+    sends its own group (``os.kill(0, ...)``) can reach pytest's processes (issue 24.8,
+    tests/test_xdist_worker_exit.py). The caller kills the child when done."""
+    import subprocess
+
+    proc = subprocess.Popen(args, start_new_session=True, **kwargs)
+    assert os.getpgid(proc.pid) == proc.pid != os.getpgrp()
+    return proc

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import popen_own_session
 
 from multistat._atomic import atomic_open, atomic_path, write_bytes, write_text
 
@@ -93,10 +94,12 @@ def test_sigkill_at_random_moments_never_leaves_a_partial_file(tmp_path):
     rng = np.random.default_rng(20261123)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for delay in rng.uniform(0.05, 0.6, size=8):
-        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], env=env)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc = popen_own_session([sys.executable, "-c", _WRITER, str(target)], env=env)
+        try:
+            time.sleep(delay)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
         data = target.read_bytes()
         assert len(data) == 8_000_000
         assert data.count(data[:1]) == len(data)  # one round's content, whole
@@ -116,10 +119,12 @@ def _scores(path, seed, n_systems=4, n=2000):
 
 
 def _run_killed(args, env, delay):
-    proc = subprocess.Popen([sys.executable, "-m", "multistat.cli", *map(str, args)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
-    proc.send_signal(signal.SIGKILL)
+    proc = popen_own_session([sys.executable, "-m", "multistat.cli", *map(str, args)],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(delay)
+    finally:
+        proc.send_signal(signal.SIGKILL)
     return proc.wait()
 
 

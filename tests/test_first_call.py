@@ -1,19 +1,23 @@
 """Issue 23.8: the first ``compare`` call of a fresh process pays only for what its tests
 need. The t path imports neither scipy.stats nor statsmodels (0.35 s of imports, more
-than the whole t computation of 4,950 pairs x 2 metrics x 10,000 instances), and the
-helpers that let it skip them give the same numbers as the scipy functions they stand
-for. The timing itself is in benchmarks/bench_first_call.py."""
+than the whole t computation of 4,950 pairs x 2 metrics x 10,000 instances), nor
+scipy.optimize and multistat.power for its ``mde`` column (0.17 s), and the helpers that
+let it skip them give the same numbers as the functions they stand for. The timing itself is in benchmarks/bench_first_call.py."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from multistat import _t_power
 from multistat._lazy import LazyModule, lazy_module
+from multistat.errors import MultistatError
 from multistat.power import analytic
 
 
@@ -35,7 +39,8 @@ def test_t_only_compare_imports_no_scipy_stats_nor_statsmodels():
         "    metrics=['m1', 'm2'], instances=list(range(300)))\n"
         "tab = c.compare(cube.make_study([ds]), tests=('t',), effect_sizes=False)\n"
         "assert tab['mde'].notna().all() and tab['p_adjusted'].notna().all()\n"
-        "left = [m for m in ('scipy.stats', 'statsmodels') if m in sys.modules]\n"
+        "left = [m for m in ('scipy.stats', 'statsmodels', 'scipy.optimize',\n"
+        "                    'multistat.power') if m in sys.modules]\n"
         "assert not left, left\n"
         # another correction than Holm needs statsmodels: imported then, not before
         "c.compare(cube.make_study([ds]), tests=('t',), effect_sizes=False,\n"
@@ -79,3 +84,118 @@ def test_t_power_is_unchanged_where_nctdtr_is_nan():
     ref = stats.nct.sf(crit, n - 1, d * np.sqrt(n)) + stats.nct.sf(crit, n - 1,
                                                                      -d * np.sqrt(n))
     assert analytic._t_power(n, d, alpha, "two-sided") == pytest.approx(ref, rel=1e-12)
+
+
+_ALTS = ("two-sided", "greater", "less")
+_SM_ALT = {"two-sided": "two-sided", "greater": "larger", "less": "smaller"}
+
+
+def _brentq_mde(n, alpha, power, alternative):
+    """The mde multiplier as compare computed it before (brentq; NaN where it raises)."""
+    try:
+        return float(analytic.mde_paired_t(n=n, power=power, alpha=alpha,
+                                           alternative=alternative))
+    except (MultistatError, ValueError, ArithmeticError):
+        return float("nan")
+
+
+@pytest.mark.parametrize("alternative", _ALTS)
+def test_mde_dz_is_the_brentq_root_of_mde_paired_t(alternative):
+    # reference: multistat.power.analytic.mde_paired_t, scipy.optimize.brentq with
+    # xtol=1e-13 on the same power function (what compare's mde used before issue 23.8)
+    ns = [2, 3, 5, 10, 30, 80, 333, 1000, 10_000, 12_345, 10**5, 10**6, 10**7, 10**8]
+    alphas = [1e-6, 1e-3, 0.01, 0.05, 0.1, 0.5]
+    powers = [0.01, 0.05, 0.1, 0.3, 0.5, 0.8, 0.9, 0.99, 0.999]
+    solved = 0
+    for n, a, p in itertools.product(ns, alphas, powers):
+        ref = _brentq_mde(n, a, p, alternative)
+        got = _t_power.mde_dz(n, a, p, alternative)
+        if np.isnan(ref):  # n too small, power at or below the H0 rejection rate
+            assert np.isnan(got), (n, a, p)
+            continue
+        if alternative == "two-sided" and p == a:
+            continue  # root at d = 0 where the power is flat: both only rounding noise
+        assert np.sign(got) == np.sign(ref) and got != 0, (n, a, p)
+        # brentq stops within xtol = 1e-13 of the root: 1e-10 relative up to n = 1e6,
+        # up to 2e-10 at n = 1e7..1e8 (d_z ~ 1e-4); mde_dz brackets it to a few ulps
+        assert abs(got - ref) <= max(1e-10 * abs(ref), 1e-13), (n, a, p, got, ref)
+        if n <= 10**6:
+            assert got == pytest.approx(ref, rel=1e-10, abs=0), (n, a, p)
+        # ... and is the root at least as closely as brentq's answer
+        pw = _t_power.t_power
+        assert abs(pw(n, got, a, alternative) - p) <= max(
+            abs(pw(n, ref, a, alternative) - p), 2e-15), (n, a, p)
+        solved += 1
+    assert solved > 500
+
+
+def test_mde_dz_against_statsmodels_ttestpower():
+    # reference: statsmodels TTestPower (exact noncentral t): its power at our d_z is the
+    # target, and its own solve_power (brentq, looser tolerance) finds the same root
+    from statsmodels.stats.power import TTestPower
+
+    tp = TTestPower()
+    compared = 0
+    for n, a, p, alt in itertools.product([3, 5, 10, 30, 80, 1000, 10**4, 10**5],
+                                          [0.001, 0.01, 0.05, 0.1], [0.5, 0.8, 0.9, 0.99],
+                                          _ALTS):
+        d = _t_power.mde_dz(n, a, p, alt)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            got = tp.power(effect_size=d, nobs=n, alpha=a, alternative=_SM_ALT[alt])
+        if np.isnan(got):  # scipy.stats.nct's far tail (two-sided, 14 of 384 cases): the
+            continue       # NaN multistat's nct_sf replaces (test_nct_tail_is_...)
+        assert got == pytest.approx(p, abs=1e-12), (n, a, p, alt)
+        compared += 1
+    assert compared >= 360
+    # statsmodels solve_power (two-sided and "larger", where it returns the positive root);
+    # it stops early (2.2e-5 relative at n = 1000, while its power at our root is the
+    # target within 1e-12, above), hence the loose tolerance
+    for n, a, p in [(80, 0.05, 0.8), (30, 0.01, 0.9), (1000, 0.05, 0.8), (10, 0.1, 0.5)]:
+        ref = float(np.squeeze(tp.solve_power(effect_size=None, nobs=n, alpha=a, power=p)))
+        assert _t_power.mde_dz(n, a, p, "two-sided") == pytest.approx(ref, rel=1e-4)
+        ref = float(np.squeeze(tp.solve_power(effect_size=None, nobs=n, alpha=a, power=p,
+                                              alternative="larger")))
+        assert _t_power.mde_dz(n, a, p, "greater") == pytest.approx(ref, rel=1e-4)
+
+
+def test_mde_dz_nan_where_mde_paired_t_refuses():
+    # the cases _mde_multiplier turned into NaN by catching mde_paired_t's errors
+    with pytest.raises(MultistatError, match="must exceed the rejection rate"):
+        analytic.mde_paired_t(n=50, power=0.02, alpha=0.05)
+    assert np.isnan(_t_power.mde_dz(50, 0.05, 0.02, "two-sided"))
+    with pytest.raises(MultistatError, match="no effect size within the feasible range"):
+        analytic.mde_paired_t(n=2, power=0.999, alpha=1e-6)
+    assert np.isnan(_t_power.mde_dz(2, 1e-6, 0.999, "two-sided"))
+    for args in [(1, 0.05, 0.8, "two-sided"), (0, 0.05, 0.8, "less"),
+                 (50, 0.0, 0.8, "greater"), (50, 0.05, 1.0, "two-sided"),
+                 (50, 0.05, 0.8, "sideways"), (50, np.nan, 0.8, "two-sided")]:
+        assert np.isnan(_t_power.mde_dz(*args)), args
+
+
+def test_analytic_power_is_the_special_only_module():
+    # one power function: paired_t and compare's mde evaluate the same code
+    assert analytic._t_power is _t_power.t_power
+    assert analytic._nct_sf is _t_power.nct_sf
+
+
+def test_blas_controller_finds_what_threadpoolctls_full_scan_finds():
+    # the controller compare builds once per process hands threadpoolctl only the
+    # libraries with a prefix it knows; reference: threadpoolctl's own full scan
+    from threadpoolctl import ThreadpoolController, threadpool_info
+
+    from multistat.significance._batch import _blas_controller
+
+    def libs(c):
+        return sorted((lc.internal_api, lc.filepath, lc.prefix, lc.user_api)
+                      for lc in c.lib_controllers)
+
+    _blas_controller.cache_clear()
+    ours = _blas_controller()
+    assert type(ours).__name__ == "_Prefiltered"  # the fast path ran (Linux)
+    assert libs(ours) == libs(ThreadpoolController())
+    assert any(api == "blas" for *_, api in libs(ours))
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    with ours.limit(limits=1, user_api="blas"):
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before

@@ -11,7 +11,6 @@ exactly the stages that depend on it.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -22,24 +21,17 @@ import pytest
 import yaml
 
 import multistat as ms
+from tests.conftest import run_checked
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict:
-    env = dict(os.environ, DVC_NO_ANALYTICS="1", MPLBACKEND="Agg",
-               PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    env.pop("DVC_SITE_CACHE_DIR", None)
-    return env
-
-
 def _run(args, cwd) -> subprocess.CompletedProcess:
-    out = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True,
-                         timeout=900, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
+    # DVC's site cache of the caller's environment is not used: the project is its own
+    return run_checked(args, cwd, timeout=900,
+                       env={"MPLBACKEND": "Agg", "DVC_SITE_CACHE_DIR": None})
 
 
 def _ran(out: subprocess.CompletedProcess) -> set[str]:

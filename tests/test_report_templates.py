@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -10,20 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_checked
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def _env() -> dict:
-    return dict(os.environ, DVC_NO_ANALYTICS="1",
-                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-
-
 def _run(args, cwd) -> subprocess.CompletedProcess:
-    out = subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True,
-                         timeout=300, check=False)
-    assert out.returncode == 0, f"{args}: {out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out
+    return run_checked(args, cwd, timeout=300)
 
 
 def _init(project: Path) -> None:

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import popen_own_session
 
 
 def _env():
@@ -99,13 +100,20 @@ with atomic_path(sys.argv[1]) as tmp:
 def test_signal_inside_a_write_removes_the_temporary_file(tmp_path, sig):
     target = tmp_path / "out.bin"
     target.write_bytes(b"old")
-    run = subprocess.run([sys.executable, "-c", _SELF_SIGNAL, str(target), sig],
-                         check=False, env=_env(), capture_output=True, text=True, timeout=60)
-    tmp = run.stdout.strip()
+    # in a session of its own: the signal it sends itself stays there (issue 24.8)
+    proc = popen_own_session([sys.executable, "-c", _SELF_SIGNAL, str(target), sig],
+                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    tmp = stdout.strip()
     assert tmp.startswith(str(tmp_path / ".out.bin."))
     # SIGTERM ends the process as SIGTERM does; SIGINT raises KeyboardInterrupt, which
     # Python (3.8+) ends with SIGINT
-    assert run.returncode == -getattr(signal, sig), run.stderr
+    assert proc.returncode == -getattr(signal, sig), stderr
     assert target.read_bytes() == b"old"
     assert _hidden(tmp_path) == []  # main (2008129): the .tmp stays after SIGTERM
 
@@ -138,12 +146,16 @@ def test_cli_load_interrupted_at_random_moments_leaves_no_temporary_file(tmp_pat
     rng = np.random.default_rng(24)
     statuses = []
     for delay in rng.uniform(0.5, 1.05, size=4) * took:
-        proc = subprocess.Popen([sys.executable, "-m", "multistat.cli", "load", str(src),
-                                 "-o", str(out)], env=_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        proc.send_signal(sig)
-        statuses.append(proc.wait())
+        proc = popen_own_session([sys.executable, "-m", "multistat.cli", "load", str(src),
+                                  "-o", str(out)], env=_env(), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(delay)
+            proc.send_signal(sig)
+            statuses.append(proc.wait(timeout=120))
+        finally:
+            proc.kill()
+            proc.wait()
         assert _hidden(tmp_path) == [], statuses
         assert out.read_bytes() in (b"old", new)
         # success only when the study was written (main, 2008129: Ctrl-C gave status 0

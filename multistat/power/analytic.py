@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
+from multistat import _t_power as _tp
 from multistat._lazy import lazy_module
 from multistat.errors import InfeasibleError, PowerParameterError
 from multistat.power import _common as c
@@ -49,47 +49,9 @@ _N_MAX = 1e9
 
 
 # =============================================================================== paired t
-def _nct_sf(x: float, df: float, nc: float) -> float:
-    """P(T' > x), robust where scipy's noncentral t returns NaN far in a tail.
-
-    First as ``special.nctdtr(df, -nc, -x)`` (the cdf of the mirrored variable: the same
-    bits as ``stats.nct.sf(x, df, nc)`` wherever both are defined, checked on a grid of
-    df 1..1e7, nc -50..50, x -40..40; a ufunc call takes ~5 us against ~160 us through
-    ``rv_continuous``, and a solve evaluates the power ~20 times); where it gives NaN,
-    ``stats.nct.sf`` (defined on more of the far tails)."""
-    v = min(max(float(special.nctdtr(df, -nc, -x)), 0.0), 1.0)
-    if math.isnan(v):
-        v = _nct_sf_tail(x, df, nc)
-    if math.isnan(v):  # far tail: the mass is essentially all on one side of x
-        v = 1.0 if x < nc else 0.0
-    return v
-
-
-#: the ufunc ``stats.nct.sf`` evaluates (scipy.stats._continuous_distns.nct_gen._sf:
-#: ``np.clip(scipy.special._ufuncs._nct_sf(x, df, nc), 0, 1)``); called directly, so that
-#: ``compare``'s MDE never imports scipy.stats (0.3 s of a fresh process's first call)
-_NCT_SF = getattr(getattr(special, "_ufuncs", None), "_nct_sf", None)
-
-
-def _nct_sf_tail(x: float, df: float, nc: float) -> float:
-    """``stats.nct.sf(x, df, nc)`` for finite ``x`` and ``df > 0``, the same bits
-    (tests/test_power_analytic.py), without importing scipy.stats when scipy has the
-    ufunc; through ``stats.nct.sf`` otherwise."""
-    if _NCT_SF is not None and math.isfinite(x) and df > 0 and math.isfinite(nc):
-        with np.errstate(over="ignore"):
-            return float(np.clip(_NCT_SF(x, df, nc), 0.0, 1.0))
-    return float(stats.nct.sf(x, df, nc))
-
-
-def _t_power(n: float, d: float, alpha: float, alternative: str) -> float:
-    df = n - 1.0
-    nc = d * math.sqrt(n)
-    # -stdtrit(df, q) is what stats.t.isf(q, df) evaluates (same bits, no rv overhead)
-    if alternative == "two-sided":
-        crit = -float(special.stdtrit(df, alpha / 2))
-        return _nct_sf(crit, df, nc) + _nct_sf(crit, df, -nc)
-    crit = -float(special.stdtrit(df, alpha))
-    return _nct_sf(crit, df, nc if alternative == "greater" else -nc)
+# the power function lives in multistat._t_power (scipy.special only), so that compare's
+# mde column solves it without importing this package or scipy.optimize (issue 23.8)
+_nct_sf, _nct_sf_tail, _t_power = _tp.nct_sf, _tp.nct_sf_tail, _tp.t_power
 
 
 def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="two-sided"):

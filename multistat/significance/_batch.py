@@ -62,12 +62,36 @@ CACHE_BLOCK = 1 << 18
 
 @functools.lru_cache(maxsize=1)
 def _blas_controller():
-    """threadpoolctl's controller of the loaded BLAS, built once (building one scans the
-    process's shared libraries: ~5 ms a call)."""
+    """threadpoolctl's controller of the loaded BLAS, built once.
+
+    threadpoolctl resolves the real path of every shared library of the process (~160
+    after ``multistat.load``: 8 ms of a fresh process's first ``compare``, issue 23.8) and
+    keeps those whose file name starts with a prefix it knows; on Linux only the
+    libraries whose name in ``/proc/self/maps`` (the kernel's resolved path) has such a
+    prefix are handed to it (the same controllers: tests/test_first_call.py). Elsewhere,
+    or if threadpoolctl changes, its full scan."""
     # lazily: threadpoolctl's controller, built once on first use
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    class _Prefiltered(ThreadpoolController):
+        def _find_libraries_with_linux(self):
+            with open("/proc/self/maps", "rb") as f:
+                paths = set(self._PATH_RE.findall(f.read()))
+            for path in paths:
+                name = os.path.basename(path).decode("utf-8", "replace").lower()
+                if name.startswith(_THREADPOOL_LIBS):
+                    self._make_controller_from_path(path.decode("utf-8"))
+
+    try:
+        return _Prefiltered()
+    except (AttributeError, OSError, TypeError):  # threadpoolctl's internals changed
+        return ThreadpoolController()
+
+
+#: the file-name prefixes of the libraries threadpoolctl controls (its controllers'
+#: ``filename_prefixes``, threadpoolctl 3.6)
+_THREADPOOL_LIBS = ("libblas", "libblis", "libflexiblas", "libgomp", "libiomp", "libomp",
+                    "libopenblas", "libscipy_openblas", "libmkl_rt")
 
 
 # ----------------------------------------------------------------------------- context
