@@ -123,10 +123,6 @@ class Budget:
         step = self.rows(bytes_per_row, total, multiple=multiple)
         return [slice(s, min(s + step, total)) for s in range(0, total, step)]
 
-    # the name before issue 22.4 ("slab" is :class:`multistat.significance.Slab`), still
-    # called by comparison.py and _progress.py until the run-request rewrite renames them
-    slabs = chunks
-
 
 def as_budget(memory_limit) -> Budget:
     """:class:`Budget` from ``memory_limit`` (None, bytes, a size string or a Budget)."""

@@ -98,7 +98,7 @@ def _fmt(sec: float) -> str:
 
 def estimate(all_ds, specs, metrics, pairs, n_resamples, effect_sizes, budget):
     """``(plan, description)``: ``{(dataset, test): [seconds, units, 0.0]}`` with the
-    estimated seconds and the number of progress units (slabs of pairs, or resampling
+    estimated seconds and the number of progress units (chunks of pairs, or resampling
     blocks) each will report (test ``""``: the effect sizes)."""
 
     plan = {}
@@ -117,7 +117,7 @@ def estimate(all_ds, specs, metrics, pairs, n_resamples, effect_sizes, budget):
         n_metrics_total += M
         per_value = max([s.bytes_per_value for s in specs if not s.all_pairs] +
                         [EFFECT_BYTES_PER_VALUE if effect_sizes else 0, 16])
-        n_slabs = len(budget.slabs(P, M * n * per_value)) if P else 1
+        n_chunks = len(budget.chunks(P, M * n * per_value)) if P else 1
         for spec in specs:
             if spec.all_pairs:
                 sec = n_resamples * (COST["resample_system"] * S * M * n
@@ -125,9 +125,9 @@ def estimate(all_ds, specs, metrics, pairs, n_resamples, effect_sizes, budget):
                 plan[(name, spec.name)] = [sec, blocks, 0.0]
             else:
                 sec = COST.get(spec.family, COST["other"]) * P * M * n
-                plan[(name, spec.name)] = [sec, n_slabs, 0.0]
+                plan[(name, spec.name)] = [sec, n_chunks, 0.0]
         if effect_sizes:
-            plan[(name, "")] = [COST["effects"] * P * M * n, n_slabs, 0.0]
+            plan[(name, "")] = [COST["effects"] * P * M * n, n_chunks, 0.0]
     n_res = sum(1 for s in specs if s.resampling)
     desc = (f"{n_pairs_total} pairs x {n_metrics_total} metrics x {len(specs)} tests"
             + (f" x {n_resamples} resamples ({n_res} resampling tests)" if n_res else ""))

@@ -5,7 +5,7 @@ For each dataset, metrics that share the same set of scored instances form a gro
 spec's batch entry (:meth:`~multistat.significance.TestSpec.run`), so this module names no
 test. One resampling plan per ``(seed, dataset, kind, block)`` serves all systems, metrics
 and pairs of the dataset (:mod:`multistat.engine`); closed-form tests and effect sizes
-run vectorized over slabs of pairs sized by one memory budget (:mod:`multistat._budget`),
+run vectorized over chunks of pairs sized by one memory budget (:mod:`multistat._budget`),
 from per-system quantities where the statistic allows (means and the Gram matrix for t and
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
 
@@ -308,7 +308,7 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
         ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
         correction; :mod:`multistat.equivalence`) for the tests whose spec has
         ``equivalence=True`` (t, Wilcoxon, bootstrap, permutation): their two one-sided
-        tests run in the same walk, on the same slabs and plans, with the test's options
+        tests run in the same walk, on the same slabs, chunks of pairs and plans, with the test's options
 
     cluster : None, or ``"group"``: the bootstrap and permutation tests resample whole
         groups of instances (documents; the study's ``group`` coordinate from
@@ -653,9 +653,9 @@ def _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, power, bu
     extras: list = []
     per_value = max([s.bytes_per_value for s in sliced] +
                     [EFFECT_BYTES_PER_VALUE if want_effects else 0, 16])
-    slabs = budget.slabs(P, M * n * per_value) if P else []
+    chunks = budget.chunks(P, M * n * per_value) if P else []
     pieces = {s.name: [] for s in sliced}
-    for sl in slabs:
+    for sl in chunks:
         a, b = ia[sl], ib[sl]
         for spec in sliced:
             pieces[spec.name].append(spec.run(slab, a, b, ctxs[spec.name]))

@@ -45,7 +45,7 @@ def block_pvalues(spec, slab, ia, ib, ctx, margin: float, run=None
 
     Each one-sided test is ``spec.run`` with ``ctx`` at the other null value and
     alternative (the interval method set to the cheapest, ``percentile``: only the
-    p-value is used), over the same slabs of pairs as the main run for closed-form tests.
+    p-value is used), over the same chunks of pairs as the main run for closed-form tests.
     ``run(spec, ia, ib, ctx) -> BatchResult``: how the driver runs a test on this slab
     when it is not ``spec.run`` (a slab with holes runs each pair on its joint
     instances).
@@ -71,11 +71,11 @@ def block_pvalues(spec, slab, ia, ib, ctx, margin: float, run=None
 
 def _run(spec, slab, ia, ib, ctx) -> BatchResult:
     """``spec.run`` on every pair: at once for specs that take all pairs, else over the
-    budget's slabs of pairs (as compare's main run)."""
+    budget's chunks of pairs (as compare's main run)."""
     if spec.all_pairs or not len(ia):
         return spec.run(slab, ia, ib, ctx)
     pieces = []
-    for sl in ctx.budget.slabs(len(ia), slab.shape[1] * slab.n * spec.bytes_per_value):
+    for sl in ctx.budget.chunks(len(ia), slab.shape[1] * slab.n * spec.bytes_per_value):
         pieces.append(spec.run(slab, ia[sl], ib[sl], ctx))
         slab.release_pairs()
     return BatchResult.concat(pieces)

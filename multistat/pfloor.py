@@ -101,12 +101,16 @@ def floor_note(test: str, n_resamples: int, n_tests: int, correction: str | None
     smallest = smallest_adjusted(f, n_tests, correction)
     if smallest <= alpha:
         return None
-    exact = test == "permutation" and f > 1.0 / (n_resamples + 1)
+    # more resamples do not lower the floor: an exact enumeration (the permutation test
+    # over few units), which only more units can help
+    more = smallest_pvalue(test, 2 * n_resamples + 1, alternative=alternative,
+                           bootstrap_pvalue=bootstrap_pvalue, n_units=n_units)
+    exact = more is not None and more >= f
     need = None if exact else resamples_needed(
         test, n_tests, correction, alpha, alternative=alternative,
         bootstrap_pvalue=bootstrap_pvalue)
     if exact:
-        why = f"an exact permutation p-value over {n_units} units is at least {f:.3g}"
+        why = f"an exact {test} p-value over {n_units} units is at least {f:.3g}"
     else:
         why = f"a {test} p-value is at least {f * (n_resamples + 1):g}/(B + 1) with B = " \
               f"{n_resamples:,} resamples"

@@ -19,8 +19,8 @@ least significant, ``j_1, ..., j_P``. The step-down adjusted p-value of ``j_k`` 
 then made monotone along the order (cumulative maximum; Westfall & Young 1993,
 Algorithms 2.8 and 4.1) and never below the pair's own p-value.
 
-The successive maxima (minima) are accumulated over slabs of pairs taken from the least
-significant end, carrying one ``(B,)`` vector between slabs: memory is ``B x slab``
+The successive maxima (minima) are accumulated over chunks of pairs taken from the least
+significant end, carrying one ``(B,)`` vector between chunks: memory is ``B x chunk``
 whatever the number of pairs (``null_of`` produces one slab at a time).
 
 References: Westfall, P. H. & Young, S. S. (1993), *Resampling-Based Multiple Testing*,
@@ -41,7 +41,7 @@ from multistat.correct import family_columns, family_keys
 from multistat.errors import ParameterError
 
 METHODS = ("maxT", "minP")
-SLAB_BYTES = 64 * 2**20
+CHUNK_BYTES = 64 * 2**20
 
 
 def _orient(x: np.ndarray, alternative: str) -> np.ndarray:
@@ -50,8 +50,8 @@ def _orient(x: np.ndarray, alternative: str) -> np.ndarray:
     return x if alternative == "greater" else -x
 
 
-def _slabs(order: np.ndarray, n_resamples: int) -> list[np.ndarray]:
-    step = max(1, SLAB_BYTES // (8 * max(1, n_resamples)))
+def _chunks(order: np.ndarray, n_resamples: int) -> list[np.ndarray]:
+    step = max(1, CHUNK_BYTES // (8 * max(1, n_resamples)))
     return [order[s:s + step] for s in range(0, len(order), step)]
 
 
@@ -78,7 +78,7 @@ def westfall_young(null_of: Callable[[np.ndarray], np.ndarray], observed, *,
     ----------
     null_of : callable ``idx -> (B, len(idx))`` — the resampled null statistics of the
         pairs ``idx`` under the *shared* plan (row ``b`` the same resample for every pair);
-        called with slabs of pair indices, twice per slab.
+        called with chunks of pair indices, twice per chunk.
     observed : ``(P,)`` observed statistics on the null's scale (NaN: not tested, NaN out)
     alternative : ``"two-sided"`` (``|T|``), ``"greater"`` (``T``), ``"less"`` (``-T``)
     method : ``"maxT"`` (statistics studentized by their null sd) or ``"minP"``
@@ -103,7 +103,7 @@ def westfall_young(null_of: Callable[[np.ndarray], np.ndarray], observed, *,
     key = np.empty(len(ok))  # larger = more significant
     scale = np.ones(len(ok))
     raw = np.empty(len(ok))
-    for sl in _slabs(np.arange(len(ok)), B):
+    for sl in _chunks(np.arange(len(ok)), B):
         null = _orient(np.asarray(null_of(ok[sl]), float), alternative)
         o = _orient(obs[ok[sl]], alternative)
         raw[sl] = (np.sum(null >= o - _tol(o), axis=0) + 1) / (B + 1)
@@ -117,7 +117,7 @@ def westfall_young(null_of: Callable[[np.ndarray], np.ndarray], observed, *,
     # pass 2: successive maxima (minima) from the least significant end, slab by slab
     carry = np.full(B, -np.inf)
     counts = np.empty(len(ok))
-    for sl in reversed(_slabs(order, B)):
+    for sl in reversed(_chunks(order, B)):
         null = _orient(np.asarray(null_of(ok[sl]), float), alternative)
         if method == "maxT":
             stat = null / scale[sl]
@@ -206,7 +206,7 @@ def adjust_table(table, nulls: dict, *, method="westfall-young", alpha=0.05, fam
     that test used. ``nulls`` (:func:`metric_nulls`, gathered by ``compare``) holds, per
     ``(dataset, test, metric)``, the per-system arrays the test resampled (means,
     sign-flipped sums or corpus sufficient statistics): no plan is drawn again, and pairs
-    are formed last, in slabs of :data:`SLAB_BYTES`.
+    are formed last, in chunks of :data:`CHUNK_BYTES`.
 
     Memory: ``compare`` keeps those arrays for every metric group of the run until this
     step-down — ``(B, S, M)`` per group and test (``(B, S + 1, M)`` for sign flips,

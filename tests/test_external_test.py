@@ -114,7 +114,7 @@ def test_compare_runs_it_with_its_estimate_and_plan(registered, study):
     assert (rows["n_resamples"] == 999).all() and (rows["seed"] == 3).all()
     # the estimate by hand: winsorized means of the study's own arrays
     ds = multistat.cube.datasets(study)
-    (name, d), = ds.items()
+    (_, d), = ds.items()
     sysnames = [str(s) for s in d.system.values]
     X = winsorize(np.asarray(d["score"].values, float))
     obs = X.mean(-1)

@@ -431,7 +431,7 @@ def test_equivalence_on_holes_is_its_two_one_sided_runs_on_joint_instances():
     as the main rows: p_equivalence is the larger of the two one-sided compare runs."""
     study = study_of(holey_scores(), missing="keep")
     margin = 0.3
-    kw = dict(tests=("t", "wilcoxon", "bootstrap"), n_resamples=499, effect_sizes=False)
+    kw = {"tests": ("t", "wilcoxon", "bootstrap"), "n_resamples": 499, "effect_sizes": False}
     table = multistat.compare(study, equivalence_margin=margin, **kw)
     lower = multistat.compare(study, alternative="greater", null_value=-margin, **kw)
     upper = multistat.compare(study, alternative="less", null_value=margin, **kw)

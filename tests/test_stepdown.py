@@ -118,7 +118,7 @@ def test_slabs_do_not_change_the_result(monkeypatch):
             calls.append(len(idx))
             return null[:, idx]
 
-        monkeypatch.setattr(stepdown, "SLAB_BYTES", 300 * 8 * 7)  # slabs of 7 pairs
+        monkeypatch.setattr(stepdown, "CHUNK_BYTES", 300 * 8 * 7)  # chunks of 7 pairs
         got = westfall_young(null_of, obs, method=method)
         monkeypatch.undo()
         assert max(calls) == 7

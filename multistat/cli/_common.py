@@ -31,7 +31,6 @@ import typer
 
 from multistat import __version__
 from multistat._atomic import atomic_path
-from multistat._validation import check_seed
 from multistat.errors import ParameterError, show
 
 #: table outputs by extension -> format name
@@ -103,6 +102,8 @@ def seed_value(value):
     """``--seed`` checked by :func:`multistat._validation.check_seed` (None stays None).
     One parameter, so it also serves as a typer ``callback`` (typer hands the value to a
     callback's only untyped parameter)."""
+    # lazily: numpy, which must load after the command line pins the BLAS kernels
+    from multistat._validation import check_seed
 
     return None if value is None else check_seed(value, name="--seed")
 

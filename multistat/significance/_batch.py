@@ -14,7 +14,7 @@ registered :class:`~multistat.significance._base.TestSpec` it asks, through
   differences and their sort instead of ``X[ia]``, ``X[ib]`` (``call=``).
 * A **resampling** spec sets ``all_pairs=True``: it receives every pair of the group at
   once, because one plan per ``(seed, dataset, kind, block)`` serves all systems and
-  pairs, and it slabs the pairs itself with ``ctx.budget``. A registered resampling test
+  pairs, and cuts the pairs into chunks itself with ``ctx.budget``. A registered resampling test
   that gives only ``func`` is called per pair slab with the ``seed``, ``n_resamples``
   (and every other :class:`Context` field its signature names) that ``compare`` was
   given, so the table records what was used.
@@ -579,7 +579,7 @@ class BatchResult:
 
     @classmethod
     def concat(cls, parts: list[BatchResult]) -> BatchResult:
-        """Stack results over consecutive slabs of pairs."""
+        """Stack results over consecutive chunks of pairs."""
         if len(parts) == 1:
             return parts[0]
         keys = [k for k in parts[0].arrays if all(k in p.arrays for p in parts)]

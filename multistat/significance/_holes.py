@@ -309,7 +309,7 @@ def _run_own(slab, ia, ib, own, ctxs, bar, budget, out) -> None:
                 progress=bar.share(slab.dataset, spec.name))))]
         else:
             parts = []
-            for sl in budget.slabs(P, M * n * max(spec.bytes_per_value, 16)):
+            for sl in budget.chunks(P, M * n * max(spec.bytes_per_value, 16)):
                 parts.append((rows_all[sl], spec.run(slab, ia[sl], ib[sl], ctx)))
                 bar.tick(slab.dataset, spec.name, 1)
         for rows, res in parts:
