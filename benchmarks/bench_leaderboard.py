@@ -75,11 +75,14 @@ def make_study(S, M, n, seed=0, decimals=4):
 
 
 def compare_kwargs(**kw):
-    """Only the keywords this version of ``compare`` takes (``memory_limit`` is new)."""
+    """Only the keywords this version of ``compare`` takes (``memory_limit`` is new; since
+    the run request, every option goes through ``**overrides``: all are taken)."""
     from multistat.comparison import compare
 
-    names = inspect.signature(compare).parameters
-    return {k: v for k, v in kw.items() if k in names}
+    params = inspect.signature(compare).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(kw)
+    return {k: v for k, v in kw.items() if k in params}
 
 
 # ----------------------------------------------------------------------------- children
