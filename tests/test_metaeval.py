@@ -529,6 +529,13 @@ def test_report_has_the_metric_section(tmp_path, realsumm):
     with pytest.raises(DataValidationError, match="`metaeval` lacks column\\(s\\) "
                                                   "\\['cluster'\\]"):
         write_metaeval(board.drop(columns="cluster"), tmp_path / "x")
+    # the CSV goes through the report's one writer: a formula-like metric name is
+    # neutralised (OWASP), numbers stay numbers
+    evil = board.assign(metric=['=HYPERLINK("x")'] + list(board["metric"].iloc[1:]))
+    write_metaeval(evil, tmp_path / "evil", matrix=None)
+    cells = pd.read_csv(tmp_path / "evil" / "tables" / "metaeval.csv")
+    assert cells["metric"].iloc[0] == "'=HYPERLINK(\"x\")"
+    assert cells["value"].dtype == float
 
 
 def test_a_metric_missing_where_a_human_judgment_is_names_the_cell(tmp_path):

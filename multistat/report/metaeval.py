@@ -5,7 +5,6 @@ scores) that :func:`multistat.metaeval.meta_evaluation` computed. Draws only."""
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from matplotlib.figure import Figure
 
 from multistat.errors import DataValidationError
 from multistat.io import read_parquet
+from multistat.report._files import write_csv
+from multistat.report._markup import figure
 from multistat.report.clusters import _html_table, _slug
 from multistat.report.plots import save_png
 
@@ -95,7 +96,7 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     figdir, tabdir = out / "figures", out / "tables"
     figdir.mkdir(parents=True, exist_ok=True)
     tabdir.mkdir(parents=True, exist_ok=True)
-    board.to_csv(tabdir / "metaeval.csv", index=False)
+    write_csv(tabdir / "metaeval.csv", board)  # atomic, formula-like cells neutralised
     meta = board.attrs.get("multistat", {})
     e = html.escape
     h = ['<section id="metaeval"><h2>Metric meta-evaluation</h2>',
@@ -114,19 +115,15 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
         rows = [_html_table(shown)]
         png = save_png(metric_plot(g), figdir / f"metaeval_{slug}.png", dpi=dpi)
         h.append(f"<h3>{e(str(ds))}</h3><div class=\"grid\">{''.join(rows)}")
-        h.append(f'<figure><img src="data:image/png;base64,{base64.b64encode(png).decode()}"'
-                 f' alt="metric leaderboard of {e(str(ds))}"><figcaption>Value and '
-                 "bootstrap interval per metric; dashed: cluster boundaries."
-                 "</figcaption></figure></div>")
+        h.append(figure(png, f"metric leaderboard of {ds}", "Value and bootstrap interval "
+                        "per metric; dashed: cluster boundaries.") + "</div>")
         if matrix is not None and (matrix["dataset"] == ds).any():
             m = matrix[matrix["dataset"] == ds]
             order = [meta.get("human")] + list(g["metric"])
             png = save_png(correlation_heatmap(m, order), figdir /
                            f"metric_correlations_{slug}.png", dpi=dpi)
-            h.append(f'<figure><img src="data:image/png;base64,'
-                     f'{base64.b64encode(png).decode()}" alt="correlations between metrics '
-                     f'of {e(str(ds))}"><figcaption>Pearson correlation between the '
-                     "metrics' scores (and the human scores) over the judged cells."
-                     "</figcaption></figure>")
+            h.append(figure(png, f"correlations between metrics of {ds}", "Pearson "
+                            "correlation between the metrics' scores (and the human "
+                            "scores) over the judged cells."))
     h.append("</section>")
     return "".join(h)

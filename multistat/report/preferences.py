@@ -15,7 +15,6 @@ the Elo scale), so the cluster leaderboard and the rank-interval figure are
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from multistat.io import read_parquet
 from multistat.report import clusters as _clusters
 from multistat.report._files import write_csv
 from multistat.report._markup import CSS as _CSS
+from multistat.report._markup import figure
 from multistat.report.plots import save_png
 
 #: the columns of a rank table for one dataset x metric, plus the battles
@@ -98,10 +98,9 @@ def _section(board, out: Path, dpi: int, name: str) -> str:
         f"({e(str(meta.get('n_resamples', '')))} resamples, seed "
         f"{e(str(meta.get('seed', '')))}). {e(meta.get('rule', ''))}.</p>",
         '<div class="grid">', _clusters._html_table(disp),
-        (f'<figure><img src="data:image/png;base64,{base64.b64encode(png).decode()}" '
-        'alt="rank intervals of the Bradley-Terry leaderboard"><figcaption>Thick: '
-        "bootstrap rank interval; light: rank range from the corrected pairwise "
-        "decisions; dashed: cluster boundaries.</figcaption></figure></div></section>")])
+        figure(png, "rank intervals of the Bradley-Terry leaderboard", "Thick: bootstrap "
+               "rank interval; light: rank range from the corrected pairwise decisions; "
+               "dashed: cluster boundaries.") + "</div></section>"])
 
 
 def write_preferences(board, out_dir, *, dpi: int = 110, name: str = "battles") -> str:
