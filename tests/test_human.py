@@ -395,3 +395,27 @@ def test_compare_unpaired_tests_use_each_systems_own_scores():
     assert bm["p_value"] == pytest.approx(stats.brunnermunzel(score[0, 0],
                                                               score[2, 0]).pvalue)
     assert 0.5 < bm["relative_effect"] <= 1
+
+
+def test_mixed_without_raters_is_the_paired_t_test_constant_differences_included():
+    """Without raters the model is the paired t test: compare's "mixed" rows equal its "t"
+    rows (the same batch), and constant differences give NaN with the t test's reason,
+    also per pair and under a shift of 1.7e12 (a p of 1.6e-104 before: rounding left a
+    tiny nonzero variance)."""
+    from multistat.significance.mixed import mixed_test
+
+    rng = np.random.default_rng(0)
+    a = np.round(rng.normal(size=200), 2)
+    X = np.stack([a, a - 0.1, a + rng.normal(0, 1, 200)])[:, None, :]
+    study = cube.make_study({"d": cube.make_dataset(
+        "d", X, systems=["a", "b", "c"], metrics=["m"],
+        instances=[f"i{i:03d}" for i in range(200)], kind=["mean"])})
+    table = multistat.compare(study, tests=("t", "mixed"), effect_sizes=False)
+    t, mixed = (table[table["test"] == k].reset_index(drop=True) for k in ("t", "mixed"))
+    for col in ("estimate", "se", "statistic", "p_value", "ci_low", "ci_high"):
+        np.testing.assert_array_equal(mixed[col], t[col])
+    assert np.isnan(mixed.loc[0, "p_value"]) and "differences are equal" in mixed.loc[0, "note"]
+    assert (mixed.loc[1:, "p_value"] > 0).all()
+    for shift in (0.0, 1.7e12):
+        r = mixed_test(a + shift, a - 0.1 + shift)
+        assert np.isnan(r.p_value) and "constant" in str(r.note)

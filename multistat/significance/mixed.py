@@ -43,6 +43,7 @@ https://doi.org/10.1016/j.jml.2012.11.001
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,11 +53,16 @@ from multistat._validation import check_alternative, check_probability, check_re
 from multistat.errors import ParameterError
 from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
 from multistat.significance._batch import BatchResult, _blas_controller, from_test_result
+from multistat.significance._common import CONSTANT_RTOL
+from multistat.significance.parametric import paired_t_batch
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
 optimize = lazy_module("scipy.optimize")
 
 #: names of the four random-effect standard deviations, in ``theta`` order
+#: the note of a mixed-model row of a study without raters
+NO_RATERS_NOTE = ("mixed: no raters in the study: the model reduces to the item differences, "
+                  "t on n - 1 df")
 COMPONENTS = ("rater_intercept", "rater_slope", "item_intercept", "item_slope")
 
 
@@ -395,12 +401,19 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
             est = est_s * big[..., 0]
             se = np.sqrt(var / n) * big[..., 0]
         se = np.where(n >= 2, se, np.nan)
+        # constant differences by the paired t test's own rule (sd within CONSTANT_RTOL
+        # of the scores' scale), NaN-aware: rounding leaves a tiny nonzero variance
+        scale = np.fmax(np.nanmax(np.abs(x), axis=-1), np.nanmax(np.abs(y), axis=-1))
+        scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # rows with < 2 differences
+            varies = ~(np.nanstd(d / scale[..., None], axis=-1, ddof=1) <= CONSTANT_RTOL)
+        varies &= se > 0
         z, p, lo, hi = _wald(est, se, alternative, null_value, confidence_level,
                              df=np.maximum(n - 1, 1))
-        note = np.where(se > 0, "mixed: no raters in the study: the model reduces to the "
-                        "item differences, t on n - 1 df", "mixed: the differences are "
-                        "constant (no variance)")
-        return TestResult("mixed", z, np.where(se > 0, p, np.nan), est, lo, hi,
+        note = np.where(varies, NO_RATERS_NOTE, "mixed: the differences are constant (no "
+                        "variance)")
+        return TestResult("mixed", z, np.where(varies, p, np.nan), est, lo, hi,
                           confidence_level, n, alternative, null_value, "mean",
                           note=note, extra={"se": se, "df": np.maximum(n - 1, 1) * 1.0})
     lead = x.shape[:-2]
@@ -456,7 +469,16 @@ def mixed_batch(slab, ia, ib, ctx):
     P, M = len(ia), slab.shape[1]
     kw = {"alternative": ctx.alternative, "null_value": ctx.null_value,
           "confidence_level": ctx.confidence_level}
-    if slab.ratings is None:
+    if slab.ratings is None and slab.present is None:
+        # no raters, every instance paired: the model is the paired t test; its batch
+        # (per-system means and Gram matrix, its constant-difference rule) serves
+        res = paired_t_batch(slab, ia, ib, ctx.replace(options={}))
+        out = dict(res.arrays)
+        out["df"] = np.full((P, M), float(max(slab.n - 1, 1)))
+        out["note"] = np.where(np.broadcast_to(out["note"], (P, M)) == "", NO_RATERS_NOTE,
+                               np.broadcast_to(out["note"], (P, M))).astype(object)
+        return BatchResult("mixed", out)
+    if slab.ratings is None:  # an incomplete design: each pair on its own cells
         X = slab.scores
         res = mixed_test(X[ia], X[ib], **kw)
     else:
