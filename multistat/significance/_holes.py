@@ -55,8 +55,10 @@ from multistat.significance._batch import BatchResult, Slab
 SHORT_NOTE = ("{test}: {n} instance(s) scored for both systems (missing='keep'); a paired "
               "test needs at least 2")
 #: most (virtual) systems in one batch of joint-instance groups: bounds the Gram matrix of
-#: a batch (systems^2 per metric) whatever the budget
-MAX_BATCH_SYSTEMS = 4096
+#: a batch (systems^2 per metric, of which only the batch's pairs are read) whatever the
+#: budget. 150 systems x 200 items, each system on its own 150, t only: peak RSS 357 MiB
+#: with 4096, 174 MiB with 512, the same table (and faster: 0.67 s -> 0.41 s)
+MAX_BATCH_SYSTEMS = 512
 OWN_MDE_NOTE = ("mde: not defined for a test of each system's own scores on an incomplete "
                 "design (the paired-t closed form needs paired instances)")
 
