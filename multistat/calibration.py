@@ -52,6 +52,7 @@ import pandas as pd
 from multistat import _atomic
 from multistat._calibration_cells import ALPHA, CONFIDENCE, cell, seed_of
 from multistat.corpus import get_corpus_metric
+from multistat.io import write_parquet
 
 DISTRIBUTIONS = ("normal", "skewed", "heavy", "likert", "binary", "bleu")
 SIZES = (20, 50, 200)
@@ -367,8 +368,11 @@ def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Pa
     out.mkdir(parents=True, exist_ok=True)
     text = to_markdown(table) + "\n"
     pq = out / "calibration.parquet"
-    with _atomic.atomic_path(pq) as tmp:
-        table.to_parquet(tmp, index=False)
+    # the project's writer: the run metadata (replicates, datasets, resamples, seed) under
+    # the "multistat" key, so read_parquet gives it back and to_markdown can say it
+    plain = table.copy()
+    plain.attrs = {}  # the metadata once, not also nested under its attrs key
+    write_parquet(plain, pq, metadata=table.attrs.get("multistat", {}))
     md = out / "calibration.md"
     _atomic.write_text(md, text)
     return pq, md

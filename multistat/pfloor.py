@@ -6,8 +6,8 @@ p-values: ``1 / (B + 1)``), the sign-flip permutation test's at least ``1 / (B +
 (Phipson & Smyth 2010), or ``2 / 2**n`` two-sided (``1 / 2**n`` one-sided) when all the
 ``2**n`` sign vectors of ``n`` units are enumerated. A correction over a family of ``m``
 pairs then acts on that floor: Holm and Bonferroni multiply the smallest p-value by
-``m``, so with ``B = 10,000`` no adjusted p falls below 0.05 from ``m = 400`` pairs on
-(29 systems), and every system of a leaderboard lands in one cluster whatever the data.
+``m``, so with ``B = 10,000`` no adjusted p falls below 0.05 from ``m = 253`` pairs (23
+systems) on for the bootstrap, ``m = 528`` (33 systems) for the permutation test, and every system of a leaderboard lands in one cluster whatever the data.
 The Westfall-Young step-down does not multiply: its adjusted p is a count over the same
 ``B`` resamples (:mod:`multistat.stepdown`), at least ``1 / (B + 1)`` and the pair's own
 p-value.

@@ -266,7 +266,7 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
         Westfall-Young step-down for the resampling tests (bootstrap, permutation), Holm
         for closed-form tests (:func:`auto_correction`). A resampling p-value is at
         least ``1/(B + 1)`` and Holm multiplies the smallest by the number of pairs, so
-        bootstrap + Holm with ``B = 10,000`` cannot reject anything from 29 systems on;
+        bootstrap + Holm with ``B = 10,000`` cannot reject anything from 23 systems on;
         the step-down's adjusted p is a count over the same resamples, not multiplied.
         Any configuration whose smallest attainable adjusted p-value is above ``alpha``
         warns (:class:`~multistat.errors.ResamplingFloorWarning`, with the number of

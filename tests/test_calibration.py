@@ -72,6 +72,14 @@ def test_outputs_parquet_and_markdown(quick):
     text = md_path.read_text()
     assert "## Type I error" in text and "## Interval coverage" in text
     assert text.count("| t |") >= 4
+    # the run's settings survive the Parquet file: the Markdown can be redrawn from it
+    # (a redraw once printed "? null data sets ... seed ?")
+    from multistat.io import read_parquet
+
+    again = read_parquet(pq_path)
+    assert again.attrs["multistat"] == table.attrs["multistat"]
+    assert C.to_markdown(again) + "\n" == text
+    assert "1000 null data sets per setting in 10 datasets" in text
 
 
 def test_reference_rates_against_scipy():

@@ -192,8 +192,11 @@ def test_mixed_fit_equals_statsmodels_mixedlm_on_an_incomplete_unbalanced_design
         ref = smf.mixedlm("y ~ x", df.assign(g=0), groups="g", re_formula="0",
                           vc_formula=vc).fit(reml=True)
     fit = fit_crossed(df["y"], df["x"], df["rater"], df["item"])
-    assert fit.beta[1] == pytest.approx(ref.fe_params["x"], abs=2e-3)
-    assert math.sqrt(fit.cov_beta[1, 1]) == pytest.approx(ref.bse["x"], rel=0.10)
+    # measured on this design: estimate 1.8e-7 apart, SE 2.6e-4 relative (statsmodels'
+    # optimizer stops there; our REML log-likelihood is 1.2e-7 higher); the issue asks
+    # 2e-3 and 10 %
+    assert fit.beta[1] == pytest.approx(ref.fe_params["x"], abs=1e-6)
+    assert math.sqrt(fit.cov_beta[1, 1]) == pytest.approx(ref.bse["x"], rel=1e-3)
     assert -fit.deviance / 2 == pytest.approx(ref.llf, abs=1e-4)  # same REML optimum
     # statsmodels orders the components alphabetically: item, item_x, rater, rater_x
     sds = np.sqrt(np.asarray(ref.vcomp))

@@ -76,6 +76,7 @@ def test_compare_rows_on_likert_scores_contain_their_estimates():
         table = compare(cube.make_study({"d": ds}), tests=("sign", "wilcoxon"),
                         effect_sizes=False, scheduler="synchronous")
     ok = table.dropna(subset=["ci_low", "ci_high"])
+    assert len(ok) >= len(table) // 2  # the check is not vacuous: most rows have intervals
     assert ((ok.ci_low <= ok.estimate) & (ok.estimate <= ok.ci_high)).all()
 
 

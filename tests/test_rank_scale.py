@@ -152,3 +152,16 @@ def test_resamples_needed_is_the_boundary():
     note = pfloor.floor_note("permutation", 100, 10, "holm", 0.05, n_units=5)
     assert "exact permutation p-value over 5 units is at least 0.0625" in note
     assert note.endswith("or more evaluation units")
+
+
+def test_the_system_counts_the_docs_give_for_the_holm_floor():
+    """README ("Leaderboards at shared-task size"), pfloor's and rank's docstrings: with
+    B = 10,000 and Holm at alpha 0.05 the bootstrap (p >= 2/(B + 1) two-sided) cannot
+    reject from 23 systems (253 pairs) on, the permutation test (p >= 1/(B + 1)) from 33
+    (528): 253 x 2/10001 = 0.0506 > 0.05 >= 231 x 2/10001; 528/10001 > 0.05 >= 496/10001."""
+    from multistat.pfloor import floor_note
+
+    for test, first in (("bootstrap", 23), ("permutation", 33)):
+        pairs = [(s, s * (s - 1) // 2) for s in (first - 1, first)]
+        assert floor_note(test, 10_000, pairs[0][1], "holm", 0.05) is None
+        assert floor_note(test, 10_000, pairs[1][1], "holm", 0.05) is not None

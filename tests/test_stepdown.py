@@ -102,7 +102,7 @@ def test_visibly_smaller_than_holm_with_correlated_pairs(method):
     assert np.median(ratios) < 0.4, np.median(ratios)
 
 
-def test_slabs_do_not_change_the_result(monkeypatch):
+def test_chunks_do_not_change_the_result(monkeypatch):
     # the successive maxima carried between slabs give the same numbers as one slab
     from multistat import stepdown
 

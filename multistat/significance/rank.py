@@ -173,7 +173,8 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     :math:`i \ne j`; the two differ by :math:`O(1/n)`. The interval is
     :math:`[W_{(k)}, W_{(M+1-k)}]` with :math:`k` the lower critical value of the
     signed-rank distribution for :math:`n` (exact, or
-    :math:`\lfloor n(n+1)/4 + 1/2 - z_{1-\alpha/2}\sqrt{n(n+1)(2n+1)/24}\rfloor`); its
+    :math:`\lfloor n(n+1)/4 - z_{1-\alpha/2}\sqrt{n(n+1)(2n+1)/24}\rfloor + 1`,
+    the smallest integer above the normal quantile (issue 24.2)); its
     coverage is at least the nominal level for continuous symmetric distributions.
 
     References
