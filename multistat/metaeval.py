@@ -1208,8 +1208,13 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
             v = ~np.isnan(h)
             cols = [h[v]] + [ms[m][v] for m in chosen]
         else:
-            d0 = _prepare(h, ms, statistic, "none", args[-1])
             eps_sys = args[-1]
+            # the cells' data for the bootstrap over items; its own epsilon is unused (the
+            # kernel takes eps_sys): "optimal" is calibrated on the system scores below,
+            # never on the S x N cells (that enumerated every pair of cells and refused
+            # ordinary studies)
+            d0 = _prepare(h, ms, statistic, "none",
+                          0.0 if isinstance(eps_sys, str) else eps_sys)
             hs, mss = _system_scores(h, ms)
             if eps_sys == "optimal":  # calibrated on the system scores
                 d1 = _prepare(hs, mss, statistic, "none", "optimal")

@@ -590,3 +590,26 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(me, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 8 and result.failed == 0
+
+
+def test_system_level_tie_calibration_on_an_ordinary_study():
+    """level="system" with epsilon="optimal" calibrates on the S system scores: each
+    metric's value is metric_correlation's on the system means. It used to calibrate on the
+    S x N cells first and refuse 15 x 800 ("would enumerate 71,994,000 pairs of cells")."""
+    rng = np.random.default_rng(3)
+    S, N = 15, 800
+    q = rng.normal(size=S)
+    hum = q[:, None] + rng.normal(0, 1, (S, N))
+    metrics = {"m1": hum + rng.normal(0, 0.5, (S, N)), "m3": hum + rng.normal(0, 2.0, (S, N))}
+    rows = [{"dataset": "d", "system": f"s{s:02d}", "metric": m, "instance": f"i{i:04d}",
+             "score": v[s, i]} for m, v in {"human": hum, **metrics}.items()
+            for s in range(S) for i in range(N)]
+    study = multistat.from_frame(pd.DataFrame(rows))
+    board, _, _ = me.meta_evaluation(study, "human", level="system", statistic="acc23",
+                                     epsilon="optimal", test="bootstrap", n_resamples=200)
+    for m, v in metrics.items():
+        ref = me.metric_correlation(hum.mean(1), v.mean(1), statistic="acc23",
+                                    epsilon="optimal", n_resamples=0)
+        got = board.loc[board["metric"] == m].iloc[0]
+        assert got["value"] == pytest.approx(ref.value, abs=1e-12)
+        assert got["ci_low"] <= got["value"] <= got["ci_high"]
