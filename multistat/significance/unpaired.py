@@ -116,6 +116,10 @@ def _mwu_p(a, b, deltas, alternative):
     return out
 
 
+#: differences tested per scipy call while searching an end of the Mann-Whitney interval
+SEARCH_POINTS = 64
+
+
 def mwu_interval(a, b, *, alternative, confidence_level):
     """The shifts ``delta`` that Mann-Whitney (scipy's p-value, same sidedness) does not
     reject at ``1 - confidence_level``: the exact inversion of the test, so the row's
@@ -124,7 +128,7 @@ def mwu_interval(a, b, *, alternative, confidence_level):
     The p-value is constant between consecutive distinct differences ``a_i - b_j`` and
     can change only at them; :func:`~multistat.significance._inversion.scan_interval`
     evaluates it at every difference and every gap. Above 4,096 distinct differences the
-    two ends are first located by bisection over the sorted differences (the acceptance
+    two ends are first located by a 64-ary search over the sorted differences (the acceptance
     set is an interval around the Hodges-Lehmann shift) and only the 16 differences
     around each end are scanned."""
 
@@ -148,11 +152,15 @@ def mwu_interval(a, b, *, alternative, confidence_level):
             ends.append(outside)
             continue
         while abs(outside - inside) > 1:  # accept(inside), not accept(outside)
-            mid = (inside + outside) // 2
-            if accept(mid):
-                inside = mid
-            else:
-                outside = mid
+            # up to SEARCH_POINTS differences between them in one vectorized scipy call
+            # (a 64-ary search: 3 calls instead of 17 for 10^5 differences); acceptance
+            # is an interval around the shift, so it holds on a prefix of them
+            step = np.linspace(inside, outside, min(SEARCH_POINTS, abs(outside - inside) - 1)
+                               + 2).round().astype(int)[1:-1]
+            ok = pvalue_of(values[step]) > alpha * (1 + 1e-12)
+            last = int(np.argmin(ok)) if not ok.all() else step.size
+            inside = step[last - 1] if last else inside
+            outside = step[last] if last < step.size else outside
         ends.append(outside)
     lo_i, hi_i = max(ends[0] - 8, 0), min(ends[1] + 8, values.size - 1)
     low = scan_interval(pvalue_of, values[lo_i:lo_i + 17], alpha=alpha)[0]
