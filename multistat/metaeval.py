@@ -346,12 +346,25 @@ def _calibrate(h: np.ndarray, m: np.ndarray, statistic: str) -> float:
 
 
 # ----------------------------------------------------------------------------- soft PA
+#: pairs whose resampled differences are held at once (B x PAIR_CHUNK floats)
+PAIR_CHUNK = 4096
+
+
 def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray) -> np.ndarray:
     """One-sided p-values ``P(null >= observed)`` of system i beating system j (i < j)
     by the paired permutation test of the summed scores over the items both have."""
     S = x.shape[0]
     iu, ju = np.triu_indices(S, 1)
-    both = v[iu] & v[ju]
+    if v.all():  # every system on every item: per system first, pairs last
+        per, tot = flips @ x.T, x.sum(1)  # (B, S), (S,)
+        out = np.empty(len(iu))
+        for s in range(0, len(iu), PAIR_CHUNK):  # (B, chunk) at a time
+            a, b = iu[s:s + PAIR_CHUNK], ju[s:s + PAIR_CHUNK]
+            null, obs = per[:, a] - per[:, b], tot[a] - tot[b]
+            tol = eng._tolerance(obs, null)
+            out[s:s + PAIR_CHUNK] = np.sum(null >= obs - tol, axis=0) / flips.shape[0]
+        return out
+    both = v[iu] & v[ju]  # items missing for some systems: each pair on its own items
     d = np.where(both, x[iu] - x[ju], 0.0)  # (P, N)
     obs = d.sum(1)
     null = flips @ d.T  # (B, P)
