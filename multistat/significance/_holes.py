@@ -317,22 +317,10 @@ def _run_own(slab, ia, ib, own, ctxs, bar, budget, out) -> None:
         for rows, res in parts:
             arrays = dict(res.arrays)
             arrays["mde"] = np.nan
-            arrays["note"] = _join(arrays["note"], OWN_MDE_NOTE)
+            arrays["note"] = join_notes(np.asarray(arrays["note"], dtype=object),
+                                        OWN_MDE_NOTE)
             arrays["score_a"], arrays["score_b"] = means[ia[rows]], means[ib[rows]]
             out[spec.name].put(rows, arrays)
-
-
-def _join(note, text):
-
-    return join_notes(np.asarray(note, dtype=object), text)
-
-
-def own_scores(X: np.ndarray):
-    """Each system's own instances of a group with holes: ``(present (S, n), means
-    (S, M))`` (means over the instances it has)."""
-    present = ~np.isnan(X[:, 0])
-    with np.errstate(invalid="ignore"):
-        return present, np.nansum(X, axis=-1) / present.sum(-1)[:, None]
 
 
 def group_bootstrap(X, corpus_stats, *, n_resamples, seed, dataset, **run):
