@@ -143,7 +143,7 @@ class VarianceComponents:
     metric: str
 
 
-def variance_components(study, *, dataset=None, metric=None, systems=None
+def variance_components(study, *, dataset=None, metric=None, systems=None, fits=None
                         ) -> VarianceComponents:
     """Estimate Card et al.'s five standard deviations from a pilot of human ratings.
 
@@ -160,6 +160,11 @@ def variance_components(study, *, dataset=None, metric=None, systems=None
         Which one; needed when the study has several.
     systems : list of str, optional
         At least two systems (default: all of the dataset's).
+    fits : a compare table, optional
+        Its ``"mixed"`` rows of this dataset and metric (``compare(tests=("mixed",))``
+        on the same study) hold every pair's fit (``intercept``, ``estimate``, ``sd_*``):
+        they are pooled instead of fitting the pairs again (the same numbers; the report
+        passes its table). Pairs it lacks are fitted.
 
     Returns
     -------
@@ -198,16 +203,21 @@ def variance_components(study, *, dataset=None, metric=None, systems=None
     raters_used: set = set()
     items_used: set = set()
     n_ratings = 0
+    done = _fitted_pairs(fits, name, met)
     for a, b in combinations(systems, 2):
         ya, yb = r.sel(system=a).values, r.sel(system=b).values
         pa, pb = ~np.isnan(ya), ~np.isnan(yb)
         items, raters = np.indices(ya.shape)
+        raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
+        items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
+        if (a, b) in done:  # compare's own fit of this pair
+            rows.append({"system_a": a, "system_b": b, **done[(a, b)],
+                         "n_ratings": int(pa.sum() + pb.sum())})
+            continue
         fit = fit_crossed(np.concatenate([ya[pa], yb[pb]]),
                           np.concatenate([np.ones(pa.sum()), -np.ones(pb.sum())]),
                           np.concatenate([raters[pa], raters[pb]]),
                           np.concatenate([items[pa], items[pb]]))
-        raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
-        items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
         rows.append({"system_a": a, "system_b": b, **fit.sd,
                      "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
                      "n_ratings": fit.n})
@@ -227,6 +237,26 @@ def variance_components(study, *, dataset=None, metric=None, systems=None
                               effect=effect, n_raters=len(raters_used),
                               n_items=len(items_used), n_ratings=n_ratings, pairs=pairs,
                               dataset=name, metric=met)
+
+
+def _fitted_pairs(fits, dataset, metric) -> dict:
+    """``{(a, b): fit columns}`` of the ``"mixed"`` rows of a compare table (both
+    orders of a pair; the effect is beta_1 = estimate / 2, signed for the order asked)."""
+    if fits is None or "test" not in fits or "sd_sigma" not in fits:
+        return {}
+    rows = fits[(fits["test"] == "mixed") & (fits["dataset"].astype(str) == dataset)
+                & (fits["metric"].astype(str) == metric)]
+    out = {}
+    for r in rows.to_dict("records"):
+        if not np.isfinite(r.get("sd_sigma", np.nan)):
+            continue
+        sd = {k: float(r[f"sd_{k}"]) for k in ("rater_intercept", "rater_slope",
+                                                "item_intercept", "item_slope", "sigma")}
+        a, b, beta1 = str(r["system_a"]), str(r["system_b"]), float(r["estimate"]) / 2
+        common = {**sd, "intercept": float(r["intercept"])}
+        out[(a, b)] = {**common, "effect": beta1}
+        out[(b, a)] = {**common, "effect": -beta1}
+    return out
 
 
 def _pick(what, value, options):

@@ -1,6 +1,7 @@
 """Human ratings by rater (issue 25): loading, Krippendorff's alpha, the mixed-model test,
 per-rater z-scores and the variance components of a pilot."""
 
+import dataclasses
 import math
 import warnings
 
@@ -422,3 +423,25 @@ def test_mixed_without_raters_is_the_paired_t_test_constant_differences_included
     for shift in (0.0, 1.7e12):
         r = mixed_test(a + shift, a - 0.1 + shift)
         assert np.isnan(r.p_value) and "constant" in str(r.note)
+
+
+def test_variance_components_pool_compares_own_fits(tmp_path, monkeypatch):
+    """With a compare table's mixed rows (the report passes its table) the components are
+    pooled from those fits, not refitted: the same numbers, and fit_crossed is not called."""
+    import multistat.significance.mixed as mixed_mod
+
+    rng = np.random.default_rng(5)
+    item, rater = rng.normal(0, 0.5, 30), rng.normal(0, 0.3, 4)
+    rows = [{"system": f"s{s}", "metric": "q", "instance": f"i{i:02d}", "rater": f"r{r}",
+             "score": 3 + 0.2 * s + item[i] + rater[r] + rng.normal(0, 1)}
+            for s in range(4) for i in range(30) for r in range(4) if rng.random() < 0.8]
+    pd.DataFrame(rows).to_csv(tmp_path / "ratings.csv", index=False)
+    study = multistat.load(tmp_path / "ratings.csv", rater_col="rater")
+    table = multistat.compare(study, tests=("mixed",), effect_sizes=False)
+    refit = multistat.variance_components(study, metric="q")
+    monkeypatch.setattr(mixed_mod, "fit_crossed", lambda *a, **k: pytest.fail("refitted"))
+    pooled = multistat.variance_components(study, metric="q", fits=table)
+    assert dataclasses.astuple(pooled.variance) == pytest.approx(
+        dataclasses.astuple(refit.variance), rel=1e-12)
+    assert (pooled.intercept, pooled.effect, pooled.n_ratings) == pytest.approx(
+        (refit.intercept, refit.effect, refit.n_ratings), rel=1e-12)

@@ -112,7 +112,8 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
             h.append(table_html(agree[["system", "alpha", "ci_low", "ci_high", "n_units",
                                        "n_raters", "note"]].round(3)))
             try:
-                vc = variance_components(study, dataset=name, metric=metric)
+                # the compare table's own mixed fits, when the run had them (not refitted)
+                vc = variance_components(study, dataset=name, metric=metric, fits=results)
             except Exception as exc:  # noqa: BLE001 - a design the model cannot fit
                 h.append(f"<p>No variance components: {e(str(exc))}</p>")
                 continue

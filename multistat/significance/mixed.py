@@ -324,7 +324,8 @@ def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_le
             + ("" if fit.converged else "; the optimizer did not converge"))
     return {"estimate": float(est), "se": float(se), "statistic": float(t),
             "p_value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": n_items,
-            "df": float(df), "note": note, **{f"sd_{k}": v for k, v in fit.sd.items()}}
+            "df": float(df), "note": note, "intercept": float(fit.beta[0]),
+            **{f"sd_{k}": v for k, v in fit.sd.items()}}
 
 
 def _wald(est, se, alternative, null_value, confidence_level, *, df):
@@ -365,8 +366,9 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     -------
     TestResult
         ``statistic`` is the t statistic, ``n`` the items rated for either system;
-        ``extra`` holds ``se`` and, with raters, ``sd_rater_intercept``,
-        ``sd_rater_slope``, ``sd_item_intercept``, ``sd_item_slope``, ``sd_sigma``.
+        ``extra`` holds ``se`` and, with raters, the fit's ``intercept`` (beta_0, the
+        grand mean) and ``sd_rater_intercept``, ``sd_rater_slope``, ``sd_item_intercept``,
+        ``sd_item_slope``, ``sd_sigma`` (what :func:`multistat.variance_components` pools).
 
     Examples
     --------
@@ -419,7 +421,7 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     lead = x.shape[:-2]
     cols = {k: np.full(lead, np.nan) for k in (
         "estimate", "se", "statistic", "p_value", "ci_low", "ci_high", "n", "df",
-        *(f"sd_{c}" for c in COMPONENTS), "sd_sigma")}
+        "intercept", *(f"sd_{c}" for c in COMPONENTS), "sd_sigma")}
     notes = np.full(lead, "", dtype=object)
     for idx in np.ndindex(*lead):
         row = mixed_pair(x[idx], y[idx], alternative=alternative, null_value=null_value,
@@ -432,7 +434,7 @@ def mixed_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_leve
     return TestResult("mixed", cols["statistic"], cols["p_value"], cols["estimate"],
                       cols["ci_low"], cols["ci_high"], confidence_level, cols["n"],
                       alternative, null_value, "mean", note=notes,
-                      extra={k: cols[k] for k in cols if k in ("se", "df")
+                      extra={k: cols[k] for k in cols if k in ("se", "df", "intercept")
                              or k.startswith("sd_")})
 
 
@@ -457,7 +459,7 @@ def _rated_pairs(R, ia, ib, kw):
     return TestResult("mixed", cols["statistic"], cols["p_value"], cols["estimate"],
                       cols["ci_low"], cols["ci_high"], kw["confidence_level"], cols["n"],
                       kw["alternative"], kw["null_value"], "mean", note=notes,
-                      extra={k: cols[k] for k in cols if k in ("se", "df")
+                      extra={k: cols[k] for k in cols if k in ("se", "df", "intercept")
                              or k.startswith("sd_")})
 
 
