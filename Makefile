@@ -58,7 +58,7 @@ report: $(STAMP)
 # Calibration suite (Type I error and interval coverage of every registered test; about
 # 10-30 minutes on 2 cores): reports/validation/calibration.{parquet,md}
 validate: $(STAMP)
-	nice $(PY) -m multistat.calibration --out reports/validation
+	nice $(PY) -m validation.calibration --out reports/validation
 
 demo-data: $(STAMP)
 	$(VENV)/bin/multistat demo-data --out data

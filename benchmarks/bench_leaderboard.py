@@ -108,7 +108,7 @@ def child_multistat(spec: dict) -> dict:
             3, 1, n_warm, seed=1, decimals=spec.get("decimals")), **kw)
     t0 = time.perf_counter()
     if spec.get("fn") == "rank":  # issue 10: the leaderboard on the same plan
-        from multistat.ranking import rank
+        from multistat.leaderboard.ranking import rank
 
         tab = rank(study, n_resamples=spec.get("B", 10_000), seed=0)
         return {"wall_s": time.perf_counter() - t0, "rows": len(tab)}

@@ -58,7 +58,7 @@ battles = pd.DataFrame({{"model_a": names[a], "model_b": names[b],
 
 MULTISTAT = DATA + """
 import multistat
-from multistat import preferences as P
+from multistat.human import preferences as P
 multistat.bradley_terry(battles.iloc[:20000], n_resamples=10)  # warm-up: imports
 t, c = time.perf_counter(), cpu()
 board = multistat.bradley_terry(battles, n_resamples={B}, seed=0)

@@ -419,7 +419,7 @@ def save(study: xr.DataTree, path) -> Path:
             tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
         except BaseException as exc:  # disk full, ulimit -f, Ctrl-C: one clear error
             # lazily: a t-only compare does not load it (first-call time)
-            from multistat._write_faults import netcdf_write_failed
+            from multistat.io._write_faults import netcdf_write_failed
 
             err = netcdf_write_failed(exc, tmp, path)
             if err is exc:

@@ -9,7 +9,7 @@ pairs then acts on that floor: Holm and Bonferroni multiply the smallest p-value
 ``m``, so with ``B = 10,000`` no adjusted p falls below 0.05 from ``m = 253`` pairs (23
 systems) on for the bootstrap, ``m = 528`` (33 systems) for the permutation test, and every system of a leaderboard lands in one cluster whatever the data.
 The Westfall-Young step-down does not multiply: its adjusted p is a count over the same
-``B`` resamples (:mod:`multistat.stepdown`), at least ``1 / (B + 1)`` and the pair's own
+``B`` resamples (:mod:`multistat.comparison.stepdown`), at least ``1 / (B + 1)`` and the pair's own
 p-value.
 
 :func:`smallest_adjusted` is the smallest adjusted p-value a configuration can reach (the

@@ -66,7 +66,7 @@ DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
 #: default limit on the estimated operations of one request (about two days of bootstrap
 #: on one core; :mod:`multistat._cost`)
 DEFAULT_MAX_COST = 1e13
-#: corrections by resampling step-down over the shared plan (:mod:`multistat.stepdown`)
+#: corrections by resampling step-down over the shared plan (:mod:`multistat.comparison.stepdown`)
 STEPDOWN_CORRECTIONS = ("westfall-young", "westfall-young-maxT", "westfall-young-minP")
 CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")

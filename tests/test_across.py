@@ -1,4 +1,4 @@
-"""Friedman / post-hoc tests and replicability analysis (multistat.across)."""
+"""Friedman / post-hoc tests and replicability analysis (multistat.leaderboard.across)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy import stats
 
 import multistat
 from multistat import cube
-from multistat.across import friedman, partial_conjunction, replicability
+from multistat.leaderboard.across import friedman, partial_conjunction, replicability
 from multistat.errors import (
     DataValidationError,
     ParameterError,
@@ -158,7 +158,7 @@ def test_friedman_from_study_uses_system_scores_and_orientation():
         ref = stats.friedmanchisquare(*np.array(rows).T)
         assert r.statistic == pytest.approx(ref.statistic)
         assert r.p_value == pytest.approx(ref.pvalue)
-    per = multistat.across.blocks_per_metric(study)
+    per = multistat.leaderboard.across.blocks_per_metric(study)
     assert list(per) == ["up", "down"] and per["down"].shape == (3, 3)
 
 

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from multistat import calibration as C
+from validation import calibration as C
 from multistat.significance import REGISTRY
 from multistat.significance import _inversion as inv
 from multistat.significance.resampling import bootstrap_pvalues

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from multistat import calibration as C
+from validation import calibration as C
 from multistat import compare
 from multistat.significance import REGISTRY
 

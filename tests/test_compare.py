@@ -580,7 +580,7 @@ def test_one_walk_gives_the_same_groups_and_scores_everywhere(toy_study):
     # compare, system_scores and ranking.system_distributions walk datasets and metric
     # groups with one iterator (comparison._walk): on a two-dataset study with a metric
     # whose dropped instances make it a group of its own, the three agree bit for bit
-    from multistat.ranking import system_distributions
+    from multistat.leaderboard.ranking import system_distributions
 
     table, systems = compare(toy_study, tests=("bootstrap",), n_resamples=300, seed=3,
                              return_systems=True)

@@ -23,7 +23,7 @@ from multistat._cost import study_cost
 from multistat.errors import CostLimitError
 from multistat.significance import BatchResult, Slab, TestResult, TestSpec, register, unregister
 from multistat.significance.resampling import bootstrap_floor, bootstrap_interval, bootstrap_pvalues
-from multistat.stepdown import from_matrix
+from multistat.comparison.stepdown import from_matrix
 
 NAME = "winsorized-bootstrap"
 LABEL = "winsorized-mean bootstrap"

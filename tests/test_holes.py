@@ -243,7 +243,7 @@ def wmt_like(tmp_path, systems=6, segments=120, per_system=60, seed=5):
 
 def test_rank_mannwhitney_clusters_on_an_incomplete_study(tmp_path, capsys):
     from multistat.correct import adjust_groups
-    from multistat.ranking import better_matrix, clusters, rank_with_pairs, score_order
+    from multistat.leaderboard.ranking import better_matrix, clusters, rank_with_pairs, score_order
     from tests.conftest import run_cli
 
     path = wmt_like(tmp_path)

@@ -11,7 +11,7 @@ import pytest
 
 import multistat
 from multistat import cube
-from multistat.agreement import krippendorff_alpha
+from multistat.human.agreement import krippendorff_alpha
 from multistat.errors import DataValidationError, ParameterError
 from multistat.power import LikertVariance, simulate_likert
 from multistat.significance.mixed import fit_crossed, mixed_pair, mixed_test
@@ -53,7 +53,7 @@ def test_krippendorff_equals_the_krippendorff_package_on_random_data(level):
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
 def test_bootstrap_resamples_are_alpha_of_resampled_units(level):
     # every resample equals alpha of the units table drawn by the same plan row
-    from multistat.agreement import PLAN_DATASET
+    from multistat.human.agreement import PLAN_DATASET
     from multistat.engine import plan_block
 
     rng = np.random.default_rng(3)
@@ -62,7 +62,7 @@ def test_bootstrap_resamples_are_alpha_of_resampled_units(level):
     keep = (~np.isnan(x)).sum(0) >= 2
     units = x[:, keep]
     plan = plan_block("bootstrap", units.shape[1], 200, 11, PLAN_DATASET, 0)
-    from multistat.agreement import _Parts
+    from multistat.human.agreement import _Parts
 
     boot = _Parts(units.T, level).alpha(plan)
     for b in range(5):
@@ -321,7 +321,7 @@ def test_standardize_gives_per_rater_z_scores():
 def test_docstring_examples():
     import doctest
 
-    from multistat import agreement
+    from multistat.human import agreement
     from multistat.significance import mixed
 
     for module in (agreement, mixed):
@@ -332,8 +332,7 @@ def test_docstring_examples():
 def test_ratings_calibration_cells_through_compare():
     # a short run of make validate's human-rating part: 8 raters x 30 items of Card et
     # al.'s low-variance design, where Satterthwaite's df are large and the test holds
-    from multistat import calibration as C
-
+    from validation import calibration as C
     size, cover = C.run_ratings_setting("low", 8, 30, replicates=80, n_groups=2)
     assert size["test"] == "mixed" and size["replicates"] == 80
     assert size["distribution"] == "card-low 8 raters" and size["n"] == 30

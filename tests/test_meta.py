@@ -1,4 +1,4 @@
-"""multistat.meta: meta-analysis across studies against metafor's published results,
+"""multistat.meta.pooling: meta-analysis across studies against metafor's published results,
 statsmodels' combine_effects, the likelihood itself and pooling by hand (issue 27)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import multistat
 from multistat import cube
 from multistat.errors import DroppedDataWarning, MultistatError
 from multistat.io import read_parquet
-from multistat.meta import _pool, meta_analysis, meta_regression, study_rows
+from multistat.meta.pooling import _pool, meta_analysis, meta_regression, study_rows
 
 # dat.bcg (Colditz et al. 1994, JAMA 271(9), 698-702; the 13 BCG vaccine trials as
 # metafor ships them, listed in metafor's README.md): TB cases / non-cases among the
@@ -573,7 +573,12 @@ def test_forest_plot_of_a_vector_result():
     from matplotlib.figure import Figure
 
     yi, vi = bcg()
-    fig = meta_analysis(yi, vi, labels=AUTHORS).plot_forest(title="BCG")
+    from multistat.report import forest_plot
+
+    res = meta_analysis(yi, vi, labels=AUTHORS)
+    fig = forest_plot(res, title="BCG")
+    with pytest.warns(DeprecationWarning, match="forest_plot"):
+        assert isinstance(res.plot_forest(title="BCG"), Figure)
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -583,7 +588,8 @@ def test_forest_plot_of_a_vector_result():
 def test_docstring_examples_run():
     import doctest
 
-    from multistat import effect, meta
+    from multistat import effect
+    from multistat.meta import pooling as meta
 
     for mod in (meta, effect):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -1,4 +1,4 @@
-"""Metric meta-evaluation (multistat.metaeval): values against mt-metrics-eval's unit tests
+"""Metric meta-evaluation (multistat.meta.evaluation): values against mt-metrics-eval's unit tests
 and scipy, the vectorised resampling kernels against direct recomputation on resampled
 data, PERM-BOTH against mt-metrics-eval's p-values within Monte Carlo error, and the study
 path on REALSumm (tests/data/realsumm)."""
@@ -12,9 +12,9 @@ import scipy.stats
 
 import multistat
 from multistat import engine as eng
-from multistat import metaeval as me
+from multistat.meta import evaluation as me
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
-from multistat.metaeval import compare_metrics, meta_evaluate, metric_correlation
+from multistat.meta.evaluation import compare_metrics, meta_evaluate, metric_correlation
 from tests.conftest import REALSUMM, REALSUMM_OPTIONS
 
 GOLD, METRIC = [1, 2, 2, 3, 4], [2, 1, 1.5, 5, 3]
@@ -329,7 +329,7 @@ def test_meta_evaluate_segment_level_on_realsumm(realsumm):
 
 
 def test_meta_evaluate_clusters_follow_the_rank_rule(realsumm):
-    from multistat.ranking import better_matrix, clusters, score_order
+    from multistat.leaderboard.ranking import better_matrix, clusters, score_order
 
     board, pairs, mat = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
                                            statistic="pearson", datasets=["abs"],

@@ -19,7 +19,7 @@ from conftest import MQM_ZHEN
 from scipy import optimize, stats
 
 import multistat
-from multistat import preferences as P
+from multistat.human import preferences as P
 from multistat.errors import DataValidationError, ParameterError
 
 
@@ -351,7 +351,7 @@ def test_rater_as_the_unit_and_real_mqm_items():
 def test_type_i_error_respects_items():
     # null: items favour A or B (Beta(2, 2)), 5 raters each: the sign-flip test over
     # items holds alpha; the binomial test over judgments does not
-    from multistat._calibration_preferences import preference_rows
+    from validation._preferences import preference_rows
 
     rows = pd.DataFrame(preference_rows(replicates=1000, sizes=(40,), raters=5, seed=1))
     ours = rows[rows["test"] == "preference_test (items)"].iloc[0]
@@ -381,8 +381,7 @@ def test_all_ties_is_an_error():
 
 
 def test_calibration_suite_includes_the_preference_rows(tmp_path):
-    from multistat import calibration as C
-
+    from validation import calibration as C
     table = C.run_calibration(distributions=(), sizes=(), replicates=200, seed=2,
                               preferences=True)
     assert set(table["test"]) == {"preference_test (items)",

@@ -11,7 +11,7 @@ import pytest
 from conftest import labels_study
 
 import multistat
-from multistat import ranking
+from multistat.leaderboard import ranking
 from multistat.errors import ParameterError
 
 

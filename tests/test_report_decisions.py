@@ -20,7 +20,7 @@ from conftest import run_cli as run
 import multistat
 from multistat import cube
 from multistat.errors import DataValidationError, ParameterError, ResamplingFloorWarning
-from multistat.ranking import rank_with_pairs
+from multistat.leaderboard.ranking import rank_with_pairs
 from multistat.report import plots as _plots
 from multistat.report import write_report
 

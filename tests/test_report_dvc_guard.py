@@ -18,7 +18,7 @@ import pytest
 
 import multistat
 from multistat import cube
-from multistat._dvc_outputs import check_not_tracked, stage_outputs
+from multistat.cli._dvc import check_not_tracked, stage_outputs
 from multistat.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Westfall-Young step-down (multistat.stepdown): FWER by simulation, relation to Holm.
+"""Westfall-Young step-down (multistat.comparison.stepdown): FWER by simulation, relation to Holm.
 
 Simulations draw systems with a shared instance effect (so pairs that share systems and
 instances are correlated, as on a leaderboard) and resample them with the engine's plans
@@ -14,7 +14,7 @@ from conftest import labels_study
 
 from multistat.correct import holm
 from multistat.engine import bootstrap_counts, sign_flips
-from multistat.stepdown import from_matrix, westfall_young
+from multistat.comparison.stepdown import from_matrix, westfall_young
 
 ALPHA = 0.05
 
@@ -104,8 +104,7 @@ def test_visibly_smaller_than_holm_with_correlated_pairs(method):
 
 def test_chunks_do_not_change_the_result(monkeypatch):
     # the successive maxima carried between slabs give the same numbers as one slab
-    from multistat import stepdown
-
+    from multistat.comparison import stepdown
     rng = np.random.default_rng(3)
     null = rng.normal(size=(300, 40)) * rng.uniform(0.5, 2, 40)
     obs = rng.normal(size=40) * 3

@@ -1,4 +1,4 @@
-"""Almost Stochastic Order (multistat.stochastic_order) against deepsig's ``aso``."""
+"""Almost Stochastic Order (multistat.significance.aso) against deepsig's ``aso``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import multistat
 from multistat import cube
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
-from multistat.stochastic_order import aso, quantiles, violation_ratio
+from multistat.significance.aso import aso, quantiles, violation_ratio
 
 B_REF = 100  # deepsig's num_bootstrap_iterations: small, deepsig is slow (~50 ms each)
 

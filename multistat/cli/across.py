@@ -26,7 +26,7 @@ def _blocks(input: Path, wide: bool, lower_is_better: bool, metrics):
     never metrics); a wide table (rows = blocks, first column the block name) is one, under
     the metric name ``""``."""
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.across import blocks_per_metric
+    from multistat.leaderboard.across import blocks_per_metric
 
     # heavy: pyarrow, pandas, lazily
     from multistat.io._parsing import read_table
@@ -91,7 +91,7 @@ def friedman_command(
     import pandas as pd
 
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.across import friedman
+    from multistat.leaderboard.across import friedman
 
     guard_outputs([input], {"--out": out, "--figure": figure})
     table_kind(out)
@@ -195,7 +195,7 @@ def replicability_command(
     """How many test sets, and which, show an effect (Dror et al. 2017): k-hat from
     partial conjunction p-values, datasets identified by Holm's procedure."""
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.across import replicability
+    from multistat.leaderboard.across import replicability
 
     if (input is None) == (p_values is None):
         raise ParameterError("give a compare table INPUT or --p-values, not both")

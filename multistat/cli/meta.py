@@ -51,7 +51,7 @@ def meta_command(
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.meta import meta_analysis, read_tables
+    from multistat.meta.pooling import meta_analysis, read_tables
 
     guard_outputs(inputs, {"--out": out})
     table_kind(out)

@@ -64,7 +64,7 @@ def meta_evaluate_command(
     from multistat import cube
 
     # heavy: pyarrow, pandas, lazily
-    from multistat.metaeval import meta_evaluation
+    from multistat.meta.evaluation import meta_evaluation
 
     seed = common.seed_value(seed)
     outputs = {"--out": out}

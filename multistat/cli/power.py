@@ -447,7 +447,7 @@ def likert_sim_cmd(
         from multistat.cube import load
 
         # heavy: pyarrow, xarray, lazily
-        from multistat.human import variance_components
+        from multistat.human.ratings import variance_components
 
         vc = variance_components(load(pilot), dataset=pilot_dataset, metric=pilot_metric)
         variance = vc.variance

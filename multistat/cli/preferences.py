@@ -64,7 +64,7 @@ def preferences_command(
     battles: maximum likelihood scores, bootstrap score and rank intervals, significance
     clusters (the rule of `multistat rank`). Prints the leaderboard and writes the table."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.preferences import bradley_terry
+    from multistat.human.preferences import bradley_terry
 
     seed = cc.seed_value(seed)
     cc.guard_outputs([battles], {"--out": out}, folders=None if report is None else

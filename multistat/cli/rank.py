@@ -65,7 +65,7 @@ def rank_command(
     from multistat import cube
 
     # lazily: the library loads when the command runs (`multistat --help` stays fast)
-    from multistat.ranking import rank_request, run_ranking
+    from multistat.leaderboard.ranking import rank_request, run_ranking
 
     # the flags become one run request, validated once (messages name the flags)
     req = rank_request(test=test, correction=correction, alpha=alpha, seed=seed,

@@ -104,7 +104,7 @@ def report_command(
                                           "none"))
     dpi = check_int("--dpi", dpi, minimum=20, maximum=MAX_DPI)
     # lazily: `multistat --help` does not load it (startup time)
-    from multistat._dvc_outputs import check_not_tracked
+    from multistat.cli._dvc import check_not_tracked
 
     check_not_tracked(out, REPORT_WRITES, force=force)
     guard_outputs([results, analysis, study, systems, ranking, ranking_pairs, meta,

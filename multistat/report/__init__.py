@@ -5,6 +5,7 @@ matplotlib and seaborn are imported only inside this package.
 
 from importlib import import_module
 
+from multistat.report.forest import forest_plot
 from multistat.report.html import write_report
 from multistat.report.plots import (
     heatmap,
@@ -27,6 +28,7 @@ from multistat.report.tables import (
 
 __all__ = [
     "checklist",
+    "forest_plot",
     "heatmap",
     "histograms",
     "leaderboard",

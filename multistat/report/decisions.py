@@ -7,7 +7,7 @@ table puts everyone in one cluster (bootstrap, Holm at its resampling floor).
 
 :func:`decision_rows` picks those rows. With a ranking (:func:`multistat.rank`), the
 ranking's own decisions rule every dataset x metric it covers: its pair table
-(:func:`multistat.ranking.rank_with_pairs`, ``multistat rank --pairs-out``), or else the
+(:func:`multistat.leaderboard.ranking.rank_with_pairs`, ``multistat rank --pairs-out``), or else the
 rows of the compare table with the ranking's test, correction and alpha; a compare table
 without them is an error naming what is missing, never a silent mix. Without a ranking,
 the test the report shows for each dataset x metric decides (its corrected ``reject``).
@@ -125,7 +125,7 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
     """The sentence stated once at the top of the report (plain text) and the
     resampling-floor notes of the deciding configurations."""
     # heavy: xarray, lazily
-    from multistat.ranking import floor_notes
+    from multistat.leaderboard.ranking import floor_notes
 
     parts: dict[tuple, list] = {}
     for key, t in tests.items():

@@ -1,8 +1,8 @@
 """Forest plot of a meta-analysis (issue 27): each study's effect with its interval
 (squares sized by weight), the pooled estimate as a diamond spanning its confidence
 interval, and the prediction interval as a line through it (metafor's ``forest()``
-layout). Draws only; it imports no analysis module, so :mod:`multistat.meta`'s
-``plot_forest`` can call it.
+layout). Draws only: it takes a meta-analysis result (or its ``to_frame()``) and computes
+nothing.
 """
 
 from __future__ import annotations
@@ -24,14 +24,39 @@ def _num(v) -> str:
     return "" if not np.isfinite(v) else f"{v:.3g}" if abs(v) < 1e-3 and v else f"{v:.4f}"
 
 
-def forest_plot(frame: pd.DataFrame, *, ax=None, title: str | None = None,
+def forest_plot(result, *, ax=None, title: str | None = None,
                 xlabel: str = "effect") -> Figure:
-    """Forest plot from a frame of studies and a last pooled row
-    (:meth:`multistat.meta.MetaResult.to_frame` layout: ``study, estimate, ci_low,
-    ci_high, weight`` and, on the pooled row, ``pi_low, pi_high``).
+    """Forest plot of a meta-analysis: each study's effect with its interval (squares sized
+    by weight), the pooled diamond and the prediction interval.
 
-    Returns the Figure (``ax``'s when one is given)."""
+    Parameters
+    ----------
+    result : MetaResult or pandas.DataFrame
+        A :func:`multistat.meta_analysis` result, or a frame of studies and a last pooled
+        row in :meth:`MetaResult.to_frame` layout (``study, estimate, ci_low, ci_high,
+        weight`` and, on the pooled row, ``pi_low, pi_high``).
+    ax : matplotlib.axes.Axes, optional
+        Draw into these axes; by default a new Figure.
+    title : str, optional
+        The figure's title.
+    xlabel : str
+        The effect axis label.
 
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (``ax``'s when one is given).
+
+    Examples
+    --------
+    >>> import multistat
+    >>> from multistat.report import forest_plot
+    >>> res = multistat.meta_analysis([0.1, 0.3, 0.2], [0.01, 0.02, 0.015])
+    >>> fig = forest_plot(res, title="three studies")
+    >>> fig.axes[0].get_title()
+    'three studies'
+    """
+    frame = result if isinstance(result, pd.DataFrame) else result.to_frame()
     studies, pooled = frame.iloc[:-1], frame.iloc[-1]
     k = len(studies)
     if ax is None:

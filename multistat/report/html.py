@@ -152,7 +152,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         :mod:`multistat.report.decisions`); the compare table must hold those rows, or
         pass ``ranking_pairs``
     ranking_pairs : the pairwise decisions behind ``ranking``
-        (:func:`multistat.ranking.rank_with_pairs`, ``multistat rank --pairs-out``;
+        (:func:`multistat.leaderboard.ranking.rank_with_pairs`, ``multistat rank --pairs-out``;
         DataFrame or Parquet path)
     pooled : optional pooled table (:func:`multistat.meta_analysis` of ``results``;
         DataFrame or Parquet path from ``multistat meta``): a section with the pooled

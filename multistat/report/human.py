@@ -5,8 +5,8 @@ Krippendorff's interval alpha per system (agreement of the raters who rated the 
 items), the variance components of Card et al.'s crossed model, the mixed-model
 leaderboard (the compare table's ``"mixed"`` rows, when the run had them) and a raters x
 items power grid for the study's own effect size, like Card et al.'s Figure 6. It draws
-and tabulates; the numbers come from :mod:`multistat.human`,
-:mod:`multistat.agreement` and :func:`multistat.power.simulate_likert`.
+and tabulates; the numbers come from :mod:`multistat.human.ratings`,
+:mod:`multistat.human.agreement` and :func:`multistat.power.simulate_likert`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat import cube
-from multistat.agreement import krippendorff_alpha
-from multistat.human import variance_components
+from multistat.human.agreement import krippendorff_alpha
+from multistat.human.ratings import variance_components
 from multistat.power import simulate_likert
 from multistat.report._files import write_csv
 from multistat.report.plots import save_png

@@ -5,7 +5,7 @@ Draws what :func:`multistat.meta_analysis` computed: each study's effect with it
 interval (squares sized by weight), the pooled estimate as a diamond spanning its
 confidence interval, and the prediction interval as a line through it (metafor's
 ``forest()`` layout). Computes no statistic: the numbers come from the pooled table and
-:func:`multistat.meta.study_rows`.
+:func:`multistat.meta.pooling.study_rows`.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
     """HTML of the section; writes ``tables/meta.{csv,md}`` and
     ``figures/forest_*.png`` (one per pooled group with at least two studies, the
     report's ``test`` first, at most :data:`MAX_FOREST`)."""
-    # lazily: multistat.meta imports this module (import cycle)
-    from multistat.meta import study_rows
+    # lazily: multistat.meta.pooling imports this module (import cycle)
+    from multistat.meta.pooling import study_rows
 
     meta = pooled.attrs.get("multistat", {})
     by = [c for c in meta.get("by", ["metric", "system_a", "system_b", "test"])

@@ -2,7 +2,7 @@
 diagram (Demšar 2006, figure 1 style) and replicability table (Dror et al. 2017).
 
 Blocks are the test sets (datasets) of a compare table, one Friedman test per metric
-(:func:`multistat.across.blocks_per_metric`; metrics are never blocks: two metrics of one
+(:func:`multistat.leaderboard.across.blocks_per_metric`; metrics are never blocks: two metrics of one
 test set score the same outputs), with each system's score from the ``score_a``/
 ``score_b`` columns (oriented by the metric's ``higher_is_better``). The section appears
 only with at least 2 test sets, and shows the metrics with at least 3 systems scored on
@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat._atomic import write_text
-from multistat.across import FriedmanResult, blocks_per_metric, friedman, replicability
+from multistat.leaderboard.across import FriedmanResult, blocks_per_metric, friedman, replicability
 from multistat.errors import ParameterError
 from multistat.report import _files, _layout
 from multistat.report._markup import escape as _e

@@ -44,9 +44,9 @@ __all__ = [
     "wilcoxon",
 ]
 
-# Almost Stochastic Order over runs lives in multistat.stochastic_order (issue 11); it
+# Almost Stochastic Order over runs lives in multistat.significance.aso (issue 11); it
 # registers itself as "aso" here so that compare(tests=("aso", ...)) finds it
-from multistat.stochastic_order import _register as _register_aso
+from multistat.significance.aso import _register as _register_aso
 
 _register_aso()
 

@@ -541,7 +541,7 @@ class BatchResult:
     every pair's resampled statistic is formed (bootstrap ``{"dist": (B, S, M)}``;
     permutation ``{"flips": (B, S + 1, M)}``, the last row the flipped sum of ones, or
     ``{"swapped": (B, S, K), "total": (S, K)}`` for a corpus metric): the
-    Westfall-Young step-down (:mod:`multistat.stepdown`) forms its joint null from them
+    Westfall-Young step-down (:mod:`multistat.comparison.stepdown`) forms its joint null from them
     instead of drawing the plan again.
     """
 

@@ -10,7 +10,7 @@ they share no instance axis across systems, so they do not enter the study cube.
   likelihood Bradley-Terry (ties half a win each, or Davidson's tie model) on the Elo
   scale, with a seeded bootstrap over battles for score and rank intervals and WMT
   clusters from the bootstrap pairwise decisions after a correction (the rule of
-  :func:`multistat.rank`, reusing :mod:`multistat.ranking`).
+  :func:`multistat.rank`, reusing :mod:`multistat.leaderboard.ranking`).
 
 Speed (written by hand because no kept library fits many resamples at once): battles are
 aggregated to per-pair counts first (100 systems: at most 4,950 pairs, whatever the
@@ -458,8 +458,8 @@ def _pairwise_better(dist, beta, alpha, correction):
     # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import norm
 
-    # lazily: multistat.ranking imports this module (import cycle)
-    from multistat.ranking import better_matrix
+    # lazily: multistat.leaderboard.ranking imports this module (import cycle)
+    from multistat.leaderboard.ranking import better_matrix
 
     S = dist.shape[1]
     ia, ib = np.triu_indices(S, 1)
@@ -510,7 +510,7 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         (beta - anchor)``, so 400 points are 10:1 odds) with ``ci_low``/``ci_high``
         (bootstrap percentile interval); ``rank`` (1 best, ties averaged) with
         ``rank_ci_low``/``rank_ci_high`` (equal-tailed bootstrap interval of the rank,
-        :func:`multistat.ranking.rank_distribution`), ``expected_rank`` and ``p_best``;
+        :func:`multistat.leaderboard.ranking.rank_distribution`), ``expected_rank`` and ``p_best``;
         ``n_battles``, ``win_rate`` = (wins + ties / 2) / battles, ``wins``, ``losses``,
         ``ties``; ``rank_range_low/high``, ``cluster`` (WMT rule of
         :func:`multistat.rank`), ``beats``/``beaten_by`` from the corrected pairwise
@@ -534,7 +534,7 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
     bootstrap standard error (a resampling p-value has the floor ``2 / (B + 1)``, which
     Holm's ``alpha / m`` over thousands of pairs would never reach), corrected over all
     ``S (S - 1) / 2`` pairs; clusters, rank ranges and rank intervals are
-    :mod:`multistat.ranking`'s.
+    :mod:`multistat.leaderboard.ranking`'s.
 
     References
     ----------
@@ -584,8 +584,8 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         ref = b[..., list(names).index(str(anchor))] if anchor is not None else b.mean(-1)
         return ELO_BASE + ELO_PER_LOGIT * (b - np.asarray(ref)[..., None])
 
-    # lazily: multistat.ranking imports this module (import cycle)
-    from multistat.ranking import (
+    # lazily: multistat.leaderboard.ranking imports this module (import cycle)
+    from multistat.leaderboard.ranking import (
         clusters,
         point_ranks,
         rank_distribution,

@@ -1,7 +1,7 @@
-"""One row of the calibration table (:mod:`multistat.calibration`): the observed rate of a
+"""One row of the calibration table (:mod:`validation.calibration`): the observed rate of a
 (test, distribution, n) cell against its nominal level, with a verdict and the known
 reason for a departure; and the seed of each setting. Shared by
-:mod:`multistat.calibration` and :mod:`multistat._calibration_preferences`, below both.
+:mod:`validation.calibration` and :mod:`validation._preferences`, below both.
 """
 
 from __future__ import annotations

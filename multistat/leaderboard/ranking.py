@@ -348,7 +348,7 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     >>> import multistat
     >>> from multistat.demo import demo_frame
     >>> study = multistat.from_frame(demo_frame())
-    >>> res = multistat.ranking.rank_with_pairs(study, metrics=["likert"],
+    >>> res = multistat.leaderboard.ranking.rank_with_pairs(study, metrics=["likert"],
     ...                                         datasets=["newstest"], n_resamples=1000)
     >>> # every significant pair is one "beats" of its better system
     >>> int(res.table["beats"].sum()) == int(res.pairs["reject"].sum())

@@ -154,7 +154,7 @@ def _friedman_iv(scores, higher_is_better, alpha, posthoc, metric=None):
             raise ParameterError(f"`metric`: the study has metrics {list(per)}; a Friedman "
                                  "test blocks on the test sets of one metric (metrics are "
                                  "not blocks): name one with metric=... "
-                                 "(multistat.across.blocks_per_metric gives them all)")
+                                 "(multistat.leaderboard.across.blocks_per_metric gives them all)")
         wide, higher_is_better = next(iter(per.values())), True
     elif isinstance(scores, pd.DataFrame):
         wide = scores

@@ -302,12 +302,17 @@ class MetaResult:
         return pd.concat([studies, pooled], ignore_index=True)
 
     def plot_forest(self, ax=None, *, title: str | None = None):
-        """Forest plot (:func:`multistat.report.forest.forest_plot`): the studies with
-        their intervals (squares sized by weight), the pooled diamond and the prediction
-        interval. Returns the matplotlib Figure."""
-        from multistat.report.forest import forest_plot  # heavy: matplotlib, lazily
+        """Forest plot; deprecated: use ``multistat.report.forest_plot(result)``.
 
-        return forest_plot(self.to_frame(), ax=ax, title=title)
+        Drawing belongs to the report layer; this method is kept for one release and
+        warns. Returns the matplotlib Figure."""
+        warnings.warn("MetaResult.plot_forest() is deprecated and will be removed in "
+                      "multistat 0.3; use multistat.report.forest_plot(result)",
+                      DeprecationWarning, stacklevel=2)
+        # deprecated shim: the one import of the report layer from below (tests/test_layers)
+        from multistat.report.forest import forest_plot
+
+        return forest_plot(self, ax=ax, title=title)
 
     def leave_one_out(self) -> pd.DataFrame:
         """The analysis again without each study in turn (metafor's ``leave1out``): one
@@ -474,7 +479,7 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
 
     >>> import numpy as np
     >>> from statsmodels.stats.meta_analysis import combine_effects
-    >>> from multistat.meta import meta_analysis
+    >>> from multistat.meta.pooling import meta_analysis
     >>> tpos, tneg = np.array([4, 6, 3]), np.array([119, 300, 228])
     >>> cpos, cneg = np.array([11, 29, 11]), np.array([128, 274, 209])
     >>> yi = np.log(tpos / (tpos + tneg)) - np.log(cpos / (cpos + cneg))
@@ -747,7 +752,7 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
     Examples
     --------
     >>> import numpy as np
-    >>> from multistat.meta import meta_regression
+    >>> from multistat.meta.pooling import meta_regression
     >>> y = np.array([0.1, 0.3, 0.35, 0.6, 0.7]); v = np.full(5, 0.01)
     >>> fit = meta_regression(y, v, mods=[1, 2, 3, 4, 5], method="fixed")
     >>> round(float(fit.coefficients.loc[1, "estimate"]), 3)

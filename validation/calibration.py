@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from multistat import _atomic
-from multistat._calibration_cells import ALPHA, CONFIDENCE, cell, seed_of
+from validation._cells import ALPHA, CONFIDENCE, cell, seed_of
 from multistat.corpus import get_corpus_metric
 from multistat.io import write_parquet
 
@@ -303,7 +303,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
                     ) -> pd.DataFrame:
     """The calibration table (columns :data:`COLUMNS`), one row per cell. ``preferences``:
     add the Type I error of ``preference_test`` with several judgments per item
-    (:mod:`multistat._calibration_preferences`)."""
+    (:mod:`validation._preferences`)."""
     rows = []
     for dist in distributions:
         for n in sizes:
@@ -315,7 +315,7 @@ def run_calibration(*, distributions=DISTRIBUTIONS, sizes=SIZES, replicates=2000
                 progress(f"{dist:>7} n={n:<4} {time.perf_counter() - t0:6.1f} s")
     if preferences:
         # heavy: scipy.special, numpy, lazily
-        from multistat._calibration_preferences import preference_rows
+        from validation._preferences import preference_rows
 
         rows += preference_rows(replicates=replicates, seed=seed)
     out = pd.DataFrame(rows, columns=list(COLUMNS))
@@ -338,7 +338,7 @@ def to_markdown(table: pd.DataFrame) -> str:
              f"{meta.get('n_resamples', '?')} resamples; seed {meta.get('seed', '?')}. "
              "A cell is `ok` within 3 binomial SE of the nominal value. `se_cluster` is "
              "the SE from the spread of the per-dataset rates (shared plans within a "
-             "dataset). Data and reasons: `multistat/calibration.py`.")
+             "dataset). Data and reasons: `validation/calibration.py`.")
     lines = ["# multistat calibration", "", intro, ""]
     cols = ["test", "method", "distribution", "n", "rate", "se_binomial", "se_cluster",
             "verdict", "reason"]
@@ -379,9 +379,9 @@ def write_reports(table: pd.DataFrame, out_dir="reports/validation") -> tuple[Pa
 
 
 def main(argv=None) -> int:
-    """``python -m multistat.calibration [--quick] [--out DIR]`` (``make validate``)."""
+    """``python -m validation.calibration [--quick] [--out DIR]`` (``make validate``)."""
 
-    ap = argparse.ArgumentParser(prog="python -m multistat.calibration",
+    ap = argparse.ArgumentParser(prog="python -m validation.calibration",
                                  description="Type I error and interval coverage of every "
                                              "registered test (writes Parquet + Markdown)")
     ap.add_argument("--out", default="reports/validation", help="output directory")

@@ -7,8 +7,8 @@ judgments agree more with each other than with another item's); ``raters`` judgm
 item, a tie with probability 0.1, else a with probability ``p_i``. Two tests per data set:
 
 * ``preference_test (items)``: the sign-flip test over items of
-  :func:`multistat.preferences.sign_flip_pvalues` on the items' centred win shares
-  (:func:`multistat.preferences.unit_shares`), the code ``preference_test`` runs;
+  :func:`multistat.human.preferences.sign_flip_pvalues` on the items' centred win shares
+  (:func:`multistat.human.preferences.unit_shares`), the code ``preference_test`` runs;
 * ``binomial over judgments (ignores items)``: the binomial test on all decisive
   judgments as if independent -- the mistake the issue describes, shown as a contrast.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from multistat._calibration_cells import ALPHA, cell, seed_of
-from multistat.preferences import sign_flip_pvalues, unit_shares
+from validation._cells import ALPHA, cell, seed_of
+from multistat.human.preferences import sign_flip_pvalues, unit_shares
 from multistat.significance._binomial import binom_half_pvalue
 
 GROUP = 50
@@ -36,7 +36,7 @@ def _draw(rng, replicates, n_items, raters):
 
 def preference_rows(*, replicates=2000, sizes=(30, 100), raters=3, n_resamples=999,
                     seed=0) -> list[dict]:
-    """Calibration rows (:data:`multistat.calibration.COLUMNS`) of the two tests."""
+    """Calibration rows (:data:`validation.calibration.COLUMNS`) of the two tests."""
     rows = []
     for n in sizes:
         s = seed_of("calibration", seed, "preference", n, raters)

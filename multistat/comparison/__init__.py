@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from multistat import __version__, _table, cube, equivalence, stepdown
+from multistat import __version__, _table, cube
+from multistat.comparison import equivalence, stepdown
 from multistat import engine as eng
 from multistat._budget import Budget
 from multistat._centre import centred_means, levels, metric_centres
@@ -189,7 +190,7 @@ def _walk(all_ds):
     """The selected datasets (:func:`multistat.cube.select`) as :class:`_Dataset`, built
     one at a time as the walk reaches them: the one walk over datasets and metric groups
     (:meth:`_Dataset.groups`) of :func:`compare`, :func:`system_scores` and
-    :func:`multistat.ranking.system_distributions`."""
+    :func:`multistat.leaderboard.ranking.system_distributions`."""
     for name, ds in all_ds.items():
         yield _Dataset(name, ds)
 
@@ -267,7 +268,7 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
     seed : non-negative int, 0 included; the same seed gives bit-identical tables
         whatever ``scheduler``, ``n_chunks`` and ``memory_limit``
     correction : statsmodels ``multipletests`` method, ``"westfall-young"`` (resampling
-        step-down over the shared plan, :mod:`multistat.stepdown`: max-T for means,
+        step-down over the shared plan, :mod:`multistat.comparison.stepdown`: max-T for means,
         min-P for corpus metrics; ``"westfall-young-maxT"``/``"-minP"`` to choose; only
         with the bootstrap and permutation tests — closed-form tests are refused, as they
         have no joint null on a shared plan), or ``"none"``/None
@@ -306,7 +307,7 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
     mde_power : the power at which column ``mde`` is computed (default 0.8)
     equivalence_margin : delta > 0 (metric units): add TOST columns ``p_equivalence``,
         ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
-        correction; :mod:`multistat.equivalence`) for the tests whose spec has
+        correction; :mod:`multistat.comparison.equivalence`) for the tests whose spec has
         ``equivalence=True`` (t, Wilcoxon, bootstrap, permutation): their two one-sided
         tests run in the same walk, on the same slabs, chunks of pairs and plans, with the test's options
 
@@ -524,7 +525,7 @@ def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> 
 def _assemble(parts, families, req: RunRequest, kept, equivalent) -> pd.DataFrame:
     """The table from its blocks (one per dataset x metric group x test) with the
     corrected p-values and, when the request has an equivalence margin, the TOST columns
-    from ``equivalent`` (:func:`multistat.equivalence.block_pvalues` per block), in the
+    from ``equivalent`` (:func:`multistat.comparison.equivalence.block_pvalues` per block), in the
     final column order.
 
     With the default families (dataset x metric x test) and a ``multipletests``
@@ -532,7 +533,7 @@ def _assemble(parts, families, req: RunRequest, kept, equivalent) -> pd.DataFram
     each - so the columns are concatenated once and corrected as arrays
     (:func:`multistat.correct.adjust_groups`), and the frame is built once; otherwise the
     blocks' frames are concatenated and corrected by :func:`multistat.correct.adjust` /
-    :func:`multistat.stepdown.adjust_table`. Both give the same table."""
+    :func:`multistat.comparison.stepdown.adjust_table`. Both give the same table."""
     table = _corrected(parts, families, req.correction, req.family, req.alpha, kept,
                        plain=equivalent is None)
     if equivalent is not None:

@@ -428,7 +428,7 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
 
     Examples
     --------
-    >>> from multistat.metaeval import metric_correlation
+    >>> from multistat.meta.evaluation import metric_correlation
     >>> gold, metric = [1, 2, 2, 3, 4], [2, 1, 1.5, 5, 3]
     >>> round(metric_correlation(gold, metric, statistic="kendall_b").value, 3)
     0.316
@@ -973,7 +973,7 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
     Examples
     --------
     >>> import numpy as np
-    >>> from multistat.metaeval import compare_metrics
+    >>> from multistat.meta.evaluation import compare_metrics
     >>> rng = np.random.default_rng(1)
     >>> human = rng.normal(size=(6, 200))
     >>> good, bad = human + rng.normal(size=human.shape), rng.normal(size=human.shape)
@@ -1140,7 +1140,7 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
     Examples
     --------
     >>> import multistat
-    >>> from multistat.metaeval import meta_evaluate
+    >>> from multistat.meta.evaluation import meta_evaluate
     >>> from multistat.demo import demo_frame
     >>> study = multistat.from_frame(demo_frame())
     >>> board = meta_evaluate(study, "likert", datasets=["newstest"], level="system",
@@ -1172,7 +1172,7 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
     from multistat.comparison import study_hash
 
     # heavy: xarray, lazily
-    from multistat.ranking import better_matrix, clusters, point_ranks, score_order
+    from multistat.leaderboard.ranking import better_matrix, clusters, point_ranks, score_order
 
     if not hasattr(study, "children"):
         study = cube.load(study)
