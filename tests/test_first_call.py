@@ -1,8 +1,8 @@
-"""Issue 23.8: the first ``compare`` call of a fresh process pays only for what its tests
-need. The t path imports neither scipy.stats nor statsmodels (0.35 s of imports, more
-than the whole t computation of 4,950 pairs x 2 metrics x 10,000 instances), nor
-scipy.optimize and multistat.power for its ``mde`` column (0.17 s), and the helpers that
-let it skip them give the same numbers as the functions they stand for. The timing itself is in benchmarks/bench_first_call.py."""
+"""The first ``compare`` call of a fresh process pays only for what its tests need. The t
+path imports neither scipy.stats nor statsmodels (0.35 s of imports, more than the whole t
+computation of 4,950 pairs x 2 metrics x 10,000 instances), nor scipy.optimize for its
+``mde`` column, and the helpers that let it skip them give the same numbers as the
+functions they stand for. The timing itself is in benchmarks/bench_first_call.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from multistat import _t_power
 from multistat._lazy import LazyModule, lazy_module
 from multistat.errors import MultistatError
 from multistat.power import analytic
@@ -39,8 +38,8 @@ def test_t_only_compare_imports_no_scipy_stats_nor_statsmodels():
         "    metrics=['m1', 'm2'], instances=list(range(300)))\n"
         "tab = c.compare(cube.make_study([ds]), tests=('t',), effect_sizes=False)\n"
         "assert tab['mde'].notna().all() and tab['p_adjusted'].notna().all()\n"
-        "left = [m for m in ('scipy.stats', 'statsmodels', 'scipy.optimize',\n"
-        "                    'multistat.power') if m in sys.modules]\n"
+        "left = [m for m in ('scipy.stats', 'statsmodels', 'scipy.optimize')\n"
+        "        if m in sys.modules]\n"
         "assert not left, left\n"
         # another correction than Holm needs statsmodels: imported then, not before
         "c.compare(cube.make_study([ds]), tests=('t',), effect_sizes=False,\n"
@@ -109,7 +108,7 @@ def test_mde_dz_is_the_brentq_root_of_mde_paired_t(alternative):
     solved = 0
     for n, a, p in itertools.product(ns, alphas, powers):
         ref = _brentq_mde(n, a, p, alternative)
-        got = _t_power.mde_dz(n, a, p, alternative)
+        got = analytic.mde_dz(n, a, p, alternative)
         if np.isnan(ref):  # n too small, power at or below the H0 rejection rate
             assert np.isnan(got), (n, a, p)
             continue
@@ -122,7 +121,7 @@ def test_mde_dz_is_the_brentq_root_of_mde_paired_t(alternative):
         if n <= 10**6:
             assert got == pytest.approx(ref, rel=1e-10, abs=0), (n, a, p)
         # ... and is the root at least as closely as brentq's answer
-        pw = _t_power.t_power
+        pw = analytic.t_power
         assert abs(pw(n, got, a, alternative) - p) <= max(
             abs(pw(n, ref, a, alternative) - p), 2e-15), (n, a, p)
         solved += 1
@@ -139,7 +138,7 @@ def test_mde_dz_against_statsmodels_ttestpower():
     for n, a, p, alt in itertools.product([3, 5, 10, 30, 80, 1000, 10**4, 10**5],
                                           [0.001, 0.01, 0.05, 0.1], [0.5, 0.8, 0.9, 0.99],
                                           _ALTS):
-        d = _t_power.mde_dz(n, a, p, alt)
+        d = analytic.mde_dz(n, a, p, alt)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             got = tp.power(effect_size=d, nobs=n, alpha=a, alternative=_SM_ALT[alt])
@@ -153,30 +152,30 @@ def test_mde_dz_against_statsmodels_ttestpower():
     # target within 1e-12, above), hence the loose tolerance
     for n, a, p in [(80, 0.05, 0.8), (30, 0.01, 0.9), (1000, 0.05, 0.8), (10, 0.1, 0.5)]:
         ref = float(np.squeeze(tp.solve_power(effect_size=None, nobs=n, alpha=a, power=p)))
-        assert _t_power.mde_dz(n, a, p, "two-sided") == pytest.approx(ref, rel=1e-4)
+        assert analytic.mde_dz(n, a, p, "two-sided") == pytest.approx(ref, rel=1e-4)
         ref = float(np.squeeze(tp.solve_power(effect_size=None, nobs=n, alpha=a, power=p,
                                               alternative="larger")))
-        assert _t_power.mde_dz(n, a, p, "greater") == pytest.approx(ref, rel=1e-4)
+        assert analytic.mde_dz(n, a, p, "greater") == pytest.approx(ref, rel=1e-4)
 
 
 def test_mde_dz_nan_where_mde_paired_t_refuses():
     # the cases _mde_multiplier turned into NaN by catching mde_paired_t's errors
     with pytest.raises(MultistatError, match="must exceed the rejection rate"):
         analytic.mde_paired_t(n=50, power=0.02, alpha=0.05)
-    assert np.isnan(_t_power.mde_dz(50, 0.05, 0.02, "two-sided"))
+    assert np.isnan(analytic.mde_dz(50, 0.05, 0.02, "two-sided"))
     with pytest.raises(MultistatError, match="no effect size within the feasible range"):
         analytic.mde_paired_t(n=2, power=0.999, alpha=1e-6)
-    assert np.isnan(_t_power.mde_dz(2, 1e-6, 0.999, "two-sided"))
+    assert np.isnan(analytic.mde_dz(2, 1e-6, 0.999, "two-sided"))
     for args in [(1, 0.05, 0.8, "two-sided"), (0, 0.05, 0.8, "less"),
                  (50, 0.0, 0.8, "greater"), (50, 0.05, 1.0, "two-sided"),
                  (50, 0.05, 0.8, "sideways"), (50, np.nan, 0.8, "two-sided")]:
-        assert np.isnan(_t_power.mde_dz(*args)), args
+        assert np.isnan(analytic.mde_dz(*args)), args
 
 
 def test_analytic_power_is_the_special_only_module():
     # one power function: paired_t and compare's mde evaluate the same code
-    assert analytic._t_power is _t_power.t_power
-    assert analytic._nct_sf is _t_power.nct_sf
+    assert analytic._t_power is analytic.t_power
+    assert analytic._nct_sf is analytic.nct_sf
 
 
 def test_blas_controller_finds_what_threadpoolctls_full_scan_finds():

@@ -733,9 +733,9 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
 @functools.lru_cache(maxsize=64)
 def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
     """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
-    ``power.analytic.mde_paired_t``'s root without scipy.optimize (issue 23.8)."""
-    # lazily: scipy.special, only when a table has an mde column to fill
-    from multistat._t_power import mde_dz
+    :func:`multistat.power.analytic.mde_dz`, cached per design."""
+    # lazily: the power package, only when a table has an mde column to fill
+    from multistat.power.analytic import mde_dz
 
     return mde_dz(n, alpha, power, alternative)
 
