@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from multistat import __version__, _table, cube
-from multistat.comparison import equivalence, stepdown
 from multistat import engine as eng
 from multistat._budget import Budget
 from multistat._centre import centred_means, levels, metric_centres
@@ -42,6 +40,14 @@ from multistat._table import join_notes as _join_notes
 from multistat._table import labels as _labels
 from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat._validation import check_int, check_probability, check_seed
+from multistat.comparison import _holes, equivalence, stepdown
+from multistat.comparison._groups import (
+    EFFECT_COLUMNS,
+    EFFECT_SE_COLUMNS,
+    mde,
+    mde_multiplier,
+    run_group,
+)
 from multistat.corpus import get_corpus_metric
 from multistat.correct import adjust, adjust_groups
 from multistat.errors import (
@@ -51,19 +57,12 @@ from multistat.errors import (
     show,
 )
 from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, build_request
-from multistat.significance import _holes
-from multistat.significance._batch import BatchResult, Context, Slab, accepted_keywords, background
-from multistat.significance.parametric import pair_mean_sd
-from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
+from multistat.significance import _holes as _holes_data
+from multistat.significance._batch import Context, Slab, accepted_keywords, background
 
 __all__ = ["COLUMNS", "DEFAULT_TESTS", "compare", "run", "study_hash", "system_scores"]
 
 DEFAULT_FAMILY_COLUMNS = ("dataset", "metric", "test")  # correct.DEFAULT_FAMILY
-EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
-                                           "hodges_lehmann")
-                       for s in ("", "_ci_low", "_ci_high"))
-#: standard errors of the effect sizes (large-sample, :func:`multistat.effect.cohens_dz_se`)
-EFFECT_SE_COLUMNS = ("cohens_d_se", "hedges_g_se")
 COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "estimate",
            "se", "ci_low", "ci_high", "confidence_level", "test", "alternative", "null_value",
            "statistic", "p_value", "family", "correction", "p_adjusted", "reject", "alpha",
@@ -122,7 +121,7 @@ class _Dataset:
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
         # read with missing="keep": instances only some systems have (issue 25)
-        self.holes = _holes.has_holes(ds, self.score)
+        self.holes = _holes_data.has_holes(ds, self.score)
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
         self.sysnames = self.ds.system.values.astype(str)
@@ -144,7 +143,7 @@ class _Dataset:
         for m, kind in enumerate(self.ds.kind.values):
             valid = ~np.isnan(first[m])[self.order]
             if self.holes:  # issue 25: any system's instances, the whole pattern as key
-                valid, key = _holes.presence_key(self.score[:, m], self.order)
+                valid, key = _holes_data.presence_key(self.score[:, m], self.order)
             if kind == "corpus":
                 out.append(("corpus", [m], valid))
                 continue
@@ -433,8 +432,8 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
             slab = _slab(d, kind, ms, valid, codes)
             # the mde multiplier (a root solve, ~10 ms for a new n) runs while the tests
             # do; it emits no warnings (tested), so none can land in a test's notes
-            mde_multiplier = background(_mde_multiplier, slab.n, req.alpha, req.mde_power,
-                                         req.alternative, name="multistat-mde")
+            mult_later = background(mde_multiplier, slab.n, req.alpha, req.mde_power,
+                                    req.alternative, name="multistat-mde")
             sys_obs = slab.means() if not slab.is_corpus else slab.corpus_observed
             input_hash.start()
             base = {
@@ -447,15 +446,14 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
             if slab.present is None:
-                results, extra = _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
-                                            req.effect_sizes, req.power, req.budget)
-            else:  # issue 25: paired tests on each pair's joint instances
+                results, extra = run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
+                                           req.effect_sizes, req.power, req.budget)
+            else:  # paired tests on each pair's joint instances
                 results, extra = _holes.run_group(
                     slab, ia, ib, specs, ctxs, base_ctx, bar, req.effect_sizes, req.power,
-                    req.budget, run=_run_group, refuse_stepdown=req.stepdown,
-                    mde=lambda spec, sub, sd, se: _mde(spec, sub, _mde_multiplier(
-                        sub.n, req.alpha, req.mde_power, req.alternative), sd, se))
-            mult = mde_multiplier()
+                    req.budget, refuse_stepdown=req.stepdown,
+                    mde_design=(req.alpha, req.mde_power, req.alternative))
+            mult = mult_later()
             have_systems = False
             for spec in specs:
                 res = results[spec.name]
@@ -485,11 +483,11 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
 
 def _holes_side(slab, base_ctx):
     """How a TOST side runs on a slab with holes: every pair on its joint instances, as
-    the main rows (:func:`multistat.significance._holes.run_group`)."""
+    the main rows (:func:`multistat.comparison._holes.run_group`)."""
     def run(spec, ia, ib, ctx):
         results, _ = _holes.run_group(
             slab, ia, ib, [spec], {spec.name: ctx}, base_ctx, _NoProgress(), False, False,
-            ctx.budget, run=_run_group, mde=lambda spec, sub, sd, se: np.nan)
+            ctx.budget)
         return results[spec.name]
     return run
 
@@ -510,7 +508,7 @@ def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> 
         rows["seed"] = -1
     rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
     if "mde" not in arrays:  # (a slab with holes: per row, issue 25)
-        rows["mde"] = _mde(spec, slab, mult, extra.get("_sd"),
+        rows["mde"] = mde(spec, slab, mult, extra.get("_sd"),
                            null_sd if null_sd is not None else se if spec.resampling else None)
     if extra.get("_note") is not None:
         rows["note"] = _join_notes(rows["note"], extra["_note"])
@@ -640,114 +638,8 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
         slab.corpus = corpus
         slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
     if d.holes:  # issue 25: slab.present, the instances each system has
-        _holes.mark(slab)
+        _holes_data.mark(slab)
     return slab
-
-
-def _run_group(slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, power, budget):
-    """Every spec on one slab: closed-form specs (and the effect sizes) over slabs of
-    pairs sized by the budget, resampling specs on all pairs at once."""
-    P, M, n = len(ia), slab.shape[1], slab.n
-    sliced = [s for s in specs if not s.all_pairs]
-    whole = [s for s in specs if s.all_pairs]
-    results: dict = {}
-    extras: list = []
-    per_value = max([s.bytes_per_value for s in sliced] +
-                    [EFFECT_BYTES_PER_VALUE if want_effects else 0, 16])
-    chunks = budget.chunks(P, M * n * per_value) if P else []
-    pieces = {s.name: [] for s in sliced}
-    for sl in chunks:
-        a, b = ia[sl], ib[sl]
-        for spec in sliced:
-            pieces[spec.name].append(spec.run(slab, a, b, ctxs[spec.name]))
-            bar.tick(slab.dataset, spec.name, 1)
-        extras.append(_pair_extras(slab, a, b, want_effects, base_ctx, power))
-        bar.tick(slab.dataset, "", 1)
-        slab.release_pairs()
-    for spec in sliced:
-        results[spec.name] = (BatchResult.concat(pieces[spec.name]) if pieces[spec.name]
-                              else spec.run(slab, ia, ib, ctxs[spec.name]))
-    for spec in whole:
-        ctx = ctxs[spec.name].replace(progress=bar.share(slab.dataset, spec.name))
-        results[spec.name] = spec.run(slab, ia, ib, ctx)
-    extra = {k: np.concatenate([e[k] for e in extras]) if not isinstance(extras[0][k], str)
-             else extras[0][k] for k in extras[0]} if extras else {}
-    return results, extra
-def _pair_extras(slab, ia, ib, want_effects, ctx, power) -> dict:
-    """Effect-size and power columns and the sd of the differences (for ``mde``), one value
-    per pair x metric (ravelled), for one slab of pairs."""
-    P, M, n = len(ia), slab.shape[1], slab.n
-    out: dict = {}
-    if slab.is_corpus:
-        if want_effects:
-            for c in EFFECT_COLUMNS + EFFECT_SE_COLUMNS:
-                out[c] = np.full(P * M, np.nan)
-            out["_note"] = ("effect sizes of per-instance scores do not apply to a corpus "
-                            "metric (the estimate is the corpus-metric difference)")
-        if power:
-            out["power"] = np.full(P * M, np.nan)
-        out["_sd"] = np.full(P * M, np.nan)
-        return out
-    mean_d, sd_d = pair_mean_sd(slab, ia, ib)
-    if want_effects:
-        # heavy: multistat.effect imports scipy.stats (first-call time)
-        from multistat.effect import effect_sizes_batch
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constant pairs: NaN + notes from the tests
-            eff = effect_sizes_batch(slab, ia, ib, confidence_level=ctx.confidence_level,
-                                     moments=(mean_d, sd_d))
-        for c in EFFECT_COLUMNS:
-            out[c] = np.asarray(eff[c], dtype=float).reshape(P * M)
-        # heavy: multistat.effect imports scipy.stats (first-call time)
-        from multistat.effect import cohens_dz_se, hedges_correction
-
-        out["cohens_d_se"] = cohens_dz_se(out["cohens_d"], n)
-        out["hedges_g_se"] = hedges_correction(n - 1) * out["cohens_d_se"]
-    if power:
-        target = None if power is True else float(power)
-        out["power"] = _power_column(mean_d, sd_d, n, ctx.alpha, ctx.alternative,
-                                     target).reshape(P * M)
-        if target is None:
-            out["_note"] = ("power: retrospective, at the observed mean difference (a "
-                            "function of the p-value; plan with `multistat power`)")
-    out["_sd"] = sd_d.reshape(P * M)
-    return out
-
-
-def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
-    """Power of the paired t test at level alpha to detect ``target`` (metric units; None:
-    the observed mean difference) given each pair's sd of differences
-    (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
-    # heavy: multistat.power (scipy.stats), lazily (first-call time)
-    from multistat.power.analytic import _t_power
-
-    delta = mean_d if target is None else np.full(sd.shape, float(target))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        effect = np.where(sd > 0, delta / sd, np.nan)
-    power = np.vectorize(lambda e: np.nan if np.isnan(e) else _t_power(n, e, alpha,
-                                                                       alternative))
-    return power(effect).astype(float)
-
-
-@functools.lru_cache(maxsize=64)
-def _mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> float:
-    """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
-    :func:`multistat.power.analytic.mde_dz`, cached per design."""
-    # lazily: the power package, only when a table has an mde column to fill
-    from multistat.power.analytic import mde_dz
-
-    return mde_dz(n, alpha, power, alternative)
-
-
-def _mde(spec, slab, mult, sd, se):
-    """Column ``mde``: resampling tests from their resampled standard error, the others
-    from the sd of the differences (paired-t closed form)."""
-    if se is not None:
-        return mult * np.sqrt(slab.n) * np.asarray(se, dtype=float).ravel()
-    if slab.is_corpus or sd is None:
-        return np.nan
-    return mult * sd
 
 
 def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
