@@ -10,7 +10,7 @@ from per-system quantities where the statistic allows (means and the Gram matrix
 d_z); the p-values are corrected over declared families (:mod:`multistat.correct`).
 
 Length (about 870 lines): `compare`, its per-system companions (`system_scores`,
-`system_bootstrap`, `ranking.system_distributions`) and the run metadata share one walk
+`system_bootstrap`, `system_distributions`) and the run metadata share one walk
 over datasets and metric groups (`_Dataset`, `_walk`);
 the table-building helpers already live in :mod:`multistat._table`.
 """
@@ -60,7 +60,8 @@ from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, b
 from multistat.significance import _holes as _holes_data
 from multistat.significance._batch import Context, Slab, accepted_keywords, background
 
-__all__ = ["COLUMNS", "DEFAULT_TESTS", "compare", "run", "study_hash", "system_scores"]
+__all__ = ["COLUMNS", "DEFAULT_TESTS", "compare", "run", "study_hash", "system_distributions",
+           "system_scores"]
 
 DEFAULT_FAMILY_COLUMNS = ("dataset", "metric", "test")  # correct.DEFAULT_FAMILY
 COLUMNS = ("dataset", "metric", "system_a", "system_b", "n", "statistic_kind", "estimate",
@@ -189,7 +190,7 @@ def _walk(all_ds):
     """The selected datasets (:func:`multistat.cube.select`) as :class:`_Dataset`, built
     one at a time as the walk reaches them: the one walk over datasets and metric groups
     (:meth:`_Dataset.groups`) of :func:`compare`, :func:`system_scores` and
-    :func:`multistat.leaderboard.ranking.system_distributions`."""
+    :func:`system_distributions`."""
     for name, ds in all_ds.items():
         yield _Dataset(name, ds)
 
@@ -693,6 +694,34 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     k = metric_centres(X)
     dist = eng.resample("bootstrap", functools.partial(eng.mean_kernel, centre=k), X, **run)
     return system_observed(ds, kind, ms, valid, X), levels(dist, k)
+
+
+def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
+                         scheduler="threads", n_chunks=None, known=None):
+    """Each system's bootstrap distribution, per metric group: the seam a leaderboard
+    uses for rank intervals.
+
+    Yields ``(dataset, metric names, higher_is_better, observed (S, M), resampled
+    (B, S, M), system names)`` per metric group, on the shared bootstrap plan (the same
+    plan, instance order and grouping as :func:`multistat.compare` and
+    :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
+    already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
+    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
+    for d in _walk(all_ds):
+        name, ds = d.name, d.ds
+        for kind, ms, valid in d.groups(metrics):
+            names = tuple(ds.metric.values[ms].astype(str))
+            hib = ds.higher_is_better.values[ms].astype(bool)
+            if known and (name, names) in known:
+                X = None if kind == "corpus" else d.group_scores(ms, valid)
+                yield (name, np.array(names), hib, system_observed(ds, kind, ms, valid, X),
+                       known[(name, names)], d.sysnames)
+                continue
+            obs, dist, _ = _group_bootstrap(d, kind, ms, valid, n_resamples=n_resamples,
+                                            seed=seed, scheduler=scheduler,
+                                            n_chunks=n_chunks)
+            yield (name, ds.metric.values[ms].astype(str),
+                   ds.higher_is_better.values[ms].astype(bool), obs, dist, d.sysnames)
 
 
 def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_level=0.95,

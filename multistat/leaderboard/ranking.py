@@ -30,6 +30,7 @@ import pandas as pd
 from multistat import cube
 from multistat._centre import levels
 from multistat._validation import check_choice
+from multistat.comparison import system_distributions
 from multistat.errors import ResamplingFloorWarning
 from multistat.pfloor import floor_note
 from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
@@ -216,34 +217,6 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
         if note is not None:
             notes.append(note)
     return notes
-
-
-def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
-                         scheduler="threads", n_chunks=None, known=None):
-    """Yield ``(dataset, metric names, higher_is_better, observed (S, M), resampled
-    (B, S, M), system names)`` per metric group, on the shared bootstrap plan (the same
-    plan, instance order and grouping as :func:`multistat.compare` and
-    :func:`multistat.system_scores`). ``known``: ``{(dataset, metric names): (B, S, M)}``
-    already drawn (by ``compare``'s bootstrap test), reused instead of redrawn."""
-    # lazily: multistat.comparison imports this module (import cycle)
-    from multistat.comparison import _group_bootstrap, _walk, system_observed
-
-    all_ds, metrics = cube.select(study, datasets=datasets, metrics=metrics)
-    for d in _walk(all_ds):
-        name, ds = d.name, d.ds
-        for kind, ms, valid in d.groups(metrics):
-            names = tuple(ds.metric.values[ms].astype(str))
-            hib = ds.higher_is_better.values[ms].astype(bool)
-            if known and (name, names) in known:
-                X = None if kind == "corpus" else d.group_scores(ms, valid)
-                yield (name, np.array(names), hib, system_observed(ds, kind, ms, valid, X),
-                       known[(name, names)], d.sysnames)
-                continue
-            obs, dist, _ = _group_bootstrap(d, kind, ms, valid, n_resamples=n_resamples,
-                                            seed=seed, scheduler=scheduler,
-                                            n_chunks=n_chunks)
-            yield (name, ds.metric.values[ms].astype(str),
-                   ds.higher_is_better.values[ms].astype(bool), obs, dist, d.sysnames)
 
 
 def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAULT_N_RESAMPLES, seed=0,

@@ -40,6 +40,7 @@ from multistat.report._markup import figure as _img
 from multistat.report._markup import png_size as _png_size
 from multistat.report._markup import table as _table
 from multistat.report.clusters import check_ranking, write_ranking
+from multistat.report.meta import meta_section
 from multistat.report.metaeval import write_metaeval
 from multistat.report.preferences import write_preferences
 from multistat.report.testsets import across_section
@@ -371,10 +372,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         toc.append(("across", "Across test sets"))
 
     meta_html = ""
-    if pooled is not None:  # pooled across test sets (multistat.report.meta, issue 27)
-        # lazily: multistat.report.meta imports this module (import cycle)
-        from multistat.report.meta import meta_section
-
+    if pooled is not None:  # pooled across test sets (multistat.report.meta)
         meta_html = meta_section(res, _read_frame(pooled, "pooled"), figdir, tabdir, dpi=dpi,
                                  test=test if isinstance(test, str) else None)
         toc.append(("meta", "Meta-analysis across test sets"))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from multistat._atomic import write_text
+from multistat.meta.pooling import study_rows
 from multistat.report._files import file_stem as _slug
 from multistat.report._files import write_csv
 from multistat.report._markup import escape as _e
@@ -38,9 +39,6 @@ def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
     """HTML of the section; writes ``tables/meta.{csv,md}`` and
     ``figures/forest_*.png`` (one per pooled group with at least two studies, the
     report's ``test`` first, at most :data:`MAX_FOREST`)."""
-    # lazily: multistat.meta.pooling imports this module (import cycle)
-    from multistat.meta.pooling import study_rows
-
     meta = pooled.attrs.get("multistat", {})
     by = [c for c in meta.get("by", ["metric", "system_a", "system_b", "test"])
           if c in pooled]

@@ -54,6 +54,8 @@ from multistat._lazy import lazy_module
 from multistat._validation import check_int, check_probability, check_seed
 from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterTypeError
+from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
+from multistat.significance._batch import BatchResult
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
 
@@ -348,8 +350,6 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     not counted in a correction family), ``estimate`` the difference of the sample means;
     ``alternative`` and ``null_value`` do not apply (ASO tests dominance, not a shift).
     """
-    # lazily: multistat.significance._base imports this module (import cycle)
-    from multistat.significance._base import TestResult
 
     r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
     k = pair_centre(x, y)  # a common constant: means of moved scores (issue 24.1)
@@ -393,8 +393,6 @@ def aso_batch(slab, ia, ib, ctx):
     over the instances of each run: one score per training seed, as in deepsig);
     without runs, its per-instance scores (a distribution over test items). Scores of a
     lower-is-better metric are negated, so eps_min < 0.5 always means "a is better"."""
-    # lazily: multistat.significance._batch imports this module (import cycle)
-    from multistat.significance._batch import BatchResult
 
     S, M, _ = slab.shape
     P = len(ia)
@@ -449,9 +447,6 @@ def aso_batch(slab, ia, ib, ctx):
 
 
 def _register():
-    # lazily: multistat.significance._base imports this module (import cycle)
-    from multistat.significance._base import REGISTRY, TestSpec, register
-
     if "aso" not in REGISTRY:
         register(TestSpec("aso", aso_test, "resampling", ("distribution",),
                           assumes_symmetric=False, assumes_normal=False, resampling=True,
