@@ -3,7 +3,6 @@ statsmodels' combine_effects, the likelihood itself and pooling by hand (issue 2
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pandas as pd
@@ -336,10 +335,7 @@ def test_many_groups_are_fast_and_equal_one_at_a_time():
     Y = rng.normal(0, 1, (G, K))
     V = rng.uniform(0.05, 1.0, (G, K))
     M = np.ones((G, K), bool)
-    start = time.perf_counter()
-    out = _pool(Y, V, M, "reml", "z", 0.95)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5.0  # ~0.1 s measured (shared 2-core machine); a loop is ~100x
+    out = _pool(Y, V, M, "reml", "z", 0.95)  # speed: benchmarks/, not here
     for g in (0, 17, 9_999):
         ref = meta_analysis(Y[g], V[g])
         assert out["tau2"][g] == pytest.approx(ref.tau2, rel=1e-9, abs=1e-14)
