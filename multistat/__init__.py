@@ -16,6 +16,7 @@ _LAZY = {
     "read_scores": ("multistat.io", "read_scores"),
     "write_parquet": ("multistat.io", "write_parquet"),
     "read_parquet": ("multistat.io", "read_parquet"),
+    "read_table": ("multistat.io", "read_table"),
     "load": ("multistat.cube", "load"),
     "RunRequest": ("multistat.request", "RunRequest"),
     "open_study": ("multistat.cube", "open_study"),

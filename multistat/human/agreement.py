@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from multistat._result import Result
 from multistat._validation import check_choice, check_int, check_probability, check_seed
 from multistat.engine import plan_blocks
 from multistat.errors import DataValidationError, ParameterError
@@ -45,7 +46,7 @@ PLAN_DATASET = "krippendorff-alpha"
 
 
 @dataclass(frozen=True)
-class KrippendorffResult:
+class KrippendorffResult(Result):
     """Krippendorff's alpha of one raters x units table.
 
     Attributes

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from multistat import __version__
+from multistat._result import Result
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -638,7 +639,7 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
 
 # ========================================================================= head to head
 @dataclass(frozen=True)
-class PreferenceResult:
+class PreferenceResult(Result):
     """Result of :func:`preference_test`.
 
     Attributes

@@ -23,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from multistat import cube
+from multistat._result import Result
 from multistat._validation import check_choice
 from multistat.errors import DataValidationError, ParameterError
 
@@ -109,7 +110,7 @@ def standardize(study, by: str = "rater", *, ddof: int = 1) -> xr.DataTree:
 
 
 @dataclass(frozen=True)
-class VarianceComponents:
+class VarianceComponents(Result):
     """Variance components of a pilot (Card et al. Table 16) and its fixed effects.
 
     Attributes
@@ -141,6 +142,11 @@ class VarianceComponents:
     pairs: pd.DataFrame
     dataset: str
     metric: str
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per pair of systems fitted (:attr:`pairs`), with the dataset and
+        metric."""
+        return self.pairs.assign(dataset=self.dataset, metric=self.metric)
 
 
 def variance_components(study, *, dataset=None, metric=None, systems=None, fits=None

@@ -32,10 +32,10 @@ pairs), :mod:`._model` (data-model validation), :mod:`._reader` (:func:`read_sco
 :mod:`._parquet` (Parquet with metadata).
 """
 
-from multistat.io._parquet import read_parquet, write_parquet
+from multistat.io._parquet import read_parquet, read_table, write_parquet
 from multistat.io._reader import read_scores
 from multistat.io._sources import COLUMNS, FORMATS
 from multistat.io._sources import KEY_JOIN as KEY_JOIN
 from multistat.io._sources import PARQUET_METADATA_KEY as PARQUET_METADATA_KEY
 
-__all__ = ["COLUMNS", "FORMATS", "read_parquet", "read_scores", "write_parquet"]
+__all__ = ["COLUMNS", "FORMATS", "read_parquet", "read_scores", "read_table", "write_parquet"]

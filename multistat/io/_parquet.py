@@ -31,7 +31,9 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     ----------
     frame : pandas.DataFrame
         Any frame (index not written). Its JSON-serialisable ``attrs`` entries are stored
-        too; entries that cannot be serialised are left out.
+        too (the run metadata in ``attrs["multistat"]`` as the file's metadata itself, so
+        that :func:`read_table` gives it back); entries that cannot be serialised are left
+        out.
     path : str or pathlib.Path
         Output file; parent folders are created. Written atomically (a temporary file
         beside it, renamed into place), so it is never seen half-written.
@@ -56,7 +58,11 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
     metadata = {} if metadata is None else metadata
     if not isinstance(metadata, Mapping):
         raise ParameterTypeError(f"`metadata` must be a dict; got {type(metadata).__name__}")
-    merged = {str(k): v for k, v in frame.attrs.items() if _json_safe(v)}
+    merged = {str(k): v for k, v in frame.attrs.items()
+              if k != "multistat" and _json_safe(v)}
+    run = frame.attrs.get("multistat")  # a table's run metadata is stored flat, as read
+    if isinstance(run, Mapping):
+        merged.update({str(k): v for k, v in run.items() if _json_safe(v)})
     for key, value in metadata.items():
         if not _json_safe(value):
             raise ParameterError(
@@ -107,3 +113,40 @@ def read_parquet(path) -> pd.DataFrame:
             frame.attrs[key] = meta[key]
     frame.attrs["multistat"] = meta
     return frame
+
+
+def read_table(path) -> tuple[pd.DataFrame, dict]:
+    """Read a table multistat wrote (``compare``, ``rank``, ``meta``, ...) and its run
+    metadata, explicitly.
+
+    ``DataFrame.attrs`` (which :func:`read_parquet` also fills) is a convenience: pandas
+    documents it as experimental and drops it in ``concat``/``merge`` when inputs differ.
+    Keep the metadata this function returns when you combine tables.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A Parquet file written by multistat.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        The rows (with ``attrs`` filled as by :func:`read_parquet`).
+    metadata : dict
+        The run's settings and provenance: the test options, correction, seed,
+        resamples, multistat version and the input's hash, as the command wrote them
+        (``{}`` for a Parquet file without multistat metadata).
+
+    Examples
+    --------
+    >>> import multistat, tempfile, os
+    >>> from multistat.demo import demo_frame
+    >>> table = multistat.compare(multistat.from_frame(demo_frame()), tests=("t",))
+    >>> path = os.path.join(tempfile.mkdtemp(), "results.parquet")
+    >>> _ = multistat.write_parquet(table, path)
+    >>> rows, meta = multistat.read_table(path)
+    >>> len(rows) == len(table), meta["correction"]
+    (True, 'holm')
+    """
+    frame = read_parquet(path)
+    return frame, dict(frame.attrs.get("multistat", {}))

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from multistat._result import Result
 from multistat._validation import check_choice, check_probability
 from multistat.errors import (
     DataValidationError,
@@ -52,7 +53,7 @@ PAIRWISE_COLUMNS = ("system_a", "system_b", "mean_rank_a", "mean_rank_b", "rank_
 
 # ---------------------------------------------------------------------------- Friedman
 @dataclass(frozen=True)
-class FriedmanResult:
+class FriedmanResult(Result):
     """Friedman test across blocks with a post-hoc comparison.
 
     Attributes
@@ -338,7 +339,7 @@ REPLICABILITY_COLUMNS = ("metric", "system_a", "system_b", "test", "alternative"
 
 
 @dataclass(frozen=True)
-class ReplicabilityResult:
+class ReplicabilityResult(Result):
     """Replicability analysis over N test sets (Dror et al. 2017).
 
     Attributes
@@ -360,6 +361,14 @@ class ReplicabilityResult:
     method: str
     alpha: float
     k_bonferroni: int
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per dataset: its p-value, with the count ``k`` and the method."""
+        frame = pd.DataFrame({"dataset": [str(d) for d in self.p_values.index],
+                              "p_value": np.asarray(self.p_values, dtype=float)})
+        frame["k"], frame["k_bonferroni"] = self.k, self.k_bonferroni
+        frame["method"], frame["alpha"] = self.method, self.alpha
+        return frame
 
 
 def partial_conjunction(p_values, method="bonferroni") -> np.ndarray:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from multistat import cube
 from multistat._centre import levels
+from multistat._result import Result
 from multistat._validation import check_choice
 from multistat.comparison import system_distributions
 from multistat.errors import ResamplingFloorWarning
@@ -290,7 +291,7 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
 
 
 @dataclass(frozen=True)
-class RankResult:
+class RankResult(Result):
     """:func:`rank_with_pairs`: the leaderboard and the pairwise decisions behind it."""
 
     #: the :func:`rank` table (one row per dataset x metric x system)
@@ -298,6 +299,18 @@ class RankResult:
     #: the compare table (one row per dataset x metric x pair) whose ``reject`` gave the
     #: clusters, rank ranges and ``beats``: the one decision per pair a report shows
     pairs: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        """The leaderboard table (one row per dataset x metric x system)."""
+        return self.table
+
+    def to_dict(self) -> dict:
+        """The run's settings (the table's metadata) and counts of rows and decisions."""
+        meta = {k: v for k, v in self.table.attrs.get("multistat", {}).items()
+                if v is None or isinstance(v, (int, float, str, bool))}
+        reject = self.pairs["reject"] if "reject" in self.pairs else pd.Series([], bool)
+        return {**meta, "n_rows": len(self.table), "n_pairs": len(self.pairs),
+                "n_significant": int(reject.fillna(False).astype(bool).sum())}
 
 
 def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",

@@ -66,6 +66,7 @@ import numpy as np
 import pandas as pd
 
 from multistat import engine as eng
+from multistat._result import Result
 from multistat._validation import (
     check_alternative,
     check_choice,
@@ -99,7 +100,7 @@ PERM_KENDALL_LIMIT = 2 * 10**9
 
 
 @dataclass(frozen=True)
-class CorrelationResult:
+class CorrelationResult(Result):
     """One meta-evaluation statistic.
 
     Attributes

@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import special, stats
 from scipy.optimize import brentq
 
+from multistat._result import Result
 from multistat._validation import check_choice, check_probability
 from multistat.errors import (
     DataValidationError,
@@ -231,7 +232,7 @@ def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
 
 # ---------------------------------------------------------------------------- vectors
 @dataclass(frozen=True)
-class MetaResult:
+class MetaResult(Result):
     """A pooled effect with its heterogeneity (:func:`meta_analysis` of vectors).
 
     Attributes
@@ -680,7 +681,7 @@ def study_rows(table, pooled: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- meta-regression
 @dataclass(frozen=True)
-class MetaRegressionResult:
+class MetaRegressionResult(Result):
     """A mixed-effects meta-regression (:func:`meta_regression`).
 
     Attributes
@@ -709,6 +710,10 @@ class MetaRegressionResult:
     k: int
     method: str
     test: str
+
+    def to_frame(self) -> pd.DataFrame:
+        """The coefficients table (one row per moderator and the intercept)."""
+        return self.coefficients
 
 
 def _wls(y, v, X, tau2):

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multistat._result import Result
 from multistat.engine import BLOCK_SIZE, block_bounds, block_rng
 from multistat.power import _common as c
 from multistat.significance._base import get_test
@@ -45,7 +46,7 @@ __all__ = ["SimulationResult", "simulate_power", "summarize", "registry_test"]
 
 
 @dataclass(frozen=True)
-class SimulationResult:
+class SimulationResult(Result):
     """Monte Carlo power and Type-M/Type-S errors of one design.
 
     Attributes

@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from multistat._result import Result
 from multistat.errors import DataValidationError, ParameterError
 from multistat.significance import _batch
 
 
 @dataclass(frozen=True)
-class TestResult:
+class TestResult(Result):
     """Outcome of one paired test (fields may be arrays over batch axes).
 
     Attributes

@@ -51,6 +51,7 @@ import pandas as pd
 
 from multistat._centre import nan_centred_means, pair_centre
 from multistat._lazy import lazy_module
+from multistat._result import Result
 from multistat._validation import check_int, check_probability, check_seed
 from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterTypeError
@@ -66,7 +67,7 @@ _CHUNK_BYTES = 64 * 2**20  # memory of one chunk of pairs x resamples x grid
 
 
 @dataclass(frozen=True)
-class ASOResult:
+class ASOResult(Result):
     """Almost Stochastic Order of A over B (arrays when the input had leading axes).
 
     Attributes
