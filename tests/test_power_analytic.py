@@ -25,7 +25,7 @@ def test_paired_t_power_matches_statsmodels(alternative):
     # reference: statsmodels TTestPower (exact noncentral t, df = n - 1)
     sign = -1 if alternative == "less" else 1
     for n, d, a in itertools.product([5, 12.5, 40, 300], [0.1, 0.35, 0.8], [0.01, 0.05, 0.2]):
-        ours = P.paired_t(n=n, effect_size=sign * d, alpha=a, alternative=alternative)
+        ours = P.power_paired_t(n=n, effect_size=sign * d, alpha=a, alternative=alternative)
         ref = TTestPower().power(sign * d, n, a, alternative=SM_ALT[alternative])
         assert np.isfinite(ours) and 0 <= ours <= 1
         if np.isfinite(ref):  # statsmodels/scipy give NaN far in the noncentral-t tail
@@ -39,27 +39,27 @@ def test_paired_t_solvers_match_statsmodels(alternative):
     sign = -1 if alternative == "less" else 1
     tp = TTestPower()
     for d, target in [(0.2, 0.8), (0.5, 0.9), (1.0, 0.7)]:
-        n = P.paired_t(effect_size=sign * d, power=target, alternative=alternative)
+        n = P.power_paired_t(effect_size=sign * d, power=target, alternative=alternative)
         ref_n = tp.solve_power(sign * d, None, 0.05, target, alternative=SM_ALT[alternative])
         # statsmodels' own root finder stops near 1e-7 relative; the power at our n is
         # the target to 1e-8 by statsmodels' power function
         assert n == pytest.approx(ref_n, rel=1e-6)
         assert abs(tp.power(sign * d, n, 0.05, alternative=SM_ALT[alternative]) - target) < 1e-8
-        es = P.paired_t(n=n, power=target, alternative=alternative)
+        es = P.power_paired_t(n=n, power=target, alternative=alternative)
         assert es == pytest.approx(sign * d, abs=1e-8)
     # alpha solved back
-    a = P.paired_t(n=30, effect_size=0.5, power=0.8, alpha=None, alternative=alternative
-                   ) if alternative != "less" else P.paired_t(
+    a = P.power_paired_t(n=30, effect_size=0.5, power=0.8, alpha=None, alternative=alternative
+                   ) if alternative != "less" else P.power_paired_t(
         n=30, effect_size=-0.5, power=0.8, alpha=None, alternative=alternative)
     assert abs(tp.power(sign * 0.5, 30, a, alternative=SM_ALT[alternative]) - 0.8) < 1e-8
 
 
 def test_mde_paired_t_is_the_effect_size_solution_times_sd():
-    d = P.paired_t(n=200, power=0.8)
+    d = P.power_paired_t(n=200, power=0.8)
     assert P.mde_paired_t(n=200) == d
     assert P.mde_paired_t(n=200, sd=4.0) == pytest.approx(4.0 * d, rel=1e-15)
     # manual Figure 1 reports integers: ceil of the solved n
-    n = P.paired_t(effect_size=d, power=0.8)
+    n = P.power_paired_t(effect_size=d, power=0.8)
     assert math.ceil(n - 1e-6) == 200
 
 
@@ -83,27 +83,27 @@ def test_two_proportions_matches_r_formula():
                                           [0.5, 0.8, 0.99], [0.01, 0.05]):
         if p1 == p2:
             continue
-        assert abs(P.two_proportions(n=n, p1=p1, p2=p2, alpha=a) -
+        assert abs(P.power_two_proportions(n=n, p1=p1, p2=p2, alpha=a) -
                    _r_power_prop(n, p1, p2, a)) < 1e-8
-        assert abs(P.two_proportions(n=n, p1=p1, p2=p2, alpha=a, strict=True) -
+        assert abs(P.power_two_proportions(n=n, p1=p1, p2=p2, alpha=a, strict=True) -
                    _r_power_prop(n, p1, p2, a, strict=True)) < 1e-8
 
 
 def test_two_proportions_r_help_examples():
     # reference values printed in R's ?power.prop.test examples
-    assert P.two_proportions(n=50, p1=0.5, p2=0.75) == pytest.approx(0.740, abs=5e-4)
-    assert P.two_proportions(p1=0.5, p2=0.75, power=0.9) == pytest.approx(76.7, abs=0.05)
-    assert P.two_proportions(n=50, p1=0.5, power=0.9) == pytest.approx(0.8026, abs=5e-5)
-    a = P.two_proportions(n=50, p1=0.5, p2=0.9, power=0.9, alpha=None)
+    assert P.power_two_proportions(n=50, p1=0.5, p2=0.75) == pytest.approx(0.740, abs=5e-4)
+    assert P.power_two_proportions(p1=0.5, p2=0.75, power=0.9) == pytest.approx(76.7, abs=0.05)
+    assert P.power_two_proportions(n=50, p1=0.5, power=0.9) == pytest.approx(0.8026, abs=5e-5)
+    a = P.power_two_proportions(n=50, p1=0.5, p2=0.9, power=0.9, alpha=None)
     assert abs(_r_power_prop(50, 0.5, 0.9, a) - 0.9) < 1e-10
 
 
 def test_two_proportions_solvers_invert_power():
-    n = P.two_proportions(p1=0.8, p2=0.85, power=0.8)
+    n = P.power_two_proportions(p1=0.8, p2=0.85, power=0.8)
     assert abs(_r_power_prop(n, 0.8, 0.85, 0.05) - 0.8) < 1e-9
-    p1 = P.two_proportions(n=500, p2=0.9, power=0.8)
+    p1 = P.power_two_proportions(n=500, p2=0.9, power=0.8)
     assert p1 < 0.9 and abs(_r_power_prop(500, p1, 0.9, 0.05) - 0.8) < 1e-9
-    p2 = P.two_proportions(n=500, p1=0.9, power=0.8, alternative="less")
+    p2 = P.power_two_proportions(n=500, p1=0.9, power=0.8, alternative="less")
     assert p2 < 0.9
 
 
@@ -115,9 +115,9 @@ def test_two_proportions_arcsine_matches_normal_ind_power(alternative):
             p1, p2 = p2, p1
         h = proportion_effectsize(p2, p1)
         ref = NormalIndPower().power(h, n, 0.05, ratio=1, alternative=SM_ALT[alternative])
-        ours = P.two_proportions(n=n, p1=p1, p2=p2, method="arcsine", alternative=alternative)
+        ours = P.power_two_proportions(n=n, p1=p1, p2=p2, method="arcsine", alternative=alternative)
         assert abs(ours - ref) < 1e-8
-        n_ours = P.two_proportions(p1=p1, p2=p2, power=0.8, method="arcsine",
+        n_ours = P.power_two_proportions(p1=p1, p2=p2, power=0.8, method="arcsine",
                                    alternative=alternative)
         n_ref = NormalIndPower().solve_power(h, None, 0.05, 0.8, ratio=1,
                                              alternative=SM_ALT[alternative])
@@ -136,7 +136,7 @@ TABLE9_BINOMIAL = [
 
 @pytest.mark.parametrize("name,n,sota,published", TABLE9_BINOMIAL)
 def test_card_table9_binomial_mde(name, n, sota, published):
-    mde = (P.two_proportions(n=n, p1=sota, power=0.8) - sota) * 100
+    mde = (P.power_two_proportions(n=n, p1=sota, power=0.8) - sota) * 100
     assert abs(mde - published) <= 0.005 + 1e-3, name  # published to 2 decimals
 
 
@@ -154,18 +154,18 @@ def test_mcnemar_normal_is_mess_formula_in_both_parameterisations():
         if paid * (1 + psi) >= 1:
             continue
         ref = _mess_normal(n, paid, psi)
-        assert abs(P.mcnemar_discordant(n=n, paid=paid, psi=psi) - ref) < 1e-12
+        assert abs(P.power_mcnemar_discordant(n=n, paid=paid, psi=psi) - ref) < 1e-12
         delta, agreement = paid * (psi - 1), 1 - paid * (1 + psi)
-        assert abs(P.mcnemar(n=n, delta=delta, agreement=agreement) - ref) < 1e-12
+        assert abs(P.power_mcnemar(n=n, delta=delta, agreement=agreement) - ref) < 1e-12
     # solving back each parameter
-    n = P.mcnemar_discordant(paid=0.1, psi=2, power=0.8)
+    n = P.power_mcnemar_discordant(paid=0.1, psi=2, power=0.8)
     assert abs(_mess_normal(n, 0.1, 2) - 0.8) < 1e-10
-    assert P.mcnemar_discordant(n=n, psi=2, power=0.8) == pytest.approx(0.1, abs=1e-9)
-    assert P.mcnemar_discordant(n=n, paid=0.1, power=0.8) == pytest.approx(2.0, abs=1e-8)
-    d = P.mcnemar(n=2000, agreement=0.9, power=0.8)
-    assert abs(P.mcnemar(n=2000, delta=d, agreement=0.9) - 0.8) < 1e-10
-    pa = P.mcnemar(n=2000, delta=0.02, power=0.8)
-    assert abs(P.mcnemar(n=2000, delta=0.02, agreement=pa) - 0.8) < 1e-10
+    assert P.power_mcnemar_discordant(n=n, psi=2, power=0.8) == pytest.approx(0.1, abs=1e-9)
+    assert P.power_mcnemar_discordant(n=n, paid=0.1, power=0.8) == pytest.approx(2.0, abs=1e-8)
+    d = P.power_mcnemar(n=2000, agreement=0.9, power=0.8)
+    assert abs(P.power_mcnemar(n=2000, delta=d, agreement=0.9) - 0.8) < 1e-10
+    pa = P.power_mcnemar(n=2000, delta=0.02, power=0.8)
+    assert abs(P.power_mcnemar(n=2000, delta=0.02, agreement=pa) - 0.8) < 1e-10
 
 
 def _brute_mcnemar(n, delta, agreement, alpha=0.05):
@@ -188,7 +188,7 @@ def _brute_mcnemar(n, delta, agreement, alpha=0.05):
 def test_mcnemar_exact_power_and_errors_by_enumeration():
     n, delta, agreement = 40, 0.1, 0.7
     p_sig, type_m, type_s = _brute_mcnemar(n, delta, agreement)
-    assert P.mcnemar(n=n, delta=delta, agreement=agreement, method="exact") == pytest.approx(
+    assert P.power_mcnemar(n=n, delta=delta, agreement=agreement, method="exact") == pytest.approx(
         p_sig, abs=1e-10)
     ex = P.mcnemar_exact_errors(n=n, delta=delta, agreement=agreement)
     assert ex.power == pytest.approx(p_sig, abs=1e-10)
@@ -197,22 +197,22 @@ def test_mcnemar_exact_power_and_errors_by_enumeration():
 
 
 def test_mcnemar_exact_n_is_first_crossing():
-    n = P.mcnemar(delta=0.02, agreement=0.9, power=0.8, method="exact")
+    n = P.power_mcnemar(delta=0.02, agreement=0.9, power=0.8, method="exact")
     assert n == int(n)
-    assert P.mcnemar(n=n, delta=0.02, agreement=0.9, method="exact") >= 0.8
-    assert P.mcnemar(n=n - 1, delta=0.02, agreement=0.9, method="exact") < 0.8
+    assert P.power_mcnemar(n=n, delta=0.02, agreement=0.9, method="exact") >= 0.8
+    assert P.power_mcnemar(n=n - 1, delta=0.02, agreement=0.9, method="exact") < 0.8
 
 
 def test_sign_test_exact_power_matches_binomtest_enumeration():
     for n, p in [(25, 0.7), (60, 0.4), (13, 0.9)]:
         ref = sum(stats.binom.pmf(k, n, p) for k in range(n + 1)
                   if stats.binomtest(k, n, 0.5).pvalue <= 0.05)
-        assert P.sign_test(n=n, p=p) == pytest.approx(ref, abs=1e-12)
+        assert P.power_sign_test(n=n, p=p) == pytest.approx(ref, abs=1e-12)
         ref_g = sum(stats.binom.pmf(k, n, p) for k in range(n + 1)
                     if stats.binomtest(k, n, 0.5, alternative="greater").pvalue <= 0.05)
-        assert P.sign_test(n=n, p=p, alternative="greater") == pytest.approx(ref_g, abs=1e-12)
-    n = P.sign_test(p=0.6, power=0.8)
-    assert P.sign_test(n=n, p=0.6) >= 0.8 > P.sign_test(n=n - 1, p=0.6)
+        assert P.power_sign_test(n=n, p=p, alternative="greater") == pytest.approx(ref_g, abs=1e-12)
+    n = P.power_sign_test(p=0.6, power=0.8)
+    assert P.power_sign_test(n=n, p=0.6) >= 0.8 > P.power_sign_test(n=n - 1, p=0.6)
 
 
 # ====================================================== Card et al. Table 2 (McNemar MDE)
@@ -249,12 +249,12 @@ def test_card_table2_wnli_is_infeasible_with_normal_approximation():
 
 def test_mde_with_fixed_agreement_equals_mcnemar_delta_solution():
     assert P.mde_accuracy(n=2000, agreement=0.9) == pytest.approx(
-        P.mcnemar(n=2000, agreement=0.9, power=0.8), abs=1e-10)
+        P.power_mcnemar(n=2000, agreement=0.9, power=0.8), abs=1e-10)
     lin = P.LinearAgreementModel(0.9, 0.0, 0.0)  # a constant "model"
     assert P.mde_accuracy(n=2000, baseline=0.8, agreement_model=lin) == pytest.approx(
-        P.mcnemar(n=2000, agreement=0.9, power=0.8), abs=1e-10)
+        P.power_mcnemar(n=2000, agreement=0.9, power=0.8), abs=1e-10)
     mde_exact = P.mde_accuracy(n=500, agreement=0.9, method="exact")
-    assert P.mcnemar(n=500, delta=mde_exact, agreement=0.9, method="exact") >= 0.8 - 1e-9
+    assert P.power_mcnemar(n=500, delta=mde_exact, agreement=0.9, method="exact") >= 0.8 - 1e-9
 
 
 def test_card_appendix_c_exact_enumeration():
@@ -272,23 +272,23 @@ def test_card_appendix_c_exact_enumeration():
 def test_exactly_one_unknown():
     with pytest.raises(PowerError, match=r"exactly one of `n`, `effect_size`, `power`, "
                                          r"`alpha` must be None .* got 0 left None: none"):
-        P.paired_t(n=10, effect_size=0.5, power=0.8)
+        P.power_paired_t(n=10, effect_size=0.5, power=0.8)
     with pytest.raises(ParameterError, match=r"got 2 left None: `n`, `power`"):
-        P.paired_t(effect_size=0.5)
+        P.power_paired_t(effect_size=0.5)
     with pytest.raises(PowerError, match=r"exactly one of `n`, `delta`, `agreement`"):
-        P.mcnemar(n=10, delta=0.1)
+        P.power_mcnemar(n=10, delta=0.1)
     with pytest.raises(PowerError, match=r"exactly one of `n`, `p1`, `p2`"):
-        P.two_proportions(n=10, power=0.8)
+        P.power_two_proportions(n=10, power=0.8)
 
 
 def test_probability_and_agreement_ranges():
     with pytest.raises(PowerError, match=r"`p1` must be a probability in \[0, 1\]; got 1\.2"):
-        P.two_proportions(n=10, p1=1.2, p2=0.5)
+        P.power_two_proportions(n=10, p1=1.2, p2=0.5)
     with pytest.raises(PowerError, match=r"`agreement` must be a probability in \[0, 1\]; "
                                          r"got -0\.1"):
-        P.mcnemar(n=10, delta=0.0, agreement=-0.1)
+        P.power_mcnemar(n=10, delta=0.0, agreement=-0.1)
     with pytest.raises(PowerError, match=r"`p` must be a probability in \[0, 1\]; got 2"):
-        P.sign_test(n=10, p=2)
+        P.power_sign_test(n=10, p=2)
     with pytest.raises(PowerError, match=r"`baseline` must be a probability"):
         P.mde_accuracy(n=10, baseline=1.5, agreement_model=P.GLUE_AGREEMENT_MODEL)
 
@@ -296,7 +296,7 @@ def test_probability_and_agreement_ranges():
 def test_delta_larger_than_discordant_share():
     with pytest.raises(PowerError, match=r"`delta` = 0\.2: an accuracy difference cannot "
                                          r"exceed the discordant share 1 - agreement = 0\.1"):
-        P.mcnemar(n=100, delta=0.2, agreement=0.9)
+        P.power_mcnemar(n=100, delta=0.2, agreement=0.9)
     with pytest.raises(PowerError, match=r"cannot exceed the discordant share"):
         P.simulate_mcnemar(n=100, delta=-0.3, agreement=0.8, n_simulations=10)
 
@@ -309,33 +309,33 @@ def test_alpha_and_power_in_open_unit_interval(name, value):
     if name == "power":
         kw["n"] = None
     with pytest.raises(PowerError, match=rf"`{name}` must be in \(0, 1\); got {value!r}"):
-        P.paired_t(**kw)
+        P.power_paired_t(**kw)
 
 
 def test_infeasible_effect_says_the_range():
     with pytest.raises(InfeasibleError, match=r"no accuracy difference within the feasible "
                                               r"range \(0, 1 - agreement\] = \(0, 0\.1\] "
                                               r"reaches power = 0\.99"):
-        P.mcnemar(n=50, agreement=0.9, power=0.99)
+        P.power_mcnemar(n=50, agreement=0.9, power=0.99)
     with pytest.raises(InfeasibleError, match=r"no p2 within the feasible range "
                                               r"\(0\.99, 1\) reaches power = 0\.9"):
-        P.two_proportions(n=20, p1=0.99, power=0.9)
+        P.power_two_proportions(n=20, p1=0.99, power=0.9)
     with pytest.raises(PowerError, match=r"`power` = 0\.02 must exceed the rejection rate"):
-        P.paired_t(n=20, power=0.02)
+        P.power_paired_t(n=20, power=0.02)
 
 
 def test_other_parameter_errors():
     with pytest.raises(PowerError, match=r"`psi` \(odds ratio larger/smaller discordant "
                                          r"probability\) must be >= 1"):
-        P.mcnemar_discordant(n=10, paid=0.1, psi=0.5)
+        P.power_mcnemar_discordant(n=10, paid=0.1, psi=0.5)
     with pytest.raises(PowerError, match=r"discordant probabilities cannot sum to more"):
-        P.mcnemar_discordant(n=10, paid=0.4, psi=2)
+        P.power_mcnemar_discordant(n=10, paid=0.4, psi=2)
     with pytest.raises(PowerError, match=r"`method` must be one of 'normal', 'exact'"):
-        P.mcnemar(n=10, delta=0.0, agreement=0.9, method="chi2")
+        P.power_mcnemar(n=10, delta=0.0, agreement=0.9, method="chi2")
     with pytest.raises(PowerError, match=r"`alternative` must be one of"):
-        P.paired_t(n=10, effect_size=0.3, alternative="bigger")
+        P.power_paired_t(n=10, effect_size=0.3, alternative="bigger")
     with pytest.raises(TypeError, match=r"`n` must be an integer; got 10\.5"):
-        P.mcnemar(n=10.5, delta=0.0, agreement=0.9, method="exact")
+        P.power_mcnemar(n=10.5, delta=0.0, agreement=0.9, method="exact")
     with pytest.raises(PowerError, match=r"give exactly one of `agreement` .* and "
                                          r"`agreement_model`"):
         P.mde_accuracy(n=100)
@@ -360,3 +360,21 @@ def test_card_accuracy_notebook_outputs_by_exact_enumeration():
     assert abs(ex.type_s - 0.022) < 4 * math.sqrt(0.022 * 0.978 / 1200)
     # appendix C: with delta = 0.04, or with P_a = 0.975, 500 items would have the power
     assert P.mcnemar_exact_errors(n=500, delta=0.04, agreement=0.9).power > 0.75
+
+
+@pytest.mark.parametrize("old", ["paired_t", "two_proportions", "mcnemar",
+                                 "mcnemar_discordant", "sign_test"])
+def test_power_names_before_0_2_still_work_and_warn(old):
+    # power_* names the power functions; the old ones were easy to confuse with the
+    # tests of the same name in multistat.significance
+    new = getattr(P, f"power_{old}")
+    kwargs = {"paired_t": dict(n=30, effect_size=0.5),
+              "two_proportions": dict(n=500, p1=0.5, p2=0.6),
+              "mcnemar": dict(n=500, delta=0.05, agreement=0.8),
+              "mcnemar_discordant": dict(n=500, paid=0.2, psi=2.0),
+              "sign_test": dict(n=60, p=0.65)}[old]
+    with pytest.warns(DeprecationWarning, match=f"power_{old}"):
+        value = getattr(P, old)(**kwargs)
+    assert value == new(**kwargs)
+    with pytest.raises(AttributeError, match="no_such"):
+        P.no_such  # noqa: B018

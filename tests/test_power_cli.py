@@ -25,7 +25,7 @@ def _json(args):
 
 def test_mcnemar_solve_n_json_and_table():
     out = _json(["mcnemar", "--delta", "0.02", "--agreement", "0.9", "--power", "0.8"])
-    n = P.mcnemar(delta=0.02, agreement=0.9, power=0.8)
+    n = P.power_mcnemar(delta=0.02, agreement=0.9, power=0.8)
     assert out["solved"] == "n" and out["n"] == pytest.approx(n, rel=1e-12)
     assert out["n_ceil"] == math.ceil(n)
     table = runner.invoke(power_app, ["mcnemar", "--delta", "0.02", "--agreement", "0.9",
@@ -35,12 +35,12 @@ def test_mcnemar_solve_n_json_and_table():
 
 def test_solvers_json():
     out = _json(["paired-t", "--delta", "1", "--sd", "4", "--power", "0.8"])
-    assert out["n"] == pytest.approx(P.paired_t(effect_size=0.25, power=0.8), rel=1e-12)
+    assert out["n"] == pytest.approx(P.power_paired_t(effect_size=0.25, power=0.8), rel=1e-12)
     out = _json(["two-proportions", "--n", "147", "--p1", "0.945", "--power", "0.8"])
     assert out["solved"] == "p2" and out["p2"] == pytest.approx(
-        P.two_proportions(n=147, p1=0.945, power=0.8), rel=1e-12)
+        P.power_two_proportions(n=147, p1=0.945, power=0.8), rel=1e-12)
     out = _json(["sign", "--p", "0.6", "--power", "0.8"])
-    assert out["n"] == P.sign_test(p=0.6, power=0.8)
+    assert out["n"] == P.power_sign_test(p=0.6, power=0.8)
     out = _json(["mde", "--n", "1725", "--baseline", "0.92", "--agreement-model", "glue"])
     assert out["mde"] == pytest.approx(P.mde_accuracy(
         n=1725, baseline=0.92, agreement_model=P.GLUE_AGREEMENT_MODEL), rel=1e-12)

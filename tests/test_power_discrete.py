@@ -38,7 +38,7 @@ def test_sign_issue_example_against_binomtest():
     assert ref(199) == pytest.approx(0.8037, abs=1e-4) == ref_fast(199)
     assert ref(209) == pytest.approx(ref_fast(209)) and ref(209) < 0.8
     assert ref_fast(208) == pytest.approx(0.8140, abs=1e-3) and ref_fast(210) >= 0.8
-    r = P.sign_test(p=0.6, power=0.8)
+    r = P.power_sign_test(p=0.6, power=0.8)
     assert r == 199 and r.smallest == 199 and r.stays_above == 210
     assert all(ref_fast(n) < 0.8 for n in range(1, 199))
     assert all(ref_fast(n) >= 0.8 for n in range(210, 2000))
@@ -50,10 +50,10 @@ def test_sign_issue_example_against_binomtest():
     (0.62, 0.85, "greater"), (0.4, 0.8, "less"), (0.75, 0.5, "two-sided"),
 ])
 def test_sign_solver_equals_linear_scan(p, target, alternative):
-    r = P.sign_test(p=p, power=target, alternative=alternative)
+    r = P.power_sign_test(p=p, power=target, alternative=alternative)
     # scan far beyond the proven bound N: nothing below the target may appear there
     n_max = 3 * r.bound_n
-    first, stays = _scan(lambda n: P.sign_test(n=n, p=p, alternative=alternative), target,
+    first, stays = _scan(lambda n: P.power_sign_test(n=n, p=p, alternative=alternative), target,
                          n_max)
     assert (r.smallest, r.stays_above) == (first, stays)
     assert r.smallest <= r.stays_above <= r.bound_n
@@ -76,28 +76,28 @@ def test_hoeffding_bound_is_below_exact_power_and_monotone():
     (-0.12, 0.6, 0.8),
 ])
 def test_mcnemar_exact_solver_equals_linear_scan(delta, agreement, target):
-    r = P.mcnemar(delta=delta, agreement=agreement, power=target, method="exact")
+    r = P.power_mcnemar(delta=delta, agreement=agreement, power=target, method="exact")
     n_max = r.bound_n + 200
-    first, stays = _scan(lambda n: P.mcnemar(n=n, delta=delta, agreement=agreement,
+    first, stays = _scan(lambda n: P.power_mcnemar(n=n, delta=delta, agreement=agreement,
                                              method="exact"), target, n_max)
     assert (r.smallest, r.stays_above) == (first, stays)
-    assert P.mcnemar(n=r.smallest, delta=delta, agreement=agreement,
+    assert P.power_mcnemar(n=r.smallest, delta=delta, agreement=agreement,
                      method="exact") == pytest.approx(r.power_smallest, abs=1e-10)
 
 
 def test_mcnemar_all_discordant_equals_sign_test():
-    r = P.mcnemar(delta=0.2, agreement=0.0, power=0.8, method="exact")
-    s = P.sign_test(p=0.6, power=0.8)
+    r = P.power_mcnemar(delta=0.2, agreement=0.0, power=0.8, method="exact")
+    s = P.power_sign_test(p=0.6, power=0.8)
     assert (r.smallest, r.stays_above) == (s.smallest, s.stays_above) == (199, 210)
 
 
 def test_readme_mcnemar_example_unchanged():
-    r = P.mcnemar(delta=0.02, agreement=0.9, power=0.8, method="exact")
+    r = P.power_mcnemar(delta=0.02, agreement=0.9, power=0.8, method="exact")
     assert (r.smallest, r.stays_above) == (2043, 2043)
 
 
 def test_result_is_a_float_and_pickles():
-    r = P.sign_test(p=0.6, power=0.8)
+    r = P.power_sign_test(p=0.6, power=0.8)
     assert isinstance(r, float) and float(r) == 199.0 and r + 1 == 200.0
     r2 = pickle.loads(pickle.dumps(r))
     assert r2.stays_above == 210 and "210" in repr(r2)
@@ -106,9 +106,9 @@ def test_result_is_a_float_and_pickles():
 
 def test_wrong_direction_is_infeasible():
     with pytest.raises(InfeasibleError, match="scan horizon"):
-        P.sign_test(p=0.4, power=0.8, alternative="greater")
+        P.power_sign_test(p=0.4, power=0.8, alternative="greater")
     with pytest.raises(InfeasibleError, match="scan horizon"):
-        P.mcnemar(delta=-0.05, agreement=0.8, power=0.8, method="exact",
+        P.power_mcnemar(delta=-0.05, agreement=0.8, power=0.8, method="exact",
                   alternative="greater")
 
 

@@ -34,7 +34,7 @@ def test_normal_monte_carlo_t_matches_noncentral_t(alternative):
                           sample_sizes=[10, 40, 120], n_simulations=4000,
                           alternative=alternative)
     for row in frame.itertuples():
-        exact = P.paired_t(n=row.n, effect_size=0.3 / 1.2, alternative=alternative)
+        exact = P.power_paired_t(n=row.n, effect_size=0.3 / 1.2, alternative=alternative)
         assert abs(row.power - exact) <= 4 * math.sqrt(exact * (1 - exact) / 4000)
 
 

@@ -56,7 +56,7 @@ def test_simulate_mcnemar_asymptotic_test_close_to_normal_formula():
     # the continuity-corrected chi-square test behaves like the Connett normal formula
     r = P.simulate_mcnemar(n=2000, delta=0.02, agreement=0.9, n_simulations=10_000,
                            test="asymptotic")
-    assert abs(r.power - P.mcnemar(n=2000, delta=0.02, agreement=0.9)) < 0.03
+    assert abs(r.power - P.power_mcnemar(n=2000, delta=0.02, agreement=0.9)) < 0.03
 
 
 def test_type_s_grows_when_underpowered():
@@ -119,7 +119,7 @@ def test_simulate_bleu_other_sizes_follow_normal_approximation():
 # ============================================================ preferences and generic loop
 def test_simulate_preference_matches_exact_sign_power():
     r = P.simulate_preference(n=100, p_a=0.6, n_simulations=20_000)
-    assert _within(r.power, r.power_se, P.sign_test(n=100, p=0.6))
+    assert _within(r.power, r.power_se, P.power_sign_test(n=100, p=0.6))
     t = P.simulate_preference(n=120, p_a=0.5, p_tie=0.2, n_simulations=20_000)
     assert t.true_effect == pytest.approx(0.125)  # 0.5 / 0.8 - 0.5
     with pytest.raises(PowerError, match=r"`p_a` \+ `p_tie` = 1\.1 must be <= 1"):
@@ -134,7 +134,7 @@ def test_generic_simulate_power_with_registered_t_test():
 
     r = P.simulate_power(gen, P.registry_test("t"), n=40, true_effect=0.4,
                          n_simulations=4000, seed=3)
-    assert _within(r.power, r.power_se, P.paired_t(n=40, effect_size=0.4))
+    assert _within(r.power, r.power_se, P.power_paired_t(n=40, effect_size=0.4))
     assert r.type_m > 1  # significant estimates exaggerate
 
 

@@ -115,7 +115,7 @@ def paired_t_cmd(
 ) -> None:
     """Paired t test (exact noncentral t): solve n, effect size or power."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import paired_t
+    from multistat.power import power_paired_t
 
     if delta is not None or sd is not None:
         if delta is None or sd is None or effect_size is not None:
@@ -124,7 +124,7 @@ def paired_t_cmd(
         if sd <= 0:
             raise PowerParameterError(f"`--sd` must be > 0; got {sd!r}")
         effect_size = delta / sd
-    _solve_report(paired_t, "paired t test", as_json, n=n, effect_size=effect_size,
+    _solve_report(power_paired_t, "paired t test", as_json, n=n, effect_size=effect_size,
                   power=power, alpha=alpha, alternative=alternative)
 
 
@@ -140,9 +140,9 @@ def two_proportions_cmd(
 ) -> None:
     """Two independent proportions (unpaired accuracies; R power.prop.test)."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import two_proportions
+    from multistat.power import power_two_proportions
 
-    _solve_report(two_proportions, "two proportions", as_json, n=n, p1=p1, p2=p2,
+    _solve_report(power_two_proportions, "two proportions", as_json, n=n, p1=p1, p2=p2,
                   power=power, alpha=alpha, alternative=alternative, method=method)
 
 
@@ -160,9 +160,9 @@ def mcnemar_cmd(
 ) -> None:
     """McNemar's test for two classifiers on one test set."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import mcnemar
+    from multistat.power import power_mcnemar
 
-    _solve_report(mcnemar, f"McNemar ({method})", as_json, n=n, delta=delta,
+    _solve_report(power_mcnemar, f"McNemar ({method})", as_json, n=n, delta=delta,
                   agreement=agreement, power=power, alpha=alpha, method=method,
                   alternative=alternative)
 
@@ -177,9 +177,9 @@ def sign_cmd(
 ) -> None:
     """Exact sign (binomial) test, e.g. head-to-head preferences."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import sign_test
+    from multistat.power import power_sign_test
 
-    _solve_report(sign_test, "sign test (exact binomial)", as_json,
+    _solve_report(power_sign_test, "sign test (exact binomial)", as_json,
                   n=None if n is None else int(n), p=p, power=power, alpha=alpha,
                   alternative=alternative)
 

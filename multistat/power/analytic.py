@@ -25,7 +25,9 @@ the checks and root-finding kept here.
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +42,8 @@ from multistat.power import _discrete
 stats = lazy_module("scipy.stats")  # imported on first use (the MDE of compare: never)
 
 __all__ = [
-    "paired_t", "two_proportions", "mcnemar", "mcnemar_discordant", "sign_test",
+    "power_paired_t", "power_two_proportions", "power_mcnemar", "power_mcnemar_discordant",
+    "power_sign_test",
     "mde_accuracy", "mde_paired_t", "mcnemar_exact_errors", "LinearAgreementModel",
     "GLUE_AGREEMENT_MODEL", "SQUAD_AGREEMENT_MODEL", "ExactErrors",
 ]
@@ -218,7 +221,7 @@ def _anderson_bjorck(f, a: float, fa: float, b: float, fb: float) -> float:
 _nct_sf, _nct_sf_tail, _t_power = nct_sf, nct_sf_tail, t_power
 
 
-def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="two-sided"):
+def power_paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="two-sided"):
     """Power of the paired (one-sample) t test, or the one quantity left ``None``.
 
     Parameters
@@ -253,9 +256,9 @@ def paired_t(*, n=None, effect_size=None, power=None, alpha=0.05, alternative="t
 
     Examples
     --------
-    >>> round(paired_t(n=30, effect_size=0.5), 6)  # statsmodels TTestPower: 0.753965
+    >>> round(power_paired_t(n=30, effect_size=0.5), 6)  # statsmodels TTestPower: 0.753965
     0.753965
-    >>> import math; math.ceil(paired_t(effect_size=0.5, power=0.8))
+    >>> import math; math.ceil(power_paired_t(effect_size=0.5, power=0.8))
     34
     """
     alternative = c.alternative(alternative)
@@ -302,10 +305,10 @@ def _check_power_above_alpha(power: float, alpha: float, alternative: str) -> No
 def mde_paired_t(*, n, sd=None, power=0.8, alpha=0.05, alternative="two-sided") -> float:
     """Minimum detectable mean difference of the paired t test for ``n`` pairs.
 
-    Returns the standardized ``d_z`` solving ``paired_t(n=n, power=power)``, multiplied
+    Returns the standardized ``d_z`` solving ``power_paired_t(n=n, power=power)``, multiplied
     by ``sd`` (the standard deviation of the differences) when given, i.e. in metric units.
     """
-    d = paired_t(n=n, effect_size=None, power=power, alpha=alpha, alternative=alternative)
+    d = power_paired_t(n=n, effect_size=None, power=power, alpha=alpha, alternative=alternative)
     if sd is None:
         return d
     return d * c.positive("sd", sd)
@@ -338,7 +341,7 @@ def _prop_power(n, p1, p2, alpha, alternative, method, strict):
     return float(stats.norm.cdf((math.sqrt(n) * signed - z * s0) / s1))
 
 
-def two_proportions(*, n=None, p1=None, p2=None, power=None, alpha=0.05,
+def power_two_proportions(*, n=None, p1=None, p2=None, power=None, alpha=0.05,
                     alternative="two-sided", method="pooled", strict=False):
     """Power of the two-sample test of proportions (unpaired accuracies), or the unknown.
 
@@ -453,7 +456,7 @@ def _mcnemar_power(n, delta, agreement, alpha, alternative, method) -> float:
     return float(np.sum(w * _discrete.sign_power(k, q, alpha, alternative)))
 
 
-def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, method="normal",
+def power_mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, method="normal",
             alternative="two-sided"):
     """Power of McNemar's test for two classifiers on one test set, or the unknown.
 
@@ -545,7 +548,7 @@ def mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05, metho
                    target=power, range_text=f"[0, 1 - |delta|] = [0, {hi:.6g}]")
 
 
-def mcnemar_discordant(*, n=None, paid=None, psi=None, power=None, alpha=0.05,
+def power_mcnemar_discordant(*, n=None, paid=None, psi=None, power=None, alpha=0.05,
                        method="normal", alternative="two-sided"):
     """McNemar power in the discordant-probability / odds-ratio parameters of R MESS.
 
@@ -584,7 +587,7 @@ def mcnemar_discordant(*, n=None, paid=None, psi=None, power=None, alpha=0.05,
             f"probabilities cannot sum to more than 1")
 
     def via(paid_, psi_, **kw):
-        return mcnemar(delta=paid_ * (psi_ - 1), agreement=1 - paid_ * (1 + psi_),
+        return power_mcnemar(delta=paid_ * (psi_ - 1), agreement=1 - paid_ * (1 + psi_),
                        method=method, alternative=alternative, **kw)
 
     if unknown in ("power", "n", "alpha"):
@@ -603,7 +606,7 @@ def mcnemar_discordant(*, n=None, paid=None, psi=None, power=None, alpha=0.05,
 
 
 # ================================================================================ sign test
-def sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"):
+def power_sign_test(*, n=None, p=None, power=None, alpha=0.05, alternative="two-sided"):
     """Power of the exact sign (binomial, p0 = 1/2) test, or the unknown.
 
     Parameters
@@ -875,3 +878,25 @@ def mde_accuracy(*, n, baseline=None, agreement=None, agreement_model=None, powe
         return float(b_)
     return c.solve(pw, a, b_, what="accuracy improvement", target_name="power",
                    target=power)
+
+
+# ------------------------------------------------------------------ names before 0.2
+def _deprecated(new: Callable, old: str) -> Callable:
+    """``old`` kept one release: calls ``new`` and warns (removed in 0.3)."""
+    @functools.wraps(new)
+    def wrapper(*args, **kwargs):
+        warnings.warn(f"multistat.power.{old}() is deprecated and will be removed in "
+                      f"multistat 0.3; use multistat.power.{new.__name__}()",
+                      DeprecationWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = old
+    wrapper.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (removed in 0.3)."
+    return wrapper
+
+
+#: the power functions' names before 0.2 (``multistat.power.paired_t`` was easy to
+#: confuse with the test ``multistat.significance.paired_t``)
+DEPRECATED = {old: _deprecated(globals()[f"power_{old}"], old)
+              for old in ("paired_t", "two_proportions", "mcnemar", "mcnemar_discordant",
+                          "sign_test")}

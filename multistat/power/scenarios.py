@@ -253,7 +253,7 @@ def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, 
     -----
     Card et al. (2020) Figure 1 and appendix A: counts ``~ Multinomial(n; p_a, p_b, p_tie)``,
     two-sided binomial test of 1/2 on the non-tied judgements. The exact power is
-    :func:`~multistat.power.sign_test` when ``p_tie = 0``. With several raters or random
+    :func:`~multistat.power.power_sign_test` when ``p_tie = 0``. With several raters or random
     effects each judgment of rater ``r`` on item ``i`` is a tie with probability
     ``p_tie``, else prefers a with probability ``expit(logit(q) + u_i + v_r)``,
     ``u_i ~ N(0, item_sd^2)``, ``v_r ~ N(0, rater_sd^2)``, ``q = p_a / (1 - p_tie)``;
