@@ -15,7 +15,7 @@ export OPENBLAS_CORETYPE := Haswell
 endif
 endif
 
-.PHONY: test report install browser bench demo-data clean validate
+.PHONY: test test-fast report install browser bench demo-data clean validate
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
 	  --no-loadscope-reorder
+
+# The fast lane: every test not marked slow (tests/conftest.py SLOW_FILES), no browser
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+	  --no-loadscope-reorder -m "not slow"
 
 report: $(STAMP)
 	$(VENV)/bin/dvc config core.analytics false

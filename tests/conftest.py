@@ -64,7 +64,26 @@ def run_checked(args, cwd, *, timeout=300, env=None):
     return out
 
 
+#: files whose tests drive real outside machinery (DVC pipelines, a headless browser,
+#: dask clusters, subprocesses killed at random moments, fuzzing) or long Monte Carlo
+#: checks: marked ``slow``, so that ``pytest -m "not slow"`` (``make test-fast``) is the
+#: fast lane; CI runs everything
+SLOW_FILES = frozenset({
+    "test_report_pipeline.py", "test_pipeline_human.py", "test_pipeline_metrics.py",
+    "test_pipeline_mt.py", "test_pipeline_several.py", "test_readme.py",
+    "test_report_browser.py", "test_distributed_faults.py", "test_distributed_blas.py",
+    "test_atomic.py", "test_write_faults.py", "test_io_atomic.py", "test_cli_fuzz.py",
+    "test_io_fuzz.py", "test_calibration.py", "test_xdist_worker_exit.py",
+    "test_first_call.py", "test_memory_copies.py", "test_rank_scale.py",
+    "test_report_scale.py", "test_load_mt_cli.py", "test_common.py",
+    "test_external_test.py", "test_report_dvc_guard.py", "test_self_contained.py",
+})
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     order = {name: i for i, name in enumerate(LONGEST_FIRST)}
