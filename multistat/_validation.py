@@ -121,14 +121,6 @@ def check_seed(seed, *, name: str = "seed") -> int | np.random.SeedSequence:
     return int(seed)
 
 
-def check_nonempty(name: str, values, *, what: str = "item") -> list:
-    """A non-empty list (of tests, metrics, pairs...)."""
-    values = list(values)
-    if not values:
-        raise ParameterError(f"`{name}` is empty: give at least one {what}")
-    return values
-
-
 def bad_name(name: str, role: str) -> str | None:
     """Why ``name`` cannot name a ``role`` (``"dataset"``, ``"system"``, ``"metric"``), or
     None if it can: blank or whitespace-only names never; a dataset name also becomes a

@@ -99,10 +99,6 @@ class ConstantInputWarning(MultistatWarning):
     """All differences are identical (often all zero): the statistic is undefined."""
 
 
-class NormalityTestWarning(MultistatWarning):
-    """The normality test was switched (e.g. Shapiro-Wilk above 5000 points)."""
-
-
 class CompatibilityWarning(MultistatWarning):
     """A peer tool's (statistically questionable) definition was requested on purpose."""
 

@@ -387,15 +387,6 @@ def _mean_signed(part, system, hib) -> float:
     return float(vals.mean()) * (1 if hib else -1)
 
 
-def system_order(results: pd.DataFrame, dataset: str, metric: str, *, study=None,
-                 scores=None, test=None) -> list[str]:
-    """Systems of one dataset × metric, best first (the leaderboard order)."""
-    lb = leaderboard(results[(results["dataset"].astype(str) == dataset)
-                             & (results["metric"].astype(str) == metric)],
-                     study=study, scores=scores, test=test)
-    return list(lb["system"])
-
-
 # ----------------------------------------------------------------------------- pairwise
 def pairwise_matrix(results: pd.DataFrame, dataset: str, metric: str, *, test: str,
                     value: str = "estimate", order: Iterable[str] | None = None
