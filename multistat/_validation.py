@@ -17,10 +17,15 @@ package passes :class:`~multistat.errors.PowerParameterError`, so its errors are
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
+import types
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -154,3 +159,100 @@ def whitespace_twins(names) -> tuple[str, str] | None:
             return seen[key], name
         seen.setdefault(key, name)
     return None
+
+
+# ------------------------------------------------------------------ declared options
+@dataclass(frozen=True)
+class Option:
+    """One declared option: ``check(name, value)`` returns the cleaned value or raises
+    with the shared message (the command line turns `` `name` `` into its flag).
+
+    The same declarations serve :class:`multistat.RunRequest`'s fields and the keywords
+    of every analysis family (:func:`checked`), so an option is checked, worded and
+    defaulted one way everywhere."""
+
+    check: Callable[[str, Any], Any]
+    doc: str = ""
+
+    def __call__(self, name: str, value):
+        return self.check(name, value)
+
+
+def choice(allowed: Iterable[str], doc: str = "") -> Option:
+    """An option whose value is one of ``allowed``."""
+    allowed = tuple(allowed)
+    return Option(lambda name, value: check_choice(name, value, allowed),
+                  doc or "one of " + ", ".join(allowed))
+
+
+def optional(option: Option) -> Option:
+    """``option``, or None (``"none"`` is read as None, as on the command line)."""
+    return Option(lambda name, value: None if value is None or value == "none"
+                  else option(name, value), f"{option.doc}, or None")
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> Option:
+    """An integer option within ``[minimum, maximum]``."""
+    return Option(lambda name, value: check_int(name, value, minimum=minimum,
+                                                maximum=maximum),
+                  f"an integer >= {minimum}" if minimum is not None else "an integer")
+
+
+#: the options shared by compare, rank and every analysis family
+ALPHA = Option(check_probability, "the significance level, in (0, 1)")
+CONFIDENCE_LEVEL = Option(check_probability, "the intervals' level, in (0, 1)")
+N_RESAMPLES = integer(minimum=1)
+SEED = Option(lambda name, value: check_seed(value, name=name),
+              "an integer >= 0, a SeedSequence or a Generator's seed")
+ALTERNATIVE = Option(lambda name, value: check_alternative(value),
+                     "two-sided, less or greater")
+REAL = Option(check_real, "a finite number")
+
+
+def checked(**declared: Option):
+    """Validate a function's keyword options once, on entry, by their declarations.
+
+    Each named parameter is replaced by ``declared[name](name, value)`` before the body
+    runs; the body reads clean values and checks none of them again. The undecorated
+    function is ``fn.__wrapped__`` (for callers that pass values already checked), and
+    the declarations are ``fn.options``.
+
+    Examples
+    --------
+    >>> from multistat._validation import ALPHA, SEED, checked
+    >>> @checked(alpha=ALPHA, seed=SEED)
+    ... def run(data, *, alpha=0.05, seed=0):
+    ...     return alpha, seed
+    >>> run([], alpha=0.01)
+    (0.01, 0)
+    >>> run([], alpha=2)
+    Traceback (most recent call last):
+    ...
+    multistat.errors.ParameterError: `alpha` must be in (0, 1); got 2.0
+    """
+    def decorate(fn):
+        signature = inspect.signature(fn)
+        unknown = set(declared) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{fn.__name__} has no parameter(s) {sorted(unknown)}")
+
+        type_error = ParameterTypeError
+
+        def wrapper(*args, **kwargs):
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise type_error(f"{fn.__name__}(): {exc}") from None
+            bound.apply_defaults()
+            for name, option in declared.items():
+                bound.arguments[name] = option(name, bound.arguments[name])
+            return fn(*bound.args, **bound.kwargs)
+
+        # the wrapper lives in the function's own module (its globals), so doctest and
+        # the documentation find it there, as they find the function itself
+        wrapper = types.FunctionType(wrapper.__code__, fn.__globals__, fn.__name__, None,
+                                     wrapper.__closure__)
+        functools.update_wrapper(wrapper, fn)
+        wrapper.options = dict(declared)
+        return wrapper
+    return decorate

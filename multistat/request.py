@@ -49,13 +49,20 @@ from multistat._budget import Budget
 from multistat._scheduler import check_scheduler
 from multistat._typing import DEFAULT_N_RESAMPLES, STATISTICS
 from multistat._validation import (
-    check_alternative,
+    ALPHA,
+    ALTERNATIVE,
+    CONFIDENCE_LEVEL,
+    N_RESAMPLES,
+    REAL,
+    SEED,
+    Option,
     check_choice,
-    check_int,
     check_positive,
     check_probability,
     check_real,
-    check_seed,
+    choice,
+    integer,
+    optional,
 )
 from multistat.correct import METHODS
 from multistat.errors import ParameterError, ParameterTypeError, show
@@ -107,6 +114,17 @@ def _power(value):
         raise ParameterError("`power` must be False, True (retrospective) or the nonzero "
                              f"difference to detect, in metric units; got {show(value)}")
     return target
+
+
+#: the fields of :class:`RunRequest` checked by a declared option alone (shared with every
+#: analysis family: :mod:`multistat._validation`); cross-field checks follow in
+#: :meth:`RunRequest.__post_init__`
+FIELD_OPTIONS = {
+    "alternative": ALTERNATIVE, "null_value": REAL, "alpha": ALPHA,
+    "statistic": choice(STATISTICS), "n_resamples": N_RESAMPLES, "seed": SEED,
+    "ci_method": choice(CI_METHODS), "bootstrap_pvalue": choice(BOOTSTRAP_PVALUES),
+    "mde_power": Option(check_probability, "the power of the mde column, in (0, 1)"),
+}
 
 
 @dataclass(frozen=True)
@@ -168,24 +186,16 @@ class RunRequest:
         put("pairs", _pairs(self.pairs))
         put("metrics", _names("metrics", self.metrics))
         put("datasets", _names("datasets", self.datasets))
-        put("alternative", check_alternative(self.alternative))
-        put("null_value", check_real("null_value", self.null_value))
-        alpha = check_probability("alpha", self.alpha)
-        put("alpha", alpha)
+        for name, option in FIELD_OPTIONS.items():  # the declared options, in order
+            put(name, option(name, getattr(self, name)))
+        alpha = self.alpha
         if self.confidence_level is None:
             if 1 - alpha == 1:  # the default level 1 - alpha rounds to 1
                 raise ParameterError(
                     f"`alpha` {alpha!r} is too small: the intervals' level 1 - alpha rounds "
                     "to 1 (alpha must exceed 5.6e-17 = 2**-54, or give `confidence_level`)")
         else:
-            put("confidence_level",
-                check_probability("confidence_level", self.confidence_level))
-        put("statistic", check_choice("statistic", self.statistic, STATISTICS))
-        put("n_resamples", check_int("n_resamples", self.n_resamples, minimum=1))
-        put("seed", check_seed(self.seed))
-        put("ci_method", check_choice("ci_method", self.ci_method, CI_METHODS))
-        put("bootstrap_pvalue",
-            check_choice("bootstrap_pvalue", self.bootstrap_pvalue, BOOTSTRAP_PVALUES))
+            put("confidence_level", CONFIDENCE_LEVEL("confidence_level", self.confidence_level))
         correction = None if self.correction == "none" else self.correction
 
         if correction is not None and correction not in METHODS + STEPDOWN_CORRECTIONS:
@@ -217,7 +227,6 @@ class RunRequest:
                                      "plans are iid); use correction='holm'")
         put("effect_sizes", bool(self.effect_sizes))
         put("power", _power(self.power))
-        put("mde_power", check_probability("mde_power", self.mde_power))
         if self.equivalence_margin is not None:
             margin = check_real("equivalence_margin", self.equivalence_margin)
             if not (margin > 0 and math.isfinite(margin)):
@@ -227,8 +236,7 @@ class RunRequest:
         put("test_options", _check_test_options(self.test_options, tests))
 
         put("scheduler", check_scheduler(self.scheduler))  # an address too, always
-        if self.n_chunks is not None:
-            put("n_chunks", check_int("n_chunks", self.n_chunks, minimum=1))
+        put("n_chunks", optional(integer(minimum=1))("n_chunks", self.n_chunks))
         put("memory_limit", Budget.of(self.memory_limit))
         max_cost = self.max_cost
         if max_cost is None or (isinstance(max_cost, float) and math.isinf(max_cost)

@@ -338,3 +338,22 @@ def test_design_md_places_every_module():
     missing = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                      if f"`{p.relative_to(PACKAGE)}`" not in design)
     assert not missing, "modules DESIGN.md does not place: " + ", ".join(missing)
+
+
+def test_analysis_families_declare_their_options_with_the_shared_machinery():
+    # one option system: the families' keyword options are declared with the Option
+    # objects RunRequest uses (multistat._validation), checked once on entry
+    import multistat
+    from multistat import _validation as V
+    from multistat.request import FIELD_OPTIONS
+
+    assert FIELD_OPTIONS["alpha"] is V.ALPHA and FIELD_OPTIONS["seed"] is V.SEED
+    for fn, names in ((multistat.friedman, {"alpha", "posthoc"}),
+                      (multistat.replicability, {"alpha", "method"}),
+                      (multistat.krippendorff_alpha, {"level", "n_resamples", "seed",
+                                                      "confidence_level"}),
+                      (multistat.meta_analysis, {"method", "test", "confidence_level"}),
+                      (multistat.meta_regression, {"method", "test", "confidence_level"})):
+        assert set(fn.options) == names, fn.__name__
+        assert all(isinstance(o, V.Option) for o in fn.options.values())
+    assert multistat.friedman.options["alpha"] is V.ALPHA

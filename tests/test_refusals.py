@@ -259,3 +259,20 @@ def test_report_systems_from_another_study_is_refused(tables, tmp_path, capsys):
     status, _, err = run_cli(["report", folder / "r.parquet", "--systems",
                               folder / "s.parquet", "--out", tmp_path / "ok"], capsys)
     assert status in (0, None), err
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m: m.friedman(None, alpha=1.5), r"`alpha` must be in \(0, 1\); got 1.5"),
+    (lambda m: m.replicability([0.1, 0.2], method="x"), r"`method` must be one of"),
+    (lambda m: m.krippendorff_alpha([[1, 2], [1, 2]], seed=-1), r"`seed`"),
+    (lambda m: m.meta_analysis([0.1, 0.2], [0.1, 0.1], confidence_level=0),
+     r"`confidence_level` must be in \(0, 1\); got 0"),
+    (lambda m: m.meta_regression([0.1, 0.2], [0.1, 0.1], mods=[1, 2], test="t"),
+     r"`test` must be one of"),
+])
+def test_family_options_refused_with_the_shared_messages(call, match):
+    import multistat
+    from multistat.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=match):
+        call(multistat)

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from multistat._result import Result
-from multistat._validation import check_choice, check_int, check_probability, check_seed
+from multistat._validation import (
+    CONFIDENCE_LEVEL,
+    SEED,
+    checked,
+    choice,
+    integer,
+)
 from multistat.engine import plan_blocks
 from multistat.errors import DataValidationError, ParameterError
 
@@ -198,6 +204,8 @@ class _Parts:
         return np.where(expected > 0, out, np.nan)
 
 
+@checked(level=choice(LEVELS), n_resamples=integer(minimum=0), seed=SEED,
+         confidence_level=CONFIDENCE_LEVEL)
 def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, seed=0,
                        confidence_level: float = 0.95):
     """Krippendorff's alpha for a raters x units table, with a bootstrap over units.
@@ -254,10 +262,6 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
     >>> round(krippendorff_alpha(data, "interval").alpha, 3)
     0.849
     """
-    level = check_choice("level", level, LEVELS)
-    n_resamples = check_int("n_resamples", n_resamples, minimum=0)
-    seed = check_seed(seed)
-    confidence_level = check_probability("confidence_level", confidence_level)
     if _is_study(data):
         return _study_alpha(data, level, n_resamples, seed, confidence_level)
     x = _units_table(data)

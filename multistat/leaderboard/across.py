@@ -37,7 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from multistat._result import Result
-from multistat._validation import check_choice, check_probability
+from multistat._validation import ALPHA, checked, choice
 from multistat.errors import (
     DataValidationError,
     ParameterError,
@@ -147,8 +147,7 @@ def blocks_per_metric(source, metrics=None) -> dict[str, pd.DataFrame]:
 
 
 def _friedman_iv(scores, higher_is_better, alpha, posthoc, metric=None):
-    alpha = check_probability("alpha", alpha)
-    check_choice("posthoc", posthoc, POSTHOCS)
+    """The scores as a blocks x systems frame (the options are checked on entry)."""
     if hasattr(scores, "children"):  # a study: the test sets of one metric are the blocks
         per = blocks_per_metric(scores, None if metric is None else [metric])
         if len(per) > 1:
@@ -191,6 +190,7 @@ def _friedman_iv(scores, higher_is_better, alpha, posthoc, metric=None):
     return wide, values, bool(higher_is_better), alpha
 
 
+@checked(alpha=ALPHA, posthoc=choice(POSTHOCS))
 def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
              control=None, metric=None) -> FriedmanResult:
     """Friedman test of k systems over N blocks, with a post-hoc test.
@@ -429,6 +429,7 @@ def _replicability_one(s: pd.Series, alpha: float, method: str) -> Replicability
                                k_bonferroni=k_b)
 
 
+@checked(alpha=ALPHA, method=choice(REPLICABILITY_METHODS))
 def replicability(p_values, *, alpha=0.05, method="bonferroni"):
     """How many test sets, and which ones, show the effect (Dror et al. 2017).
 
@@ -475,8 +476,6 @@ def replicability(p_values, *, alpha=0.05, method="bonferroni"):
     >>> replicability([0.168, 0.297, 0.357, 0.019, 0.218, 0.001], method="fisher").k
     2
     """
-    alpha = check_probability("alpha", alpha)
-    check_choice("method", method, REPLICABILITY_METHODS)
     if isinstance(p_values, pd.DataFrame):
         return _replicability_table(p_values, alpha, method)
     return _replicability_one(_p_series(p_values), alpha, method)

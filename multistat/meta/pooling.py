@@ -55,7 +55,7 @@ from scipy import special, stats
 from scipy.optimize import brentq
 
 from multistat._result import Result
-from multistat._validation import check_choice, check_probability
+from multistat._validation import CONFIDENCE_LEVEL, check_choice, check_probability, checked, choice
 from multistat.errors import (
     DataValidationError,
     DroppedDataWarning,
@@ -346,11 +346,15 @@ def _vector(name, values) -> np.ndarray:
     return arr
 
 
+#: the options of meta_analysis and meta_regression, checked once on entry
+OPTIONS = {"method": choice(METHODS), "test": choice(TESTS),
+           "confidence_level": CONFIDENCE_LEVEL}
+
+
 def _meta_iv(estimates, variances, se, method, test, confidence_level, labels):
-    """Checked ``(y, v, labels, method, test, level)``."""
-    method = check_choice("method", method, METHODS)
-    test = check_choice("test", test, TESTS)
-    level = check_probability("confidence_level", confidence_level)
+    """Checked ``(y, v, labels, method, test, level)`` (the options are checked on
+    entry, by :data:`OPTIONS`)."""
+    level = confidence_level
     y = _vector("estimates", estimates)
     if (variances is None) == (se is None):
         raise ParameterError("give the studies' sampling `variances` or their standard "
@@ -394,6 +398,7 @@ def _is_table(obj) -> bool:
             and all(isinstance(x, (str, Path)) for x in obj))
 
 
+@checked(**OPTIONS)
 def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z",
                   confidence_level=0.95, labels=None, study="dataset", by=DEFAULT_BY,
                   effect="estimate"):
@@ -724,6 +729,7 @@ def _wls(y, v, X, tau2):
     return w, beta, cov
 
 
+@checked(**OPTIONS)
 def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", test="z",
                     confidence_level=0.95) -> MetaRegressionResult:
     r"""Mixed-effects meta-regression on study-level moderators, as metafor's
