@@ -444,3 +444,18 @@ def test_variance_components_pool_compares_own_fits(tmp_path, monkeypatch):
         dataclasses.astuple(refit.variance), rel=1e-12)
     assert (pooled.intercept, pooled.effect, pooled.n_ratings) == pytest.approx(
         (refit.intercept, refit.effect, refit.n_ratings), rel=1e-12)
+
+
+def test_agreement_of_a_study_is_a_table_and_the_old_study_path_warns():
+    # krippendorff_alpha takes a raters x units table and returns a KrippendorffResult;
+    # a study's alphas (one per dataset x system x metric) come from multistat.agreement
+    ya, yb = _crossed(np.random.default_rng(4), raters=4, items=25, share=0.8)
+    study = _rating_study(ya, yb)
+    table = multistat.agreement(study, n_resamples=100, seed=2)
+    assert list(table["system"]) == ["a", "b"] and table["alpha"].notna().all()
+    # the per-system alpha is krippendorff_alpha of that system's raters x items table
+    ref = krippendorff_alpha(ya.T, "interval").alpha
+    assert table.loc[table.system == "a", "alpha"].item() == pytest.approx(ref, rel=1e-12)
+    with pytest.warns(DeprecationWarning, match=r"multistat\.agreement"):
+        old = krippendorff_alpha(study, n_resamples=100, seed=2)
+    pd.testing.assert_frame_equal(old, table)

@@ -15,7 +15,7 @@ import multistat
 from multistat import cube
 from multistat.errors import DroppedDataWarning, MultistatError
 from multistat.io import read_parquet
-from multistat.meta.pooling import _pool, meta_analysis, meta_regression, study_rows
+from multistat.meta.pooling import _pool, meta_analysis, meta_regression, pool_studies, study_rows
 
 # dat.bcg (Colditz et al. 1994, JAMA 271(9), 698-702; the 13 BCG vaccine trials as
 # metafor ships them, listed in metafor's README.md): TB cases / non-cases among the
@@ -361,7 +361,7 @@ def table():
 def test_pooling_a_table_equals_pooling_its_rows_by_hand(table):
     with pytest.warns(DroppedDataWarning, match=r"24 of 72 rows have no standard error "
                                                 r".*\(test: wilcoxon 24\)"):
-        pooled = meta_analysis(table, method="reml", test="knha")
+        pooled = pool_studies(table, method="reml", test="knha")
     assert len(pooled) == 12  # 2 metrics x 3 pairs x (t, bootstrap)
     assert set(pooled["test"]) == {"t", "bootstrap"}
     assert (pooled["k"] == 4).all() and (pooled["k_dropped"] == 0).all()
@@ -377,7 +377,7 @@ def test_pooling_a_table_equals_pooling_its_rows_by_hand(table):
 
 
 def test_table_effect_sizes_and_paths(table, tmp_path):
-    by_d = meta_analysis(table[table.test == "t"], effect="cohens_d")
+    by_d = pool_studies(table[table.test == "t"], effect="cohens_d")
     sub = table[(table.test == "t") & (table.metric == "m1") & (table.system_a == "A")
                 & (table.system_b == "B")]
     ref = meta_analysis(sub["cohens_d"], se=sub["cohens_d_se"])
@@ -387,13 +387,13 @@ def test_table_effect_sizes_and_paths(table, tmp_path):
     t_only = table[table.test == "t"]
     one = tmp_path / "all.parquet"
     multistat.write_parquet(t_only, one)
-    first = meta_analysis(one)
+    first = pool_studies(one)
     folder = tmp_path / "runs"
     folder.mkdir()
     for d, part in t_only.groupby("dataset"):
         multistat.write_parquet(part, folder / f"{d}.parquet")
-    by_folder = meta_analysis(folder)
-    by_files = meta_analysis(sorted(folder.glob("*.parquet")), study="source")
+    by_folder = pool_studies(folder)
+    by_files = pool_studies(sorted(folder.glob("*.parquet")), study="source")
     cols = ["estimate", "se", "tau2", "pi_low"]
     key = ["metric", "system_a", "system_b", "test"]
     a = first.sort_values(key).reset_index(drop=True)
@@ -408,8 +408,8 @@ def test_reversed_pairs_pool_as_one(table):
     flip = t["dataset"] == "ted"
     t.loc[flip, ["system_a", "system_b"]] = t.loc[flip, ["system_b", "system_a"]].to_numpy()
     t.loc[flip, "estimate"] = -t.loc[flip, "estimate"]
-    ref = meta_analysis(table[(table.test == "t") & (table.metric == "m1")])
-    got = meta_analysis(t)
+    ref = pool_studies(table[(table.test == "t") & (table.metric == "m1")])
+    got = pool_studies(t)
     assert len(got) == 3
     np.testing.assert_allclose(got["estimate"], ref["estimate"], rtol=1e-12)
 
@@ -417,27 +417,27 @@ def test_reversed_pairs_pool_as_one(table):
 def test_table_problems_are_named(table):
     t = table[table.test == "t"]
     with pytest.raises(MultistatError, match=r"lacks column\(s\) \['se'\].*run compare"):
-        meta_analysis(t.drop(columns="se"))
+        pool_studies(t.drop(columns="se"))
     with pytest.raises(MultistatError, match="lacks column"):
-        meta_analysis(t, by=("metric", "nope"))
+        pool_studies(t, by=("metric", "nope"))
     with pytest.raises(MultistatError, match="study 'newstest' has 2 rows for metric=.*"
                                              "add the column that tells them apart"):
-        meta_analysis(table[table.test != "wilcoxon"], by=("metric", "system_a",
+        pool_studies(table[table.test != "wilcoxon"], by=("metric", "system_a",
                                                             "system_b"))
     with pytest.raises(MultistatError, match="also in `by`"):
-        meta_analysis(t, by=("dataset", "metric"))
+        pool_studies(t, by=("dataset", "metric"))
     with (pytest.raises(MultistatError, match="no row of the table has a standard error"),
           pytest.warns(DroppedDataWarning)):
-        meta_analysis(table[table.test == "wilcoxon"])
+        pool_studies(table[table.test == "wilcoxon"])
     with pytest.raises(MultistatError, match="give `variances`, `se` and `labels` only "
                                              "with vectors"):
         meta_analysis(t, [0.1])
     with pytest.raises(MultistatError, match="no such file"):
-        meta_analysis("does/not/exist.parquet")
+        pool_studies("does/not/exist.parquet")
     # a group left with one study: kept, NaN, with a note, and counted
     one = t[~((t.dataset != "ted") & (t.metric == "m1") & (t.system_a == "A")
               & (t.system_b == "B"))].copy()
-    pooled = meta_analysis(one)
+    pooled = pool_studies(one)
     row = pooled[(pooled.metric == "m1") & (pooled.system_a == "A")
                  & (pooled.system_b == "B")].iloc[0]
     assert row["k"] == 1 and np.isnan(row["estimate"])
@@ -446,7 +446,7 @@ def test_table_problems_are_named(table):
 
 def test_study_rows_weights_match_the_vector_fit(table):
     t = table[table.test == "bootstrap"]
-    pooled = meta_analysis(t)
+    pooled = pool_studies(t)
     rows = study_rows(t, pooled)
     sub = rows[(rows.metric == "m2") & (rows.system_a == "A") & (rows.system_b == "C")]
     raw = t[(t.metric == "m2") & (t.system_a == "A") & (t.system_b == "C")]
@@ -514,7 +514,7 @@ def test_cli_writes_parquet_with_metadata(table, tmp_path, capsys):
     assert got.attrs["multistat"]["meta_test"] == "knha"
     assert got.attrs["multistat"]["inputs"] == [str(src)]
     with pytest.warns(DroppedDataWarning):
-        ref = meta_analysis(table, method="dl", test="knha")
+        ref = pool_studies(table, method="dl", test="knha")
     pd.testing.assert_frame_equal(got, ref, check_exact=True, check_dtype=False)
     assert "pooled 12 of 12 groups across 4 studies (dataset); dl, knha" in stdout
     # csv by extension, --tests filter
@@ -590,3 +590,12 @@ def test_docstring_examples_run():
     for mod in (meta, effect):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, mod.__name__
+
+
+def test_one_return_type_per_function_and_the_old_table_path_warns(table):
+    # meta_analysis takes vectors and returns a MetaResult; tables go to pool_studies
+    # (a DataFrame); the table path of meta_analysis works one release and warns
+    t = table[(table.test == "t") & (table.metric == "m1")]
+    with pytest.warns(DeprecationWarning, match="pool_studies"):
+        old = meta_analysis(t)
+    pd.testing.assert_frame_equal(old, pool_studies(t))

@@ -51,7 +51,7 @@ def meta_command(
     """Pool the rows of compare tables across studies (random- or fixed-effects
     meta-analysis, as R's metafor rma()) and write one row per metric x pair x test."""
     # heavy: scipy.stats, scipy.optimize, lazily
-    from multistat.meta.pooling import meta_analysis, read_tables
+    from multistat.meta.pooling import pool_studies, read_tables
 
     guard_outputs(inputs, {"--out": out})
     table_kind(out)
@@ -66,9 +66,9 @@ def meta_command(
                                  f"{show(sorted(have))})")
         frame = frame[frame["test"].astype(str).isin(chosen)]
     # rows without a standard error: one warning line (multistat.cli.main shows it)
-    pooled = meta_analysis(frame, study=study, by=by_cols, method=method,
-                           test="knha" if knha else "z",
-                           confidence_level=confidence_level, effect=effect)
+    pooled = pool_studies(frame, study=study, by=by_cols, method=method,
+                          test="knha" if knha else "z",
+                          confidence_level=confidence_level, effect=effect)
     meta = dict(pooled.attrs["multistat"], inputs=[str(p) for p in inputs])
     write_table(pooled, out, metadata=meta)
     n_studies = frame[study].nunique()

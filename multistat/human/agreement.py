@@ -31,7 +31,9 @@ positions are exact half-integers, so its sums are exact.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +47,9 @@ from multistat._validation import (
 )
 from multistat.engine import plan_blocks
 from multistat.errors import DataValidationError, ParameterError
+
+if TYPE_CHECKING:  # annotations only: pandas loads when a study is read
+    import pandas as pd
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 #: the plan name of the unit bootstrap (its own stream of the engine's seeded plans)
@@ -263,6 +268,9 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
     0.849
     """
     if _is_study(data):
+        warnings.warn("krippendorff_alpha(study) is deprecated and will be removed in "
+                      "multistat 0.3: it returns a DataFrame, not a KrippendorffResult; use "
+                      "multistat.agreement(study)", DeprecationWarning, stacklevel=3)
         return _study_alpha(data, level, n_resamples, seed, confidence_level)
     x = _units_table(data)
     n_raters = int(np.asarray(data, dtype=np.float64).shape[0])
@@ -295,6 +303,56 @@ def _is_study(data) -> bool:
 
     return isinstance(data, (xr.Dataset, xr.DataTree))
 
+
+
+@checked(level=choice(LEVELS), n_resamples=integer(minimum=0), seed=SEED,
+         confidence_level=CONFIDENCE_LEVEL)
+def agreement(study, level: str = "interval", *, n_resamples: int = 1000, seed=0,
+              confidence_level: float = 0.95) -> pd.DataFrame:
+    """Krippendorff's alpha of every dataset x system x metric of a study with ratings.
+
+    Parameters
+    ----------
+    study : a study (or a path :func:`multistat.load` reads) with ratings by rater
+        Read with ``rater_col=`` (its ``rating`` variable, see
+        :func:`multistat.read_scores`).
+    level : {"interval", "nominal", "ordinal", "ratio"}
+        Level of measurement, as in :func:`krippendorff_alpha`.
+    n_resamples : int
+        Bootstrap resamples over units for each interval (0: none).
+    seed : int
+    confidence_level : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per dataset x system x metric: ``dataset, system, metric`` and the
+        fields of :class:`KrippendorffResult` (``alpha``, ``ci_low``, ``ci_high``, ...).
+
+    See Also
+    --------
+    krippendorff_alpha : one raters x units table.
+
+    Examples
+    --------
+    >>> import numpy as np, multistat
+    >>> from multistat import cube
+    >>> rng = np.random.default_rng(0)
+    >>> item = rng.normal(3, 1, (1, 1, 25, 1))
+    >>> rating = item + rng.normal(0, 0.3, (2, 1, 25, 3))   # 2 systems, 3 raters
+    >>> ds = cube.make_dataset("pilot", cube.run_mean(rating), systems=["a", "b"],
+    ...                        metrics=["likert"], instances=list(range(25)),
+    ...                        rating=rating, raters=["r1", "r2", "r3"])
+    >>> table = multistat.agreement(cube.make_study({"pilot": ds}), n_resamples=200)
+    >>> list(table["system"]), bool((table["alpha"] > 0.8).all())
+    (['a', 'b'], True)
+    """
+    if not _is_study(study):
+        # heavy: xarray, lazily
+        from multistat import cube
+
+        study = cube.load(study)
+    return _study_alpha(study, level, n_resamples, seed, confidence_level)
 
 def _study_alpha(study, level, n_resamples, seed, confidence_level):
     # heavy: pyarrow, pandas, lazily

@@ -55,7 +55,13 @@ from scipy import special, stats
 from scipy.optimize import brentq
 
 from multistat._result import Result
-from multistat._validation import CONFIDENCE_LEVEL, check_choice, check_probability, checked, choice
+from multistat._validation import (
+    CONFIDENCE_LEVEL,
+    check_choice,
+    check_probability,
+    checked,
+    choice,
+)
 from multistat.errors import (
     DataValidationError,
     DroppedDataWarning,
@@ -496,6 +502,9 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     (0.0, True, 3)
     """
     if _is_table(estimates):
+        warnings.warn("meta_analysis(table) is deprecated and will be removed in multistat "
+                      "0.3: it returns a DataFrame, not a MetaResult; use "
+                      "multistat.pool_studies(table)", DeprecationWarning, stacklevel=3)
         if variances is not None or se is not None or labels is not None:
             raise ParameterError("a table carries its own standard errors and study names: "
                                  "give `variances`, `se` and `labels` only with vectors")
@@ -727,6 +736,55 @@ def _wls(y, v, X, tau2):
     cov = np.linalg.inv(XtW @ X)
     beta = cov @ (XtW @ y)
     return w, beta, cov
+
+
+@checked(**OPTIONS)
+def pool_studies(tables, *, study="dataset", by=DEFAULT_BY, effect="estimate",
+                 method="reml", test="z", confidence_level=0.95) -> pd.DataFrame:
+    """Meta-analysis of compare tables: every group of rows with the same ``by`` values
+    pooled across ``study``, in one vectorized pass.
+
+    Parameters
+    ----------
+    tables : DataFrame, path, list of paths, or folder
+        Compare tables (:func:`multistat.compare`): a DataFrame, a Parquet file, several,
+        or a folder whose ``*.parquet`` files are read.
+    study : str
+        The column naming the studies pooled (``"dataset"``: the test sets of one study;
+        ``"source"``: the files given).
+    by : tuple of str
+        The columns that define one pooled effect (default: metric, pair and test).
+    effect : str
+        The column pooled: ``"estimate"`` (with ``se``) or an effect size with its
+        ``<effect>_se`` column (``"cohens_d"``, ``"hedges_g"``).
+    method, test, confidence_level
+        As in :func:`meta_analysis`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The ``by`` columns and :data:`POOLED_COLUMNS` (``k`` studies used; ``k_dropped``
+        rows of the group left out for lacking a standard error; ``studies`` their names;
+        ``meta_test`` z or knha), one row per group. Rows without a standard error (tests
+        that define none, such as the Wilcoxon, sign and permutation tests) are left out
+        with a :class:`~multistat.errors.DroppedDataWarning` that counts them; groups
+        left with one study get NaN and a note.
+
+    See Also
+    --------
+    meta_analysis : the same pooling for one effect given as vectors.
+
+    Examples
+    --------
+    >>> import multistat
+    >>> from multistat.demo import demo_frame
+    >>> table = multistat.compare(multistat.from_frame(demo_frame()), tests=("t",))
+    >>> pooled = multistat.pool_studies(table)
+    >>> int(pooled["k"].max())
+    2
+    """
+    return _meta_table(tables, study=study, by=by, effect=effect, method=method, test=test,
+                       confidence_level=confidence_level)
 
 
 @checked(**OPTIONS)

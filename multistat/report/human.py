@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat import cube
-from multistat.human.agreement import krippendorff_alpha
+from multistat.human.agreement import agreement
 from multistat.human.ratings import variance_components
 from multistat.power import simulate_likert
 from multistat.report._files import write_csv
@@ -106,8 +106,8 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
         write_csv(tabdir / f"human_design_{slug(name)}.csv", design)
         for metric in ds.metric.values:
             metric = str(metric)
-            agree = krippendorff_alpha(ds.sel(metric=[metric]), "interval",
-                                       n_resamples=n_resamples, seed=0)
+            agree = agreement(ds.sel(metric=[metric]), "interval",
+                              n_resamples=n_resamples, seed=0)
             h.append(f"<h4>{e(metric)}: agreement</h4>")
             h.append(table_html(agree[["system", "alpha", "ci_low", "ci_high", "n_units",
                                        "n_raters", "note"]].round(3)))
