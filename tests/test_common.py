@@ -9,7 +9,7 @@ from multistat.comparison import compare
 from multistat.significance import REGISTRY
 
 # "aso" (Almost Stochastic Order) gives eps_min, not a p-value: its invariants are in
-# tests/test_stochastic_order.py
+# tests/test_aso.py
 ALL_TESTS = sorted(t for t in REGISTRY if t != "aso")
 
 

@@ -283,7 +283,7 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
     k = #pairs) raises the confidence level to ``level + (1 - level) / k`` (its
     ``confidence_level += (1 - confidence_level) / num_comparisons``; not Bonferroni's
     ``1 - (1 - level) / k``): pass ``confidence_level=level + (1 - level) / k`` to get
-    deepsig's numbers (``tests/test_stochastic_order.py``).
+    deepsig's numbers (``tests/test_aso.py``).
 
     ``eps_min_reverse`` is the eps_min of B over A: ``aso(b, a).eps_min`` exactly. Both
     are computed from the same two bootstraps, one stream per sample assigned in an

@@ -1,4 +1,4 @@
-"""Decision and interval agree in every row (issue 13.4): ``p <= alpha`` exactly when the
+"""Decision and interval agree in every row (significance/_inversion.py): ``p <= alpha`` exactly when the
 interval at level ``1 - alpha`` (same sidedness) excludes the null value."""
 
 import warnings
