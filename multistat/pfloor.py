@@ -16,7 +16,7 @@ p-value.
 correction applied to ``m`` p-values all at the floor: the least any of its adjusted
 p-values can be, for Holm ``min(1, m f)``, for the step-up methods ``f``);
 :func:`resamples_needed` the least ``B`` that brings it to ``alpha``; :func:`floor_note`
-the sentence :func:`multistat.rank` warns with (:class:`~multistat.errors.
+the sentence :func:`multistat.compare` and :func:`multistat.rank` warn with (:class:`~multistat.errors.
 ResamplingFloorWarning`) and stores in its table's metadata, and the report shows.
 
 References: Phipson, B. & Smyth, G. K. (2010), Permutation p-values should never be zero,
@@ -27,6 +27,7 @@ Young, S. S. (1993), Resampling-Based Multiple Testing, Wiley.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from multistat.significance import REGISTRY
 
@@ -124,3 +125,42 @@ def floor_note(test: str, n_resamples: int, n_tests: int, correction: str | None
             f"{' (' + where + ')' if where else ''}: the smallest adjusted p-value it can "
             f"give is {smallest:.3g} > alpha = {alpha:g} ({why}), so no pair can be "
             f"significant and every system falls in one cluster; {fix}")
+
+
+def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
+                n_resamples: int) -> list[str]:
+    """The :func:`floor_note` of every ``dataset x metric`` family of ``test`` in a
+    compare table whose corrected p-values cannot reach ``alpha`` (families of one size
+    share one sentence naming them all); ``[]`` for a test without a resampling floor.
+
+    Examples
+    --------
+    >>> import warnings, multistat
+    >>> from multistat.demo import demo_frame
+    >>> from multistat.pfloor import floor_notes
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # compare itself warns with these notes
+    ...     table = multistat.compare(multistat.from_frame(demo_frame()),
+    ...                               tests=("bootstrap",), n_resamples=99)
+    >>> floor_notes(table, test="bootstrap", correction="holm", alpha=0.05,
+    ...             n_resamples=99)[0][:40]
+    'bootstrap test with holm correction over'
+    """
+
+    if REGISTRY[test].p_floor is None or not len(table):
+        return []
+    alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
+        "two-sided"
+    pvalue = table.attrs.get("multistat", {}).get("bootstrap_pvalue", "shifted")
+    by_size: dict = {}
+    for (ds, metric), g in table.groupby(["dataset", "metric"], sort=False):
+        m = int(np.isfinite(g["p_value"].to_numpy(float)).sum())
+        n = int(g["n"].max()) if "n" in g and g["n"].notna().any() else None
+        by_size.setdefault((m, n), []).append(f"{ds} / {metric}")
+    notes = []
+    for (m, n), where in by_size.items():
+        note = floor_note(test, n_resamples, m, correction, alpha, alternative=alternative,
+                          bootstrap_pvalue=pvalue, n_units=n, where=", ".join(where))
+        if note is not None:
+            notes.append(note)
+    return notes

@@ -6,7 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+import multistat
 from multistat import cube
+from multistat.demo import demo_frame
 from multistat.comparison import COLUMNS, compare, system_scores
 from multistat.errors import ParameterError, TestNotApplicableError, UnknownSystemError
 from multistat.significance.resampling import bootstrap_test, permutation_test
@@ -577,10 +579,10 @@ def test_repeated_string_column_is_the_taken_label_column(text, n_rows):
 
 
 def test_one_walk_gives_the_same_groups_and_scores_everywhere(toy_study):
-    # compare, system_scores and ranking.system_distributions walk datasets and metric
+    # compare, system_scores and system_distributions walk datasets and metric
     # groups with one iterator (comparison._walk): on a two-dataset study with a metric
     # whose dropped instances make it a group of its own, the three agree bit for bit
-    from multistat.leaderboard.ranking import system_distributions
+    from multistat.comparison import system_distributions
 
     table, systems = compare(toy_study, tests=("bootstrap",), n_resamples=300, seed=3,
                              return_systems=True)
@@ -614,7 +616,7 @@ def test_mde_multiplier_emits_no_warnings():
     import itertools
     import warnings
 
-    from multistat.comparison import _mde_multiplier
+    from multistat.comparison._groups import mde_multiplier as _mde_multiplier
 
     _mde_multiplier.cache_clear()
     with warnings.catch_warnings():
@@ -625,3 +627,21 @@ def test_mde_multiplier_emits_no_warnings():
             m = _mde_multiplier(n, a, p, alt)
             assert np.isnan(m) if n < 2 else m != 0
     _mde_multiplier.cache_clear()
+
+
+def test_compare_warns_when_a_family_cannot_reject_as_rank_does():
+    # Holm over 10 pairs with B = 99 bootstrap resamples: the smallest adjusted p is
+    # 10 * 2/100 = 0.2 > 0.05, so nothing can be significant; compare says so on stderr
+    # (a warning) and in the table's metadata, with the fix (more resamples or WY)
+    from multistat.errors import ResamplingFloorWarning
+
+    study = multistat.from_frame(demo_frame())
+    with pytest.warns(ResamplingFloorWarning, match=r"no pair can be significant") as rec:
+        table = multistat.compare(study, tests=("bootstrap", "t"), n_resamples=99)
+    notes = table.attrs["multistat"]["floor_notes"]
+    assert notes and [str(w.message) for w in rec] == notes
+    assert all("n_resamples >= " in n and "westfall-young" in n for n in notes)
+    assert not table.loc[table.test == "bootstrap", "reject"].any()
+    # enough resamples, or a test without a floor: no note
+    quiet = multistat.compare(study, tests=("t",), n_resamples=99)
+    assert quiet.attrs["multistat"]["floor_notes"] == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,8 +51,10 @@ from multistat.comparison._groups import (
 )
 from multistat.corpus import get_corpus_metric
 from multistat.correct import adjust, adjust_groups
+from multistat.pfloor import floor_notes
 from multistat.errors import (
     ParameterError,
+    ResamplingFloorWarning,
     TestNotApplicableError,
     UnknownSystemError,
     show,
@@ -354,7 +357,17 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
                                ("n_resamples", n_resamples), ("seed", seed),
                                ("correction", correction)) if v is not FROM_REQUEST}
     req = build_request(request, **given, **overrides)
-    return run(study, req, return_systems=return_systems)
+    out = run(study, req, return_systems=return_systems)
+    table = out[0] if return_systems else out
+    notes = []
+    for test in req.tests:  # the rule rank follows: say when a family cannot reject
+        notes += floor_notes(table[table["test"] == test], test=test,
+                             correction=req.correction, alpha=req.alpha,
+                             n_resamples=req.n_resamples)
+    table.attrs["multistat"]["floor_notes"] = notes
+    for note in notes:
+        warnings.warn(note, ResamplingFloorWarning, stacklevel=2)
+    return out
 
 
 def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None):

@@ -33,7 +33,7 @@ from multistat._result import Result
 from multistat._validation import check_choice
 from multistat.comparison import system_distributions
 from multistat.errors import ResamplingFloorWarning
-from multistat.pfloor import floor_note
+from multistat.pfloor import floor_notes
 from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
 from multistat.significance import REGISTRY
 
@@ -193,31 +193,6 @@ def rank_request(*, test="auto", alpha=0.05, correction="auto", n_resamples=DEFA
                          n_resamples=n_resamples, seed=seed, correction=correction,
                          scheduler=scheduler, n_chunks=n_chunks, ci_method="percentile",
                          effect_sizes=False, equivalence_margin=equivalence_margin)
-
-
-def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
-                n_resamples: int) -> list[str]:
-    """The :func:`multistat.pfloor.floor_note` of every ``dataset x metric`` family of a
-    compare table whose corrected p-values cannot reach ``alpha`` (families of one size
-    share one sentence naming them all)."""
-
-    if REGISTRY[test].p_floor is None or not len(table):
-        return []
-    alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
-        "two-sided"
-    pvalue = table.attrs.get("multistat", {}).get("bootstrap_pvalue", "shifted")
-    by_size: dict = {}
-    for (ds, metric), g in table.groupby(["dataset", "metric"], sort=False):
-        m = int(np.isfinite(g["p_value"].to_numpy(float)).sum())
-        n = int(g["n"].max()) if "n" in g and g["n"].notna().any() else None
-        by_size.setdefault((m, n), []).append(f"{ds} / {metric}")
-    notes = []
-    for (m, n), where in by_size.items():
-        note = floor_note(test, n_resamples, m, correction, alpha, alternative=alternative,
-                          bootstrap_pvalue=pvalue, n_units=n, where=", ".join(where))
-        if note is not None:
-            notes.append(note)
-    return notes
 
 
 def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAULT_N_RESAMPLES, seed=0,

@@ -125,7 +125,7 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
     """The sentence stated once at the top of the report (plain text) and the
     resampling-floor notes of the deciding configurations."""
     # heavy: xarray, lazily
-    from multistat.leaderboard.ranking import floor_notes
+    from multistat.pfloor import floor_notes
 
     parts: dict[tuple, list] = {}
     for key, t in tests.items():
