@@ -98,10 +98,18 @@ def _pairs(value):
     if isinstance(value, str):
         return value
     try:
-        return tuple(tuple(p) if not isinstance(p, str) else p for p in value)
+        pairs = tuple(tuple(p) if not isinstance(p, str) else p for p in value)
     except TypeError:
         raise ParameterTypeError("`pairs` must be 'all', 'baseline:<system>' or a list of "
                                  f"(a, b) pairs; got {type(value).__name__}") from None
+    seen: set = set()
+    for pair in pairs:  # a repeated pair would count twice in its correction family
+        if pair in seen:
+            raise ParameterError(f"`pairs` lists the pair {show(pair)} twice; each pair "
+                                 "once (a repeated pair would be counted twice by the "
+                                 "correction)")
+        seen.add(pair)
+    return pairs
 
 
 def _power(value):

@@ -276,3 +276,24 @@ def test_family_options_refused_with_the_shared_messages(call, match):
 
     with pytest.raises(ParameterError, match=match):
         call(multistat)
+
+
+def test_repeated_comparisons_are_refused_not_counted_twice(tmp_path, capsys):
+    # a pair listed twice would double its Holm-adjusted p; a report of duplicated rows
+    # said "beats 16 of 18" with 10 systems; two p-values named alike kept the last
+    import multistat
+    from conftest import assert_one_line_error, run_cli
+    from multistat.demo import demo_frame
+    from multistat.errors import DataValidationError, ParameterError
+    from multistat.report.tables import check_results
+
+    study = multistat.from_frame(demo_frame())
+    with pytest.raises(ParameterError, match=r"lists the pair \[.sys-a., .sys-b.\] twice"):
+        multistat.compare(study, tests=("t",), pairs=[("sys-a", "sys-b"), ("sys-a", "sys-b")])
+    table = multistat.compare(study, tests=("t",), pairs=[("sys-a", "sys-b"),
+                                                         ("sys-b", "sys-a")])
+    assert len(table) == 2 * table["metric"].nunique() * table["dataset"].nunique()
+    with pytest.raises(DataValidationError, match=r"repeat a dataset x metric x pair"):
+        check_results(pd.concat([table, table.iloc[:1]]))
+    status, _, err = run_cli(["replicability", "--p-values", "a=0.01,b=0.2,a=0.03"], capsys)
+    assert_one_line_error(status, err, "'a' is named twice")

@@ -168,6 +168,10 @@ def _p_list(text: str):
     out = {}
     for i, t in enumerate(items):
         name, _, value = t.rpartition("=") if "=" in t else (f"dataset{i + 1}", "", t)
+        if name.strip() in out:
+            raise ParameterError(f"--p-values: test set {name.strip()!r} is named twice "
+                                 f"(items {list(out).index(name.strip()) + 1} and {i + 1}); "
+                                 "give one p-value per test set")
         try:
             out[name.strip()] = float(value)
         except ValueError:

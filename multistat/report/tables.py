@@ -73,6 +73,14 @@ def check_results(results) -> pd.DataFrame:
     df.attrs = dict(results.attrs)
     for c in ("dataset", "metric", "system_a", "system_b", "test"):
         df[c] = df[c].astype(str)
+    key = ["dataset", "metric", "system_a", "system_b", "test"]
+    twice = df.duplicated(key, keep=False)
+    if twice.any():  # a repeated row would be counted twice ("beats", clusters, overview)
+        row = df.loc[twice, key].iloc[0]
+        raise DataValidationError(
+            f"`results` has {int(twice.sum())} rows that repeat a dataset x metric x pair x "
+            f"test, e.g. {row['system_a']!r} vs {row['system_b']!r} ({row['test']}, "
+            f"{row['dataset']} / {row['metric']}); each comparison once")
     alpha = pd.to_numeric(df["alpha"], errors="coerce") if "alpha" in df else \
         pd.Series(_meta(results).get("alpha", 0.05), index=df.index, dtype=float)
     df["alpha"] = alpha.fillna(0.05).astype(float)
