@@ -155,3 +155,20 @@ def test_friedman_metrics_are_never_blocks(tmp_path, capsys):
         wide, index=False)
     one_line_error(*run(["friedman", wide, "--wide", "--metrics", "bleu"], capsys)[::2],
                    "--metrics applies to a study or a compare table")
+
+
+def test_friedman_figure_names_never_become_paths(tmp_path, capsys):
+    # a metric named 'a/b' was written into the file name as a folder (a crash); its
+    # figure now takes the report's injective file stem, inside the figure's folder
+    from test_across import two_metric_study
+
+    study, _ = two_metric_study(("newstest", "ted", "wmt", "flores"), ["a/b", "ter"], 3)
+    path = tmp_path / "study.nc"
+    cube.save(study, path)
+    out, fig = tmp_path / "f.parquet", tmp_path / "figs" / "cd.png"
+    status, stdout, err = run(["friedman", path, "-o", out, "--figure", fig], capsys)
+    assert status == 0, err
+    written = sorted(p.name for p in (tmp_path / "figs").iterdir())
+    assert len(written) == 2 and "cd_ter.png" in written
+    assert all(p.parent == tmp_path / "figs" for p in (tmp_path / "figs").iterdir())
+    assert any(n.startswith("cd_a-b--") for n in written), written

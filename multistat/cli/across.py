@@ -56,7 +56,12 @@ def _blocks(input: Path, wide: bool, lower_is_better: bool, metrics):
 def _figure_path(figure: Path, metric: str, several: bool) -> Path:
     if not several or not metric:
         return figure
-    return figure.with_name(f"{figure.stem}_{metric}{figure.suffix}")
+    # the metric's name through the report's file-name rule: a name such as 'a/b' or
+    # '..' never becomes a path (injective, so two metrics never share a figure)
+    # lazily: `multistat --help` does not load the report package (startup time)
+    from multistat.report._files import file_stem
+
+    return figure.with_name(f"{figure.stem}_{file_stem(metric)}{figure.suffix}")
 
 
 def friedman_command(
