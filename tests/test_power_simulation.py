@@ -204,3 +204,12 @@ def test_simulation_parameter_errors():
         P.simulate_mcnemar(n=100, delta=0.01, agreement=1.2, n_simulations=10)
     with pytest.raises(PowerError, match=r"`n_simulations` must be an integer >= 2"):
         P.simulate_mcnemar(n=100, delta=0.01, agreement=0.9, n_simulations=1)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.1])
+def test_simulate_likert_refuses_a_standard_deviation_that_is_not_a_number(bad):
+    # a NaN sd passed the `< 0` check and the study had power 0
+    v = dataclasses.replace(P.LIKERT_PRESETS["high"], sigma=bad)
+    with pytest.raises(PowerError, match=r"variance `sigma` must be a finite number >= 0"):
+        P.simulate_likert(n_items=20, n_workers=3, effect=0.1, variance=v,
+                          n_simulations=10)

@@ -473,8 +473,11 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
     else:
         preset = "custom"
     for name in ("worker_intercept", "worker_slope", "item_intercept", "item_slope", "sigma"):
-        if getattr(variance, name) < 0:
-            raise PowerParameterError(f"variance `{name}` must be >= 0")
+        value = getattr(variance, name)
+        if not (isinstance(value, (int, float, np.floating, np.integer))
+                and math.isfinite(value) and value >= 0):  # NaN < 0 is False: say so
+            raise PowerParameterError(f"variance `{name}` must be a finite number >= 0; "
+                                      f"got {value!r}")
     worker, item, xm = (a.ravel() for a in np.meshgrid(
         np.arange(n_workers), np.arange(n_items), np.array([-1.0, 1.0]), indexing="ij"))
     v = variance
