@@ -599,3 +599,13 @@ def test_one_return_type_per_function_and_the_old_table_path_warns(table):
     with pytest.warns(DeprecationWarning, match="pool_studies"):
         old = meta_analysis(t)
     pd.testing.assert_frame_equal(old, pool_studies(t))
+
+
+def test_pool_studies_names_a_text_cell_in_a_numeric_column(table):
+    # a text `se` raised pandas' ValueError from deep inside; now one line naming it
+    t = table[(table.test == "t") & (table.metric == "m1")].copy()
+    t["se"] = t["se"].astype(object)
+    t.iloc[1, t.columns.get_loc("se")] = "0.1 (approx)"
+    with pytest.raises(MultistatError, match=r"column `se` must hold numbers; row 1 has "
+                                             r"'0.1 \(approx\)'"):
+        pool_studies(t)

@@ -595,8 +595,7 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
             f"{', '.join(f'{c}={show(row[c])}' for c in by)}: add the column that tells "
             "them apart to `by`" + (" or use study='source' (one file, one study)"
                                     if "source" in frame else ""))
-    y = frame[effect].to_numpy(float)
-    s = frame[se_col].to_numpy(float)
+    y, s = (_numeric_column(frame, c) for c in (effect, se_col))
     usable = np.isfinite(y) & np.isfinite(s) & (s > 0)
     gid = frame.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
     n_groups = int(gid.max()) + 1 if len(gid) else 0
@@ -737,6 +736,19 @@ def _wls(y, v, X, tau2):
     beta = cov @ (XtW @ y)
     return w, beta, cov
 
+
+
+def _numeric_column(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as float64, or a one-line error naming the column and its first cell
+    that is not a number (text such as ``"0.1 (approx)"`` in a hand-edited table)."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna() & frame[column].notna()
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataValidationError(
+            f"column `{column}` must hold numbers; row {i} has {show(frame[column].iloc[i])}"
+            f" ({int(bad.sum())} such cell(s))")
+    return values.to_numpy(float)
 
 @checked(**OPTIONS)
 def pool_studies(tables, *, study="dataset", by=DEFAULT_BY, effect="estimate",
