@@ -148,17 +148,45 @@ def bad_name(name: str, role: str) -> str | None:
     return None
 
 
-def whitespace_twins(names) -> tuple[str, str] | None:
-    """Two of ``names`` that differ only by surrounding whitespace (``"a"`` and
-    ``"a "``), or None: they would become two systems (metrics, datasets) that no one
-    can tell apart."""
+def name_key(name: str) -> str:
+    """What a reader sees of a name: NFC-normalised, without invisible format characters
+    (zero-width space and joiners, soft hyphen, byte-order mark: Unicode category Cf) and
+    without surrounding whitespace. Two names with one key cannot be told apart."""
+    visible = "".join(c for c in unicodedata.normalize("NFC", name)
+                      if unicodedata.category(c) != "Cf")
+    return visible.strip()
+
+
+def twin_names(names) -> tuple[str, str] | None:
+    """Two of ``names`` that look the same but differ (surrounding whitespace, ``"a"`` and
+    ``"a "``; composed and decomposed accents; an invisible zero-width character), or
+    None: they would become two systems (metrics, raters...) that no one can tell apart.
+
+    Examples
+    --------
+    >>> twin_names(["m1", "m2", "m1 "])
+    ('m1', 'm1 ')
+    >>> twin_names(["caf\u00e9", "cafe\u0301"])  # NFC and NFD of one word
+    ('café', 'café')
+    >>> twin_names(["a", "b"]) is None
+    True
+    """
     seen: dict[str, str] = {}
     for name in names:
-        key = name.strip()
+        key = name_key(name)
         if key in seen and seen[key] != name:
             return seen[key], name
         seen.setdefault(key, name)
     return None
+
+
+def twins_why(a: str, b: str) -> str:
+    """How two twin names differ, in words."""
+    if a.strip() == b.strip():
+        return "differ only by surrounding whitespace"
+    if unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b):
+        return "differ only by Unicode normalisation (composed and decomposed accents)"
+    return "differ only by invisible characters (e.g. a zero-width space)"
 
 
 # ------------------------------------------------------------------ declared options

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import multistat
 from multistat.errors import DataValidationError, InputFileError
 from multistat.io import read_scores
 
@@ -122,3 +123,38 @@ def test_path_like_dataset_names(tmp_path, name):
     with pytest.raises(DataValidationError, match=r"p\.csv, line 2: dataset name"):
         read_scores(plain, dataset=name)
     assert np.isfinite(read_scores(plain)["score"]).all()
+
+
+@pytest.mark.parametrize("a, b, why", [
+    ("m1", "m1 ", "surrounding whitespace"),
+    ("caf\u00e9", "cafe\u0301", "Unicode normalisation"),
+    ("sysA", "sys\u200bA", "invisible characters"),
+])
+def test_names_that_look_alike_are_refused_for_systems_and_raters(tmp_path, a, b, why):
+    # two systems (or raters) that no one can tell apart would be compared as two
+    from multistat.errors import DataValidationError
+
+    rows = ["system,instance,metric,rater,score"]
+    for s in (a, b):
+        rows += [f"{s},i{i},likert,r1,{i % 5}" for i in range(4)]
+    path = tmp_path / "sys.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=f"system names .* {why}"):
+        multistat.read_scores(path, rater_col="rater")
+    rows = ["system,instance,metric,rater,score"]
+    rows += [f"x,i{i},likert,{r},{i % 5}" for i in range(4) for r in (a, b)]
+    path = tmp_path / "raters.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=f"rater names .* {why}"):
+        multistat.read_scores(path, rater_col="rater")
+
+
+def test_a_json_true_id_is_not_instance_1(tmp_path):
+    from multistat.errors import InputFileError
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"system": "a", "instance": 1, "metric": "m", "score": 0.5}\n'
+                    '{"system": "a", "instance": true, "metric": "m", "score": 0.7}\n')
+    with pytest.raises(InputFileError, match=r"line 2.*instance column holds the boolean "
+                                             r"True"):
+        multistat.read_scores(path)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from multistat._validation import bad_name, whitespace_twins
+from multistat._validation import bad_name, twin_names, twins_why
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io._layouts import Long
 from multistat.io._sources import Source, _names, plural, show
@@ -285,10 +285,12 @@ def _check_groups(raw, sources, ds_c, ds_names, inst_g, inst_names) -> None:
 
 
 def check_names(raw, sources) -> None:
-    """Refuse blank, invisible and path-like names, and two names of one role that differ
-    only by surrounding whitespace."""
-    for role in ("dataset", "system", "metric"):
-        twins = whitespace_twins(raw.names[role])
+    """Refuse blank, invisible and path-like names, and two names of one role that look
+    the same (surrounding whitespace, Unicode normalisation, invisible characters)."""
+    for role in ("dataset", "system", "metric", "rater"):
+        if role not in raw.names:
+            continue
+        twins = twin_names(raw.names[role])
         if twins is not None:
             places = []
             for name in twins:
@@ -297,8 +299,8 @@ def check_names(raw, sources) -> None:
                 places.append(sources[raw.src[first]].where(int(raw.row[first])))
             raise DataValidationError(
                 f"{role} names {show(twins[0])} ({places[0]}) and {show(twins[1])} "
-                f"({places[1]}) differ only by surrounding whitespace; they would be two "
-                f"{role}s: fix the names")
+                f"({places[1]}) {twins_why(*twins)}; they would be two {role}s: fix the "
+                "names")
         for code, name in enumerate(raw.names[role]):
             why = bad_name(name, role)
             if why is None:

@@ -262,6 +262,18 @@ def _scores(src: Source, values: pd.Series, column: str, rows: np.ndarray | None
     return scores
 
 
+def _boolean_cell(values: pd.Series) -> int | None:
+    """Position of the first boolean cell (a JSON ``true``, a bool column), or None."""
+    if pd.api.types.is_bool_dtype(values.dtype):
+        flags = values.notna().to_numpy()
+    elif values.dtype == object:
+        flags = np.fromiter((isinstance(v, bool | np.bool_) for v in values), dtype=bool,
+                            count=len(values))
+    else:
+        return None
+    return int(np.flatnonzero(flags)[0]) if flags.any() else None
+
+
 def _refuse_booleans(src: Source, values: pd.Series, column: str, rows, *, label=None):
     """A boolean score (a JSON ``true``, a Parquet/Arrow bool column) is refused as the
     text ``True`` of a CSV file is: a score is a number (1/0 for a binary metric)."""
@@ -366,6 +378,12 @@ def _ids(src: Source, frame: pd.DataFrame, columns: Sequence[str], role: str
     parts = []
     for col in columns:
         _refuse_cells(src, frame[col], col, role)
+        pos = _boolean_cell(frame[col])
+        if pos is not None:  # true == 1 to Python: a JSON true would become the id 1
+            raise InputFileError(
+                f"{src.where(pos, col)}: {role} column holds the boolean "
+                f"{bool(frame[col].iloc[pos])!r}; {role}s must be text or numbers (write "
+                f"\"true\" in quotes for a {role} named so)")
         codes, uniques = pd.factorize(frame[col], use_na_sentinel=True)
         if codes.size and codes.min() < 0:
             row = int(np.flatnonzero(codes < 0)[0])
