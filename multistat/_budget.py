@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from multistat.errors import ParameterError
+from multistat.errors import CostLimitError, ParameterError
 
 #: smallest budget accepted (below this the fixed overheads of numpy dominate)
 MIN_LIMIT = 16 * 2**20
@@ -127,3 +127,26 @@ class Budget:
 def as_budget(memory_limit) -> Budget:
     """:class:`Budget` from ``memory_limit`` (None, bytes, a size string or a Budget)."""
     return Budget.of(memory_limit)
+
+
+# ------------------------------------------------------------------ the work budget
+#: default limit on the estimated number of elementary operations of one request
+#: (compare, rank, a power simulation): about two days of bootstrap on one core
+DEFAULT_MAX_COST = 1e13
+#: operations per second of a bootstrap on one core (measured, :mod:`multistat._cost`)
+OPS_PER_SECOND = 5e7
+
+
+def check_cost(estimate: float, max_cost: float | None = DEFAULT_MAX_COST, *,
+               option: str = "max_cost=", what: str = "this comparison") -> float:
+    """Raise :class:`CostLimitError` when ``estimate`` exceeds ``max_cost`` (``None`` or
+    ``inf``: no limit). ``option`` is how the caller raises the limit (``--max-cost`` on
+    the command line, ``max_cost=`` in Python)."""
+    if max_cost is None or estimate <= max_cost:
+        return estimate
+    hours = estimate / OPS_PER_SECOND / 3600
+    raise CostLimitError(
+        f"{what} would take about {estimate:.2g} operations (~{hours:,.0f} hours on one "
+        f"core at the {OPS_PER_SECOND:.0e} per second a bootstrap runs), beyond the limit "
+        f"{max_cost:.2g}; reduce the resamples, pairs, metrics or tests, or raise the limit "
+        f"with {option}")

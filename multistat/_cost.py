@@ -25,14 +25,9 @@ from __future__ import annotations
 
 import math
 
-from multistat.errors import CostLimitError
+# the limit and the throughput it is stated in, shared with the power simulations
+from multistat._budget import DEFAULT_MAX_COST, OPS_PER_SECOND, check_cost  # noqa: F401
 from multistat.significance import REGISTRY
-
-#: default limit on the estimated number of operations of one request
-DEFAULT_MAX_COST = 1e13
-#: operations per second of a bootstrap on one core (measured, see the module notes)
-OPS_PER_SECOND = 5e7
-
 
 
 def estimate_cost(*, n_systems: int, n_pairs: int, n_metrics: int, n_instances: int,
@@ -83,18 +78,3 @@ def study_cost(study, *, tests, n_resamples: int, statistic: str = "mean", pairs
                                n_instances=ds.sizes["instance"], tests=tests,
                                n_resamples=n_resamples, statistic=statistic)
     return total
-
-
-def check_cost(estimate: float, max_cost: float | None = DEFAULT_MAX_COST, *,
-               option: str = "max_cost=", what: str = "this comparison") -> float:
-    """Raise :class:`CostLimitError` when ``estimate`` exceeds ``max_cost`` (``None`` or
-    ``inf``: no limit). ``option`` is how the caller raises the limit (``--max-cost`` on
-    the command line, ``max_cost=`` in Python)."""
-    if max_cost is None or estimate <= max_cost:
-        return estimate
-    hours = estimate / OPS_PER_SECOND / 3600
-    raise CostLimitError(
-        f"{what} would take about {estimate:.2g} operations (~{hours:,.0f} hours on one "
-        f"core at the {OPS_PER_SECOND:.0e} per second a bootstrap runs), beyond the limit "
-        f"{max_cost:.2g}; reduce the resamples, pairs, metrics or tests, or raise the limit "
-        f"with {option}")

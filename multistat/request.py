@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from multistat._budget import Budget
+from multistat._budget import DEFAULT_MAX_COST, Budget
 from multistat._scheduler import check_scheduler
 from multistat._typing import DEFAULT_N_RESAMPLES, STATISTICS
 from multistat._validation import (
@@ -70,9 +70,6 @@ from multistat.significance import REGISTRY, get_test
 
 #: the tests ``compare`` runs unless told otherwise
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
-#: default limit on the estimated operations of one request (about two days of bootstrap
-#: on one core; :mod:`multistat._cost`)
-DEFAULT_MAX_COST = 1e13
 #: corrections by resampling step-down over the shared plan (:mod:`multistat.comparison.stepdown`)
 STEPDOWN_CORRECTIONS = ("westfall-young", "westfall-young-maxT", "westfall-young-minP")
 CI_METHODS = ("basic", "bca", "percentile", "studentized")

@@ -213,3 +213,23 @@ def test_simulate_likert_refuses_a_standard_deviation_that_is_not_a_number(bad):
     with pytest.raises(PowerError, match=r"variance `sigma` must be a finite number >= 0"):
         P.simulate_likert(n_items=20, n_workers=3, effect=0.1, variance=v,
                           n_simulations=10)
+
+
+def test_simulations_beyond_the_cost_limit_are_refused_before_any_work():
+    # a request for 1e12 simulations reached 16 GiB before anything said no
+    from multistat.errors import CostLimitError
+
+    with pytest.raises(CostLimitError, match=r"1,000,000,000,000 simulations of the mcnemar "
+                                             r"scenario would take about"):
+        P.simulate_mcnemar(n=500, delta=0.02, agreement=0.9, n_simulations=10**12)
+    with pytest.raises(CostLimitError, match="bleu scenario"):
+        P.simulate_bleu(n=2000, delta=1, p_zero=0.13, b_zero=25.8, n_simulations=10**7,
+                        n_permutations=10**4)
+    # the limit can be lifted (here: a small study under a tiny explicit limit refused)
+    gen = lambda rng, size, n: rng.normal(size=(size, n))  # noqa: E731
+    test = lambda d, rng: (d.mean(1), np.full(len(d), 0.5))  # noqa: E731
+    with pytest.raises(CostLimitError):
+        P.simulate_power(gen, test, n=10, true_effect=0.0, n_simulations=100, max_cost=10)
+    res = P.simulate_power(gen, test, n=10, true_effect=0.0, n_simulations=100,
+                           max_cost=None)
+    assert res.n_simulations == 100

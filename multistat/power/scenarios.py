@@ -209,6 +209,7 @@ def simulate_bleu(*, n, delta, p_zero, b_zero, n_simulations, n_permutations, al
     return simulate_power(generator, tester, n=n, true_effect=delta,
                           n_simulations=n_simulations, alpha=alpha, seed=seed,
                           scenario="bleu", block_size=block_size,
+                          cost_per_simulation=float(n) * (n_permutations + 1),
                           params={"delta": delta, "p_zero": p_zero, "b_zero": b_zero,
                                   "n_permutations": n_permutations})
 
@@ -338,6 +339,7 @@ def _simulate_rated_preference(*, n, p_a, p_tie, n_simulations, alpha, seed, n_r
     return simulate_power(generator, tester, n=n, true_effect=true,
                           n_simulations=n_simulations, alpha=alpha, seed=seed,
                           scenario="preference-raters", block_size=200,
+                          cost_per_simulation=float(n) * n_raters * (n_permutations + 1),
                           params={"p_a": p_a, "p_tie": p_tie, "n_raters": n_raters,
                                   "item_sd": item_sd, "rater_sd": rater_sd,
                                   "n_permutations": n_permutations})
@@ -503,5 +505,6 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
     return simulate_power(generator, tester, n=n_items * n_workers, true_effect=effect,
                           n_simulations=n_simulations, alpha=alpha, seed=seed,
                           scenario="likert", params=params,
+                          cost_per_simulation=2.0 * n_items * n_workers,
                           block_size=200 if method == "anova" else 50)
 

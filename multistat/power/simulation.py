@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from multistat._budget import DEFAULT_MAX_COST, check_cost
 from multistat._result import Result
 from multistat.engine import BLOCK_SIZE, block_bounds, block_rng
 from multistat.power import _common as c
@@ -140,7 +141,8 @@ def simulate_power(generator: Callable[[np.random.Generator, int, Any], Any],
                    test: Callable[..., tuple[np.ndarray, np.ndarray]], *, n, true_effect: float,
                    n_simulations: int = 1000, alpha: float = 0.05, seed=0,
                    scenario: str = "custom", params: dict | None = None,
-                   block_size: int = BLOCK_SIZE) -> SimulationResult:
+                   block_size: int = BLOCK_SIZE, cost_per_simulation: float | None = None,
+                   max_cost: float | None = DEFAULT_MAX_COST) -> SimulationResult:
     """Generic simulation power analysis (Card et al. 2020, Figure 2 + appendix B).
 
     Parameters
@@ -162,6 +164,13 @@ def simulate_power(generator: Callable[[np.random.Generator, int, Any], Any],
         Name mixed into the random streams and stored in the result.
     block_size : int
         Simulations per block (part of the reproducibility contract of a scenario).
+    cost_per_simulation : float, optional
+        Elementary operations one simulated study costs (the built-in scenarios state
+        theirs, e.g. ``n x n_permutations``); default ``n`` when it is a number, else 1.
+    max_cost : float or None
+        Refuse up front, before any simulation, when ``n_simulations x
+        cost_per_simulation`` exceeds it (the limit ``compare`` has,
+        :data:`multistat._budget.DEFAULT_MAX_COST`); None: no limit.
 
     Returns
     -------
@@ -170,6 +179,11 @@ def simulate_power(generator: Callable[[np.random.Generator, int, Any], Any],
     n_simulations = c.integer("n_simulations", n_simulations, minimum=2)
     alpha = c.open_unit("alpha", alpha)
     true_effect = c.real("true_effect", true_effect)
+    if cost_per_simulation is None:
+        cost_per_simulation = float(n) if isinstance(n, (int, float)) else 1.0
+    # before anything is drawn: 1e12 simulations once grew to 16 GiB before failing
+    check_cost(float(n_simulations) * max(float(cost_per_simulation), 1.0), max_cost,
+               what=f"{n_simulations:,} simulations of the {scenario} scenario")
     ests, ps = [], []
     for b, (start, stop) in enumerate(block_bounds(n_simulations, block_size)):
         rng = block_rng(seed, f"simulation:{scenario}", "power", b)
