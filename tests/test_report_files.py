@@ -168,3 +168,36 @@ def test_report_files_are_distinct_atomic_and_formula_free(colliding, tmp_path):
                     float(cell)
     lb = pd.read_csv(out / "tables" / "leaderboard.csv")
     assert "'=x" in set(lb["system"]) and lb["score"].dtype == np.float64
+
+
+@pytest.mark.parametrize("folder", ["figures", "tables", "plots"])
+def test_report_refuses_a_linked_folder_and_leaves_its_target_alone(colliding, tmp_path,
+                                                                     folder):
+    # a figures/, tables/ or plots/ linking elsewhere got the files written into its
+    # target, and a linked plots/ had its target's leaderboard/ folder deleted
+    from multistat.errors import ParameterError
+
+    study, results, board = colliding
+    out, target = tmp_path / "rep", tmp_path / "elsewhere"
+    (target / "leaderboard").mkdir(parents=True)
+    (target / "leaderboard" / "keep.csv").write_text("precious\n")
+    out.mkdir()
+    (out / folder).symlink_to(target, target_is_directory=True)
+    with pytest.raises(ParameterError, match=rf"{folder}'? is a symbolic link"):
+        write_report(results, out, ranking=board, study=study)
+    assert sorted(p.name for p in target.rglob("*")) == ["keep.csv", "leaderboard"]
+    assert (target / "leaderboard" / "keep.csv").read_text() == "precious\n"
+
+
+def test_cli_report_refuses_an_input_under_out_plots(colliding, tmp_path, capsys):
+    # an input file under --out/plots/ was deleted with exit 0
+    from conftest import assert_one_line_error, run_cli
+
+    _, results, _ = colliding
+    out = tmp_path / "rep"
+    (out / "plots").mkdir(parents=True)
+    src = out / "plots" / "results.parquet"
+    multistat.write_parquet(results, src)
+    status, _, err = run_cli(["report", src, "--out", out], capsys)
+    assert_one_line_error(status, err, "plots")
+    assert src.is_file()

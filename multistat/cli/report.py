@@ -19,9 +19,9 @@ from multistat.cli._common import guard_outputs
 #: wide; beyond that matplotlib allocates gigabytes)
 MAX_DPI = 1200
 #: what the report writes inside --out (an input there would be overwritten)
-REPORT_FOLDERS = ("report.html", "figures", "tables")
+REPORT_FOLDERS = ("report.html", "figures", "tables", "plots", "metrics.json")
 #: everything the report writes inside --out (checked against a DVC pipeline's outputs)
-REPORT_WRITES = (*REPORT_FOLDERS, "metrics.json", "plots")
+REPORT_WRITES = REPORT_FOLDERS
 
 report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                          no_args_is_help=True,

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from multistat import _atomic, _csv
+from multistat.errors import ParameterError, show
 from multistat.report import detectability as _detect
 from multistat.report._checks import check_ranking
 
@@ -60,15 +61,31 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
         _csv.to_csv(frame, tmp)
 
 
-def fresh_folder(folder: Path) -> Path:
-    """``folder`` emptied of an earlier run's files (a symbolic link there is removed, not
-    followed), then created."""
+def own_folder(out: Path, *parts: str) -> Path:
+    """The report's folder ``out/parts...``, created. A symbolic link (or a file) at any
+    level below ``out`` is refused: the report writes, and empties, only folders of its
+    own, never a link's target."""
+    path = Path(out)
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise ParameterError(
+                f"{show(str(path))} is a symbolic link: the report writes its own folders "
+                "and does not follow links into other places; remove the link or choose "
+                "another output folder")
+        if path.exists() and not path.is_dir():
+            raise ParameterError(f"{show(str(path))} is a file where the report writes a "
+                                 "folder; remove it or choose another output folder")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
-    if folder.is_symlink() or folder.is_file():
-        folder.unlink()
-    elif folder.is_dir():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
+
+def fresh_folder(out: Path, *parts: str) -> Path:
+    """The report's folder ``out/parts...`` (:func:`own_folder`: no link followed),
+    emptied of an earlier run's files."""
+    folder = own_folder(out, *parts)
+    shutil.rmtree(folder)
+    folder.mkdir()
     return folder
 
 
@@ -79,9 +96,9 @@ def write_dvc_files(out: Path, res, lb_all, det_all, curves, test) -> None:
     summary = _detect.study_summary(res, lb_all, det_all, test=test)
     _atomic.write_text(out / "metrics.json", json.dumps(summary, indent=2, sort_keys=True)
                        + "\n")
-    plots = out / "plots"
+    plots = own_folder(out, "plots")
     for sub in ("leaderboard", "power"):
-        fresh_folder(plots / sub)
+        fresh_folder(out, "plots", sub)
     for (ds, metric), g in lb_all.groupby(["dataset", "metric"], sort=False):
         write_csv(plots / "leaderboard" / f"{file_stem(ds, metric)}.csv",
                    g[["rank", "system", "score", "ci_low", "ci_high", "wins"]])
@@ -95,7 +112,7 @@ def write_rank_plots(out: Path, ranking) -> None:
     """``plots/ranking/<file_stem(dataset, metric)>.csv``: expected rank and rank interval per
     system (DVC plots)."""
     board = check_ranking(ranking)
-    folder = fresh_folder(out / "plots" / "ranking")
+    folder = fresh_folder(out, "plots", "ranking")
     cols = ["system", "rank", "expected_rank", "rank_ci_low", "rank_ci_high", "p_best",
             "cluster"]
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):

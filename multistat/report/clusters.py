@@ -28,7 +28,7 @@ from multistat.errors import ParameterError
 from multistat.report import _layout
 from multistat.report import tables as _tables
 from multistat.report._checks import NEEDED, check_ranking  # noqa: F401 - re-exported
-from multistat.report._files import file_stem, write_csv
+from multistat.report._files import file_stem, own_folder, write_csv
 from multistat.report.plots import _short, _t, save_png
 
 
@@ -188,9 +188,7 @@ def write_ranking(board, out_dir, *, dpi: int = 110) -> str:
 
     board = check_ranking(board)
     out = Path(out_dir)
-    figdir, tabdir = out / "figures", out / "tables"
-    figdir.mkdir(parents=True, exist_ok=True)
-    tabdir.mkdir(parents=True, exist_ok=True)
+    figdir, tabdir = own_folder(out, "figures"), own_folder(out, "tables")
 
     write_csv(tabdir / "ranking.csv", board)  # atomic: a planted symlink is replaced
     meta = board.attrs.get("multistat", {})

@@ -205,9 +205,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
                              f"(dataset, metric, system_a, system_b); got "
                              f"{histogram_pairs!r}")
     out = Path(out_dir)
-    figdir, tabdir = out / "figures", out / "tables"
-    figdir.mkdir(parents=True, exist_ok=True)
-    tabdir.mkdir(parents=True, exist_ok=True)
+    figdir, tabdir = _files.own_folder(out, "figures"), _files.own_folder(out, "tables")
 
     if test is None and analysis is not None:
         test = _tables.recommended_tests(res, analysis) or None

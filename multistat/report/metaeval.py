@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from multistat.errors import DataValidationError
 from multistat.io import read_parquet
-from multistat.report._files import write_csv
+from multistat.report._files import own_folder, write_csv
 from multistat.report._markup import figure
 from multistat.report.clusters import _html_table, _slug
 from multistat.report.plots import save_png
@@ -93,9 +93,7 @@ def write_metaeval(board, out_dir, *, matrix=None, dpi: int = 110) -> str:
     board = _frame(board, "metaeval", BOARD)
     matrix = _frame(matrix, "metaeval_matrix", MATRIX)
     out = Path(out_dir)
-    figdir, tabdir = out / "figures", out / "tables"
-    figdir.mkdir(parents=True, exist_ok=True)
-    tabdir.mkdir(parents=True, exist_ok=True)
+    figdir, tabdir = own_folder(out, "figures"), own_folder(out, "tables")
     write_csv(tabdir / "metaeval.csv", board)  # atomic, formula-like cells neutralised
     meta = board.attrs.get("multistat", {})
     e = html.escape

@@ -25,7 +25,7 @@ from multistat._atomic import write_text
 from multistat.errors import DataValidationError
 from multistat.io import read_parquet
 from multistat.report import clusters as _clusters
-from multistat.report._files import write_csv
+from multistat.report._files import own_folder, write_csv
 from multistat.report._markup import CSS as _CSS
 from multistat.report._markup import figure
 from multistat.report.plots import save_png
@@ -68,9 +68,7 @@ def preference_leaderboard(board, name: str = "battles") -> pd.DataFrame:
 
 def _section(board, out: Path, dpi: int, name: str) -> str:
     board = check_preferences(board)
-    figdir, tabdir = out / "figures", out / "tables"
-    figdir.mkdir(parents=True, exist_ok=True)
-    tabdir.mkdir(parents=True, exist_ok=True)
+    figdir, tabdir = own_folder(out, "figures"), own_folder(out, "tables")
 
     write_csv(tabdir / "preferences.csv", board)  # atomic, formula-like cells neutralised
     disp = preference_leaderboard(board, name)
