@@ -77,7 +77,7 @@ class PreferenceWarning(MultistatWarning):
 def _frame(data, what: str) -> tuple[pd.DataFrame, str]:
     """A DataFrame and the name of its source (a path is read with multistat's reader)."""
     if isinstance(data, pd.DataFrame):
-        return data, what
+        return data, str(data.attrs.get("source", what))
 
     frame = read_table(data)
     return frame, str(data)
