@@ -717,12 +717,31 @@ def _complete_fits(pl: _Plan, counts):
         beta[s0:s0 + block] = bT.T
         theta[s0:s0 + block] = th
         ok[s0:s0 + block] = conv
-    if not ok.all():
+    if not ok.all():  # the chord may oscillate where a resample is far from the data
         rest = np.flatnonzero(~ok)
-        b, th, conv = _newton(pl.ia, pl.ib, pl.S, counts[rest], davidson=pl.davidson,
-                              beta=beta[rest], theta=theta[rest])
+        b, conv = _newton_from(pl.ia, pl.ib, pl.S, counts[rest], pl.davidson,
+                               pl.beta_hat, pl.theta_hat)
         beta[rest], ok[rest] = b, conv
     return beta, ok
+
+
+def _newton_from(ia, ib, S, counts, davidson, beta0, theta0, chord=None):
+    """Newton fits of ``counts`` ``(m, P, 3)`` from ``beta0``; resamples whose full
+    steps (capped at 5 logits) overshoot back and forth -- a system with a few battles
+    whose resampled score is far from the estimate -- are refitted with steps capped at
+    0.5 logits, which on the concave log-likelihood only move uphill until the Newton
+    steps are short. Returns ``(beta (m, S), converged (m,))``."""
+    m = counts.shape[0]
+    start = np.broadcast_to(beta0, (m, S)).copy()
+    b, _, conv = _newton(ia, ib, S, counts, davidson=davidson, beta=start,
+                         theta=np.full(m, float(theta0)), chord=chord)
+    if not conv.all():
+        rest = np.flatnonzero(~conv)
+        b2, _, c2 = _newton(ia, ib, S, counts[rest], davidson=davidson,
+                            beta=start[rest], theta=np.full(len(rest), float(theta0)),
+                            max_step=0.5, max_iter=400)
+        b[rest], conv[rest] = b2, c2
+    return b, conv
 
 
 def _partial_fits(pl: _Plan, counts):
@@ -775,11 +794,8 @@ def _partial_fits(pl: _Plan, counts):
         start = pl.beta_hat[idx]
         chord = _chord(sia, sib, len(idx), pl.counts[sel], start, pl.theta_hat,
                        pl.davidson)
-        g = len(rows)
-        b, _, conv = _newton(sia, sib, len(idx), counts[rows][:, sel],
-                             davidson=pl.davidson,
-                             beta=np.broadcast_to(start, (g, len(idx))).copy(),
-                             theta=np.full(g, float(pl.theta_hat)), chord=chord)
+        b, conv = _newton_from(sia, sib, len(idx), counts[rows][:, sel], pl.davidson,
+                               start, pl.theta_hat, chord)
         beta[np.ix_(rows, idx)] = b
         ok[rows] = conv
     return beta, ok
@@ -1133,9 +1149,9 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
     dist = boot.dist
     if boot.unconverged:
         warnings.warn(f"{boot.unconverged} of {n_resamples} bootstrap resamples did not "
-                      "converge (Davidson's tie parameter without ties or without "
-                      "decided battles in the resample); their last Newton iterate is "
-                      "kept", PreferenceWarning, stacklevel=2)
+                      "converge (with ties='davidson': a resample without ties or without "
+                      "decided battles); their last Newton iterate is kept",
+                      PreferenceWarning, stacklevel=2)
     sparse = _sparse_notes(dist, names)
     scale, scale_note = _scale_systems(
         dist, None if anchor is None else list(names).index(str(anchor)), bt)

@@ -450,6 +450,7 @@ def test_a_sparse_system_leaves_the_others_intervals_unchanged():
     meta = after.attrs["multistat"]
     assert list(meta["sparse_systems"]) == ["X"] and "never lost in" in \
         meta["sparse_systems"]["X"]
+    assert meta["n_resamples_unconverged"] == 0 and meta["n_resamples_partial"] > 100
     assert meta["scale"].startswith("the scale is anchored on the 10 of 11 systems")
     assert after.loc["X", "ci_high"] == np.inf  # it never loses in > 2.5 % of them
     # the 10 systems' mean is the scale's zero, in the fit as in every resample
@@ -619,3 +620,23 @@ def test_a_json_boolean_is_not_a_name(tmp_path):
     with pytest.raises(DataValidationError, match=r"rater names 'r1' \(judgments, row 1, "
                                                   r"column 'rater'\) and 'r1 '"):
         multistat.preference_test(j, a="A", b="B", rater_col="rater")
+
+
+@pytest.mark.parametrize("kwargs", [{"ties": "davidson"}, {"anchor": "X"}, {"anchor": "s00"}])
+def test_sparse_system_with_davidson_ties_or_an_anchor(kwargs):
+    # X: 4 battles (2 wins, 1 tie, 1 loss); every resample converges, X is named; a
+    # named anchor sets the scale, even a sparse one (then everyone's interval is wide)
+    rng = np.random.default_rng(3)
+    base = simulate_battles(rng.normal(0, 0.5, 6), 1500, seed=4, p_tie=0.2)
+    extra = pd.DataFrame({"model_a": ["X", "s01", "X", "X"],
+                          "model_b": ["s00", "X", "s02", "s03"],
+                          "winner": ["model_a", "model_b", "tie", "model_b"]})
+    with pytest.warns(P.PreferenceWarning, match="'X': no finite score"):
+        board = multistat.bradley_terry(pd.concat([base, extra]), n_resamples=300, seed=0,
+                                        **kwargs).set_index("system")
+    meta = board.attrs["multistat"]
+    assert meta["n_resamples_unconverged"] == 0 and list(meta["sparse_systems"]) == ["X"]
+    if "anchor" in kwargs:
+        assert meta["scale"] == f"{kwargs['anchor']} fixed at 1000"
+        assert board.loc[kwargs["anchor"], "score"] == pytest.approx(1000)
+    assert np.isfinite(board.drop(index="X")[["ci_low", "ci_high"]].to_numpy()).all()
