@@ -153,7 +153,7 @@ def child(code: str, path: str) -> dict:
     """Run ``code`` in a fresh interpreter with ``path`` first on the import path."""
     env = dict(os.environ, PYTHONPATH=path)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env=env)
+                          cwd=ROOT, env=env, check=False)
     if proc.returncode:
         raise RuntimeError(f"benchmark child failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

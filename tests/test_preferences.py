@@ -589,10 +589,10 @@ def test_renaming_the_systems_changes_no_number(planted):
 # ==================================================== Bradley-Terry: names refused
 @pytest.mark.parametrize("rows, fragments", [
     ([("m1", "m2", "model_a"), ("m2", "m1 ", "tie")],
-     ["system names 'm1' (", "line 2, column 'model_a') and 'm1 ' (", "line 3, column "
-      "'model_b') differ only by surrounding whitespace"]),
+     ["system names 'm1' (", "line 2, column 'model_a') and 'm1 ' (",
+      "line 3, column 'model_b') differ only by surrounding whitespace"]),
     ([("m1", "m2", "model_a"), ("m2", "m\x1b[31m3", "tie")],
-     ["line 3, column 'model_b': system name 'm\\x1b[31m3' contains the control "
+     ["line 3, column 'model_b': system name 'm\\x1b[31m3' contains the control",
       "character U+001B"]),
 ])
 def test_names_that_readers_refuse_are_refused_with_file_and_line(tmp_path, rows, fragments):
