@@ -65,6 +65,7 @@ battles = pd.DataFrame({{"model_a": names[a], "model_b": names[b],
 del a, b, p, tie, awin
 import multistat
 data_rss = rss()
+code = multistat.__file__
 """
 
 MULTISTAT = DATA + """
@@ -74,7 +75,7 @@ t, c = time.perf_counter(), cpu()
 board = multistat.bradley_terry(battles, n_resamples={B}, seed=0)
 out = {{"total_s": time.perf_counter() - t, "total_cpu_s": cpu() - c,
         "peak_rss_mib": rss(), "data_rss_mib": data_rss,
-        "ci_width_mean": float((board.ci_high - board.ci_low).mean())}}
+        "ci_width_mean": float((board.ci_high - board.ci_low).mean()), "code": code}}
 if {parts}:
     t, c = time.perf_counter(), cpu(); bt = P.aggregate_battles(battles)
     out["aggregate_s"], out["aggregate_cpu_s"] = time.perf_counter() - t, cpu() - c
@@ -92,7 +93,8 @@ t, c = time.perf_counter(), cpu()
 board = multistat.bradley_terry(battles, n_resamples={B}, seed=0)
 print(json.dumps({{"total_s": time.perf_counter() - t, "total_cpu_s": cpu() - c,
                   "peak_rss_mib": rss(), "data_rss_mib": data_rss,
-                  "ci_width_mean": float((board.ci_high - board.ci_low).mean())}}))
+                  "ci_width_mean": float((board.ci_high - board.ci_low).mean()),
+                  "code": code}}))
 """
 
 ARENA = DATA + """
@@ -150,10 +152,14 @@ print(json.dumps(out))
 
 
 def child(code: str, path: str) -> dict:
-    """Run ``code`` in a fresh interpreter with ``path`` first on the import path."""
+    """Run ``code`` in a fresh interpreter with ``path`` first on the import path (from
+    an empty folder: the working directory would come before it)."""
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=path)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env=env, check=False)
+    with tempfile.TemporaryDirectory() as cwd:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                              text=True, cwd=cwd, env=env, check=False)
     if proc.returncode:
         raise RuntimeError(f"benchmark child failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
