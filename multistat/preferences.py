@@ -19,7 +19,7 @@ number of battles). A bootstrap over battles is a multinomial draw of the (pair,
 cell counts (:func:`multinomial_rows`), so no resample ever touches the battles, and
 many resamples are fitted together, pairs x resamples in cache-sized blocks (chord steps
 with the point estimate's inverse Hessian; batched Newton steps where needed): 10^7
-battles among 200 systems with 1,000 resamples in about 8 CPU seconds
+battles among 200 systems with 1,000 resamples in about 9 CPU seconds
 (``benchmarks/bench_preferences_scale.py``).
 
 References
