@@ -6,8 +6,8 @@ Each side runs in a fresh Python process (its own peak resident memory):
 
 ==============  ========================================================================
 multistat       ``multistat.bradley_terry(battles, n_resamples=B)``: aggregation, point
-                fit, multinomial bootstrap of the pair x outcome counts fitted by the
-                batched Newton method, rank intervals and clusters -- total time, and
+                fit, multinomial bootstrap of the pair x outcome counts fitted by
+                chord steps (then Newton), rank intervals and clusters -- total time, and
                 the point fit and the bootstrap alone
 glm             statsmodels ``GLM(Binomial)`` of the per-pair win shares (ties half)
                 weighted by the battles: the same maximum-likelihood model (point fit on
@@ -66,7 +66,7 @@ total, total_cpu = time.perf_counter() - t, cpu() - c
 t = time.perf_counter(); bt = P.aggregate_battles(battles); agg = time.perf_counter() - t
 t = time.perf_counter(); beta, _ = P.fit_bradley_terry(bt); fit = time.perf_counter() - t
 t, c = time.perf_counter(), cpu()
-dist, bad = P._bootstrap(bt, beta, 0.0, False, {B}, 0)
+bad = P.bootstrap_fits(bt, beta, 0.0, False, {B}, 0).unconverged
 boot, boot_cpu = time.perf_counter() - t, cpu() - c
 scores = board.set_index("system").loc[names, "score"].tolist()
 print(json.dumps({{"total_s": total, "total_cpu_s": total_cpu, "bootstrap_cpu_s": boot_cpu,

@@ -80,3 +80,27 @@ def test_bad_files_are_one_line(tmp_path, capsys):
     assert_one_line_error(status, err, "refusing to overwrite an input")
     status, _, err = run(["preferences", path, "-o", tmp_path / "lb.txt"], capsys)
     assert_one_line_error(status, err, "must end in .parquet, .csv, .jsonl")
+
+
+def test_item_column_resamples_items(battles_csv, tmp_path, capsys):
+    out = tmp_path / "lb.parquet"
+    status, stdout, err = run(["preferences", battles_csv, "-o", out, "--item-col", "item",
+                               "--n-resamples", 100, "--seed", 3], capsys)
+    assert status == 0, err
+    assert "100 bootstrap resamples of the 300 items (seed 3)" in stdout
+    meta = json.loads(pq.read_schema(out).metadata[b"multistat"])
+    assert meta["resampling"] == "items" and meta["item_column"] == "item"
+    ref = multistat.bradley_terry(battles_csv, n_resamples=100, seed=3, item="item")
+    pd.testing.assert_frame_equal(pd.read_parquet(out), ref, check_exact=True)
+    status, _, err = run(["preferences", battles_csv, "-o", tmp_path / "x.csv",
+                          "--item-col", "prompt"], capsys)
+    assert_one_line_error(status, err, "no column 'prompt' (`--item-col`)")
+
+
+def test_twin_names_are_one_line(tmp_path, capsys):
+    path = tmp_path / "b.csv"
+    path.write_text("model_a,model_b,winner\nm1,m2,model_a\nm2,m1 ,model_b\nm1,m2,tie\n")
+    status, _, err = run(["preferences", path, "-o", tmp_path / "lb.csv"], capsys)
+    assert_one_line_error(status, err, "system names 'm1' (", "line 2, column 'model_a')",
+                          "'m1 ' (", "line 3, column 'model_b') differ only by surrounding "
+                          "whitespace")

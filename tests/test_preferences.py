@@ -1,4 +1,4 @@
-"""Pairwise preferences (issue 26): Bradley-Terry leaderboards and head-to-head tests.
+"""Pairwise preferences: Bradley-Terry leaderboards and head-to-head tests.
 
 References: statsmodels GLM(Binomial) / Logit and scipy.optimize for the maximum
 likelihood fits, scipy.stats.binomtest for one judgment per item, a plain loop over
@@ -164,13 +164,16 @@ def test_bootstrap_agrees_with_resampling_the_battles():
     battles = simulate_battles(rng.normal(0, 0.7, 5), 2000, seed=12)
     ours = P.aggregate_battles(battles)
     beta, _ = P.fit_bradley_terry(ours)
-    dist, bad = P._bootstrap(ours, beta, 0.0, False, 2000, 0)
-    assert bad == 0
+    boot = P.bootstrap_fits(ours, beta, 0.0, False, 2000, 0)
+    dist = boot.dist
+    assert boot.unconverged == 0 and np.isfinite(dist).all() and boot.unit == "battles"
     ref = []
     loop_rng = np.random.default_rng(1)
     for _ in range(400):
         sample = battles.iloc[loop_rng.integers(0, len(battles), len(battles))]
-        ref.append(P.fit_bradley_terry(P.aggregate_battles(sample))[0])
+        agg = P.aggregate_battles(sample)  # systems in the sample's order: map to ours
+        fit = P.fit_bradley_terry(agg)[0]
+        ref.append(pd.Series(fit, agg.systems)[ours.systems].to_numpy())
     ref = np.array(ref)
     centre = lambda b: b - b.mean(1, keepdims=True)
     sd_ours, sd_ref = centre(dist).std(0), centre(ref).std(0)
@@ -182,7 +185,8 @@ def test_bootstrap_agrees_with_resampling_the_battles():
 def test_seeded_and_independent_of_the_batch_size(planted, monkeypatch):
     _, battles = planted
     one = multistat.bradley_terry(battles, n_resamples=120, seed=9)
-    monkeypatch.setattr(P, "FIT_BUDGET", 40_000)  # a few resamples per batch
+    monkeypatch.setattr(P, "DRAW_BUDGET", 2_000)  # a few resamples per drawn chunk
+    monkeypatch.setattr(P, "FIT_BLOCK", 1_000)  # and per block of the chord iteration
     small = multistat.bradley_terry(battles, n_resamples=120, seed=9)
     pd.testing.assert_frame_equal(one, small)
     other = multistat.bradley_terry(battles, n_resamples=120, seed=10)
@@ -389,3 +393,249 @@ def test_calibration_suite_includes_the_preference_rows(tmp_path):
     assert (table["n"].tolist() == [30, 30, 100, 100]) and (table["replicates"] == 200).all()
     _, md = C.write_reports(table, tmp_path)
     assert "preference_test (items)" in md.read_text()
+
+
+# ============================================== win share and interval: one quantity
+def test_win_share_and_its_interval_describe_the_same_mean():
+    # two judgments per item: 20 items A-A, 1 item B-B, 17 items split 1-1. The mean
+    # item share is 0.5 + (20 * 0.5 - 0.5) / 38 = 0.75; a Clopper-Pearson interval of
+    # the 21 decided items (20 of 21: [0.762, 0.999]) would not even contain it
+    rows = [(f"i{k}", w) for k in range(20) for w in ("A", "A")]
+    rows += [("j0", "B"), ("j0", "B")]
+    rows += [(f"k{k}", w) for k in range(17) for w in ("A", "B")]
+    j = pd.DataFrame(rows, columns=["item", "winner"])
+    res = multistat.preference_test(j, a="A", b="B", item_col="item")
+    x = np.r_[np.full(20, 0.5), -0.5, np.zeros(17)]
+    assert res.win_share == pytest.approx(0.75)
+    assert res.ci_low <= res.win_share <= res.ci_high
+    # the same mean's Student t interval (scipy), clipped to [0, 1]
+    ref = stats.t.interval(0.95, len(x) - 1, loc=0.5 + x.mean(), scale=stats.sem(x))
+    assert (res.ci_low, res.ci_high) == pytest.approx((ref[0], min(1.0, ref[1])))
+    assert res.interval == "student t over units"
+    assert res.estimand == "mean over items of each item's share of A, wins / (wins + losses)"
+    assert res.to_frame()["estimand"].iloc[0] == res.estimand
+    # every item unanimous: the mean is the share of items won, Clopper-Pearson of it
+    res = multistat.preference_test(j[~j["item"].str.startswith("k")], a="A", b="B",
+                                    item_col="item")
+    ci = stats.binomtest(20, 21).proportion_ci(0.95, method="exact")
+    assert res.win_share == pytest.approx(20 / 21)
+    assert (res.ci_low, res.ci_high) == pytest.approx((ci.low, ci.high))
+
+
+# ====================================================== Bradley-Terry: sparse systems
+def test_a_sparse_system_leaves_the_others_intervals_unchanged():
+    # 10 systems with about 400 battles each, then one more system with 3 battles (it
+    # beats s00 and s01, loses to s02): in about a third of the resamples it never loses
+    rng = np.random.default_rng(3)
+    base = simulate_battles(rng.normal(0, 0.5, 10), 2000, seed=4)
+    extra = pd.DataFrame({"model_a": ["X", "s01", "X"], "model_b": ["s00", "X", "s02"],
+                          "winner": ["model_a", "model_b", "model_b"]})
+    before = multistat.bradley_terry(base, n_resamples=1000, seed=0).set_index("system")
+    assert (before["n_battles"] > 300).all()
+    with pytest.warns(P.PreferenceWarning, match=r"1 system\(s\) have no finite score.*"
+                                                 r"'X': no finite score in \d+ of 1000"):
+        after = multistat.bradley_terry(pd.concat([base, extra], ignore_index=True),
+                                        n_resamples=1000, seed=0).set_index("system")
+    common = before.index
+    width0 = before["ci_high"] - before["ci_low"]
+    width1 = (after["ci_high"] - after["ci_low"])[common]
+    # the widths agree within the Monte Carlo error of 1000 resamples (a few %), not
+    # 50 times wider as when the sparse system's divergent fits set the scale
+    assert width0.between(40, 160).all()
+    np.testing.assert_allclose(width1, width0, rtol=0.15)
+    np.testing.assert_allclose(after.loc[common, "score"], before["score"], atol=2.0)
+    np.testing.assert_allclose(after.loc[common, "ci_low"], before["ci_low"], atol=10.0)
+    np.testing.assert_allclose(after.loc[common, "ci_high"], before["ci_high"], atol=10.0)
+    meta = after.attrs["multistat"]
+    assert list(meta["sparse_systems"]) == ["X"] and "never lost in" in \
+        meta["sparse_systems"]["X"]
+    assert meta["n_resamples_unconverged"] == 0 and meta["n_resamples_partial"] > 100
+    assert meta["scale"].startswith("the scale is anchored on the 10 of 11 systems")
+    assert after.loc["X", "ci_high"] == np.inf  # it never loses in > 2.5 % of them
+    # the 10 systems' mean is the scale's zero, in the fit as in every resample
+    assert after.loc[common, "score"].mean() == pytest.approx(1000)
+
+
+def test_partial_resamples_fit_the_main_group_on_its_own_battles():
+    # a resample in which X never loses: the others' scores are the maximum-likelihood
+    # fit of the battles among them (statsmodels, without X), X scores +inf
+    rng = np.random.default_rng(5)
+    base = simulate_battles(rng.normal(0, 0.5, 4), 400, seed=6)
+    bt = P.aggregate_battles(pd.concat([base, pd.DataFrame(
+        {"model_a": ["X", "X"], "model_b": ["s00", "s01"], "winner": ["model_a", "tie"]})]))
+    beta, _ = P.fit_bradley_terry(bt)
+    pl = P._plan(bt, beta, 0.0, False)
+    c = bt.counts.copy()
+    x = list(bt.systems).index("X")
+    with_x = (bt.ia == x) | (bt.ib == x)
+    c[with_x] = 0
+    c[with_x, np.where(bt.ia[with_x] == x, 0, 1)] = 2  # X wins both its battles
+    got, ok = P._fit_resamples(pl, c[None])
+    assert ok.all() and got[0, x] == np.inf
+    rest = ~with_x
+    X = np.zeros((rest.sum(), len(bt.systems)))
+    X[np.arange(rest.sum()), bt.ia[rest]] = 1
+    X[np.arange(rest.sum()), bt.ib[rest]] = -1
+    keep = [s for s in range(len(bt.systems)) if s != x]
+    n = c[rest].sum(1)
+    glm = sm.GLM((c[rest, 0] + c[rest, 2] / 2) / n, X[:, keep[1:]],
+                 family=sm.families.Binomial(), var_weights=n).fit(tol=1e-13)
+    mine = got[0, keep] - got[0, keep[0]]
+    np.testing.assert_allclose(mine[1:], glm.params, atol=1e-8)
+
+
+def test_multinomial_rows_are_exact_multinomial_draws():
+    # Poisson counts corrected to the total: the moments of Multinomial(N, p) and
+    # totals exactly N (both corrections, adding and removing, occur)
+    cells = np.array([40, 25, 3, 0, 12])
+    N, p = cells.sum(), cells / cells.sum()
+    R = 12_000
+    X = P.multinomial_rows(cells, R, np.random.default_rng(1), np.random.default_rng(2))
+    assert (X.sum(1) == N).all() and (X[:, 3] == 0).all()
+    se = np.sqrt(N * p * (1 - p) / R)  # Monte Carlo error of each mean
+    assert (np.abs(X.mean(0) - N * p) <= 4 * se + 1e-12).all()
+    cov = np.cov(X.T)
+    ref = N * (np.diag(p) - np.outer(p, p))  # multinomial covariance
+    np.testing.assert_allclose(cov, ref, atol=0.05 * N * p.max())
+    # one cell's marginal is Binomial(N, p_0): chi-square goodness of fit
+    k = np.arange(N + 1)
+    expected = stats.binom.pmf(k, N, p[0]) * len(X)
+    use = expected > 5
+    observed = np.bincount(X[:, 0], minlength=N + 1)
+    obs = np.r_[observed[use], observed[~use].sum()]
+    exp_ = np.r_[expected[use], expected[~use].sum()]
+    assert stats.chisquare(obs, exp_ * obs.sum() / exp_.sum()).pvalue > 1e-3
+    # the same rows whatever the batch
+    parts = [P.multinomial_rows(cells, n, g1, g2) for g1, g2 in
+             [(np.random.default_rng(1), np.random.default_rng(2))] for n in (10,)]
+    g1, g2 = np.random.default_rng(1), np.random.default_rng(2)
+    two = np.vstack([P.multinomial_rows(cells, 4, g1, g2), P.multinomial_rows(cells, 6, g1, g2)])
+    np.testing.assert_array_equal(two, parts[0])
+
+
+# ================================================ Bradley-Terry: resampling items
+@pytest.mark.slow
+def test_item_bootstrap_agrees_with_resampling_the_items():
+    # real battles: every pair of MQM zh-en systems on each segment (an item); the
+    # reference resamples segments with replacement, all their battles together
+    battles = mqm_battles(60)
+    ours = P.aggregate_battles(battles, item="item")
+    assert ours.n_items == 60
+    beta, _ = P.fit_bradley_terry(ours)
+    boot = P.bootstrap_fits(ours, beta, 0.0, False, 1500, 0, unit="items")
+    fin = np.isfinite(boot.dist).all(1)
+    assert fin.mean() > 0.95 and boot.unit == "items"
+    cols = battles[["model_a", "model_b", "winner"]].to_numpy()
+    groups = [cols[idx] for idx in battles.groupby("item", sort=False).indices.values()]
+    loop_rng = np.random.default_rng(2)
+    ref = []
+    for _ in range(300):
+        pick = loop_rng.integers(0, len(groups), len(groups))
+        agg = P.aggregate_battles(pd.DataFrame(np.concatenate([groups[i] for i in pick]),
+                                               columns=["model_a", "model_b", "winner"]))
+        try:
+            P._check_finite(agg, "", False)
+        except DataValidationError:
+            continue
+        fit = P.fit_bradley_terry(agg)[0]
+        ref.append(pd.Series(fit, agg.systems)[ours.systems].to_numpy())
+    ref = np.array(ref)
+    centre = lambda b: b - b.mean(1, keepdims=True)
+    # Monte Carlo error of an SD from ~300 resamples: about 4 %
+    np.testing.assert_allclose(centre(boot.dist[fin]).std(0), centre(ref).std(0),
+                               rtol=0.2)
+
+
+def test_item_column_widens_intervals_of_correlated_battles():
+    battles = mqm_battles(300)
+    per_battle = multistat.bradley_terry(battles, n_resamples=400, seed=1)
+    per_item = multistat.bradley_terry(battles, n_resamples=400, seed=1, item="item")
+    w = lambda b: (b["ci_high"] - b["ci_low"]).mean()
+    # battles on one segment share its difficulty: resampling them as independent
+    # understates the uncertainty
+    assert w(per_item) > 1.2 * w(per_battle)
+    assert per_item["cluster"].max() <= per_battle["cluster"].max()
+    meta = per_item.attrs["multistat"]
+    assert meta["resampling"] == "items" and meta["n_items"] == 300
+    assert meta["item_column"] == "item" and "resamples of the items" in meta["rank_interval"]
+    assert per_battle.attrs["multistat"]["resampling"] == "battles"
+    pd.testing.assert_series_equal(per_item["score"], per_battle["score"])
+    # one battle per item: the item bootstrap is the battle bootstrap (in distribution)
+    single = battles.assign(item=np.arange(len(battles)))
+    one = multistat.bradley_terry(single, n_resamples=400, seed=2, item="item")
+    assert w(one) == pytest.approx(w(per_battle), rel=0.1)
+
+
+# ============================================== Bradley-Terry: names do not matter
+def test_renaming_the_systems_changes_no_number(planted):
+    _, battles = planted
+    part = battles.iloc[:4000]
+    rng = np.random.default_rng(0)
+    old = sorted(set(part["model_a"]) | set(part["model_b"]))
+    # new names in another alphabetical order (reversed and shuffled)
+    new = dict(zip(old, [f"m{k:02d}" for k in rng.permutation(len(old))]))
+    renamed = part.assign(model_a=part["model_a"].map(new), model_b=part["model_b"].map(new))
+    for item in (None, "item"):
+        a, b = part.assign(item=np.arange(len(part)) // 3), renamed.assign(
+            item=np.arange(len(part)) // 3)
+        one = multistat.bradley_terry(a, n_resamples=300, seed=5, item=item)
+        two = multistat.bradley_terry(b, n_resamples=300, seed=5, item=item)
+        one = one.assign(system=one["system"].map(new)).set_index("system").sort_index()
+        two = two.set_index("system").sort_index()
+        pd.testing.assert_frame_equal(one, two, check_exact=True)
+
+
+# ==================================================== Bradley-Terry: names refused
+@pytest.mark.parametrize("rows, fragments", [
+    ([("m1", "m2", "model_a"), ("m2", "m1 ", "tie")],
+     ["system names 'm1' (", "line 2, column 'model_a') and 'm1 ' (",
+      "line 3, column 'model_b') differ only by surrounding whitespace"]),
+    ([("m1", "m2", "model_a"), ("m2", "m\x1b[31m3", "tie")],
+     ["line 3, column 'model_b': system name 'm\\x1b[31m3' contains the control",
+      "character U+001B"]),
+])
+def test_names_that_readers_refuse_are_refused_with_file_and_line(tmp_path, rows, fragments):
+    path = tmp_path / "battles.csv"
+    frame(rows).to_csv(path, index=False)
+    with pytest.raises(DataValidationError) as err:
+        multistat.bradley_terry(path, n_resamples=10)
+    for f in fragments:
+        assert f in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_a_json_boolean_is_not_a_name(tmp_path):
+    path = tmp_path / "battles.jsonl"
+    path.write_text('{"model_a": "x", "model_b": 1, "winner": "model_a"}\n'
+                    '{"model_a": "x", "model_b": true, "winner": "tie"}\n')
+    with pytest.raises(DataValidationError, match=r"battles.jsonl, line 2, column "
+                                                  r"'model_b': system True is a boolean"):
+        multistat.bradley_terry(path, n_resamples=10)
+    j = pd.DataFrame({"winner": ["A", "B", "A"], "item": ["q1", True, "q2"]})
+    with pytest.raises(DataValidationError, match=r"judgments, row 2, column 'item': "
+                                                  r"item True is a boolean"):
+        multistat.preference_test(j, a="A", b="B", item_col="item")
+    j = pd.DataFrame({"winner": ["A", "B", "A"], "rater": ["r1", "r1 ", "r2"]})
+    with pytest.raises(DataValidationError, match=r"rater names 'r1' \(judgments, row 1, "
+                                                  r"column 'rater'\) and 'r1 '"):
+        multistat.preference_test(j, a="A", b="B", rater_col="rater")
+
+
+@pytest.mark.parametrize("kwargs", [{"ties": "davidson"}, {"anchor": "X"}, {"anchor": "s00"}])
+def test_sparse_system_with_davidson_ties_or_an_anchor(kwargs):
+    # X: 4 battles (2 wins, 1 tie, 1 loss); every resample converges, X is named; a
+    # named anchor sets the scale, even a sparse one (then everyone's interval is wide)
+    rng = np.random.default_rng(3)
+    base = simulate_battles(rng.normal(0, 0.5, 6), 1500, seed=4, p_tie=0.2)
+    extra = pd.DataFrame({"model_a": ["X", "s01", "X", "X"],
+                          "model_b": ["s00", "X", "s02", "s03"],
+                          "winner": ["model_a", "model_b", "tie", "model_b"]})
+    with pytest.warns(P.PreferenceWarning, match="'X': no finite score"):
+        board = multistat.bradley_terry(pd.concat([base, extra]), n_resamples=300, seed=0,
+                                        **kwargs).set_index("system")
+    meta = board.attrs["multistat"]
+    assert meta["n_resamples_unconverged"] == 0 and list(meta["sparse_systems"]) == ["X"]
+    if "anchor" in kwargs:
+        assert meta["scale"] == f"{kwargs['anchor']} fixed at 1000"
+        assert board.loc[kwargs["anchor"], "score"] == pytest.approx(1000)
+    assert np.isfinite(board.drop(index="X")[["ci_low", "ci_high"]].to_numpy()).all()

@@ -70,3 +70,24 @@ def test_cli_report_page_and_bad_table(tmp_path, capsys):
     status, _, err = run(["preferences", inside, "-o", tmp_path / "x.csv", "--report",
                           tmp_path / "r2"], capsys)
     assert_one_line_error(status, err, "holds the input file")
+
+
+def test_page_states_what_was_resampled_and_names_sparse_systems(tmp_path):
+    battles = mqm_battles(150)
+    per_item = multistat.bradley_terry(battles, n_resamples=100, seed=1, item="item")
+    html = rp.write_preferences(per_item, tmp_path / "a")
+    assert "bootstrap over items (column &#x27;item&#x27;, 150 items: all battles of an " \
+           "item resampled together)" in html
+    per_battle = multistat.bradley_terry(battles, n_resamples=100, seed=1)
+    html = rp.write_preferences(per_battle, tmp_path / "b")
+    assert "bootstrap over battles, each battle resampled as independent" in html
+    assert "too few battles" not in html
+    extra = pd.DataFrame({"model_a": ["newcomer", "newcomer"],
+                          "model_b": ["Online-B.1605", "Human-A.0"],
+                          "winner": ["model_a", "model_b"]})
+    with pytest.warns(multistat.human.preferences.PreferenceWarning, match="newcomer"):
+        sparse = multistat.bradley_terry(pd.concat([battles, extra]), n_resamples=100,
+                                         seed=1)
+    html = rp.write_preferences(sparse, tmp_path / "c")
+    assert "too few battles to have a finite score" in html
+    assert "<li>newcomer: no finite score in" in html

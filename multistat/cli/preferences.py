@@ -56,6 +56,10 @@ def preferences_command(
     systems: Annotated[str | None, typer.Option(
         help="comma-separated systems expected on the leaderboard: one that never plays "
              "(or one not listed that plays) is an error")] = None,
+    item: Annotated[str | None, typer.Option(
+        "--item-col", help="column naming the item (prompt, segment) of each battle: the "
+                           "bootstrap then resamples items, all battles of an item "
+                           "together, instead of single battles")] = None,
     report: Annotated[Path | None, typer.Option(
         "--report", help="also write DIR/preferences.html (leaderboard table and "
                          "rank-interval figure), figures/ and tables/")] = None,
@@ -75,7 +79,8 @@ def preferences_command(
                           ties=ties, n_resamples=n_resamples, seed=seed,
                           confidence_level=confidence_level, anchor=anchor,
                           correction=None if correction == "none" else correction,
-                          alpha=alpha, systems=cc.split_names(systems, "--systems"))
+                          alpha=alpha, systems=cc.split_names(systems, "--systems"),
+                          item=item)
     meta = dict(board.attrs["multistat"], input=str(battles),
                 input_sha256=_sha256(battles), stage="preferences")
     cc.write_table(board, out, metadata=meta)
@@ -89,8 +94,10 @@ def preferences_command(
     nu = meta.get("davidson_nu")
     typer.echo(f"{meta['n_battles']} battles, {meta['n_systems']} systems, ties={ties}"
                + (f" (nu = {nu:.3f})" if nu is not None else "")
-               + f"; {n_resamples} bootstrap resamples (seed {seed}); clusters: "
-               f"{meta['correction']} correction, alpha={alpha}")
+               + f"; {n_resamples} bootstrap resamples of the "
+               + ("battles" if item is None else f"{meta['n_items']} items")
+               + f" (seed {seed}); clusters: {meta['correction']} correction, "
+               f"alpha={alpha}")
     if report is not None:
         # heavy: matplotlib, seaborn, lazily
         from multistat.report.preferences import write_preference_page

@@ -8,16 +8,19 @@ they share no instance axis across systems, so they do not enter the study cube.
   sign-flip test over the units' win shares (the judgments of one item stay together).
 * :func:`bradley_terry` -- a leaderboard from battles between many systems: maximum
   likelihood Bradley-Terry (ties half a win each, or Davidson's tie model) on the Elo
-  scale, with a seeded bootstrap over battles for score and rank intervals and WMT
-  clusters from the bootstrap pairwise decisions after a correction (the rule of
-  :func:`multistat.rank`, reusing :mod:`multistat.leaderboard.ranking`).
+  scale, with a seeded bootstrap over battles (or over items: all battles of an item
+  together) for score and rank intervals and WMT clusters from the bootstrap pairwise
+  decisions after a correction (the rule of :func:`multistat.rank`, reusing
+  :mod:`multistat.leaderboard.ranking`).
 
 Speed (written by hand because no kept library fits many resamples at once): battles are
-aggregated to per-pair counts first (100 systems: at most 4,950 pairs, whatever the
+aggregated to per-pair counts once (200 systems: at most 19,900 pairs, whatever the
 number of battles). A bootstrap over battles is a multinomial draw of the (pair, outcome)
-cell counts, so every resample's count table is drawn at once and all resamples are
-fitted together (chord steps with the point estimate's Hessian, then batched Newton
-steps, one ``(B, S-1, S-1)`` LAPACK solve per iteration; no Python loop over resamples).
+cell counts (:func:`multinomial_rows`), so no resample ever touches the battles, and
+many resamples are fitted together, pairs x resamples in cache-sized blocks (chord steps
+with the point estimate's inverse Hessian; batched Newton steps where needed): 10^7
+battles among 200 systems with 1,000 resamples in about 9 CPU seconds
+(``benchmarks/bench_preferences_scale.py``).
 
 References
 ----------
@@ -45,16 +48,28 @@ import pandas as pd
 from multistat import __version__
 from multistat._result import Result
 from multistat._validation import (
+    bad_name,
     check_alternative,
     check_choice,
     check_int,
     check_probability,
     check_seed,
+    twin_names,
+    twins_why,
 )
 from multistat.correct import METHODS, adjust_groups
 from multistat.engine import block_rng, pair_differences, pvalues_from_null, sign_flips
 from multistat.errors import DataValidationError, MultistatWarning, ParameterError, show
 from multistat.io._parsing import read_table
+from multistat.leaderboard.ranking import (
+    _snap_ties,
+    better_matrix,
+    clusters,
+    point_ranks,
+    rank_distribution,
+    rank_ranges,
+    score_order,
+)
 
 #: Elo points per logit: a 400-point gap is 10:1 odds
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
@@ -66,8 +81,6 @@ TIES = ("half", "davidson")
 COLUMNS = ("system", "score", "ci_low", "ci_high", "rank", "rank_ci_low", "rank_ci_high",
            "n_battles", "win_rate", "wins", "losses", "ties", "expected_rank", "p_best",
            "rank_range_low", "rank_range_high", "cluster", "beats", "beaten_by")
-#: float64 values a batch of the bootstrap fit may hold at once (about 200 MB)
-FIT_BUDGET = 25_000_000
 
 
 class PreferenceWarning(MultistatWarning):
@@ -78,7 +91,7 @@ class PreferenceWarning(MultistatWarning):
 def _frame(data, what: str) -> tuple[pd.DataFrame, str]:
     """A DataFrame and the name of its source (a path is read with multistat's reader)."""
     if isinstance(data, pd.DataFrame):
-        return data, what
+        return data, str(data.attrs.get("source", what))
 
     frame = read_table(data)
     return frame, str(data)
@@ -99,57 +112,151 @@ def _rows(mask: np.ndarray) -> str:
     return f"row{'s' if len(idx) > 1 else ''} {head}{more}"
 
 
-def _text(frame, col, where) -> np.ndarray:
+def _place(frame, where, row: int, col: str) -> str:
+    """Where data row ``row`` (0-based) of a table is: ``"<file>, line 7, column 'x'"``
+    for a file (the file's own line numbers, as every reader of multistat says them),
+    ``"battles, row 7, column 'x'"`` for a DataFrame."""
+    source = frame.attrs.get("source")
+    if source is not None:
+        # lazily: the reader's locator is needed on the error path only
+        from multistat.io._sources import resolve_source
+
+        return resolve_source(source, sep=None).where(row, col)
+    return f"{where}, row {row + 1}, column {col!r}"
+
+
+def _first_row(codes, k) -> int:
+    return int(np.flatnonzero(codes == k)[0])
+
+
+def _refuse_booleans(frame, where, col, role) -> None:
+    """A JSON ``true``/``false`` (or a Parquet bool column) is not a name: it would
+    merge with the number 1/0 of another row and print as ``True``. Text columns (the
+    usual case, Arrow strings) are not scanned."""
+    values = frame[col]
+    if pd.api.types.is_bool_dtype(values.dtype):
+        flags = values.notna().to_numpy()
+    elif values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) \
+            not in ("string", "integer", "floating", "mixed-integer-float", "empty"):
+        flags = np.fromiter((isinstance(v, bool | np.bool_) for v in values), bool,
+                            count=len(values))
+    else:
+        return
+    if flags.any():
+        row = int(np.argmax(flags))
+        raise DataValidationError(
+            f"{_place(frame, where, row, col)}: {role} {show(bool(values.iloc[row]))} is "
+            f"a boolean, not a name; {role} names must be text or numbers")
+
+
+def _check_names(frame, where, found, role) -> None:
+    """The naming rule of every reader of multistat (:func:`multistat._validation.bad_name`
+    and :func:`~multistat._validation.twin_names`) on the distinct ``role`` names
+    of one or several columns: ``found`` is ``[(column, codes, names), ...]``."""
+    def place(name):
+        for col, codes, names in found:
+            hit = np.flatnonzero(names == name)
+            if len(hit):
+                return _place(frame, where, _first_row(codes, hit[0]), col)
+        return where  # pragma: no cover - every name comes from a column
+
+    every = list(dict.fromkeys(n for _, _, names in found for n in names))
+    twins = twin_names(every)
+    if twins is not None:
+        raise DataValidationError(
+            f"{role} names {show(twins[0])} ({place(twins[0])}) and {show(twins[1])} "
+            f"({place(twins[1])}) {twins_why(*twins)}; they would be two {role}s: fix "
+            "the names")
+    for name in every:
+        why = bad_name(name, role)
+        if why is not None:
+            raise DataValidationError(f"{place(name)}: {role} name {show(name)} {why}; "
+                                      f"{role} names must be visible text")
+
+
+def _text(frame, col, where, role=None) -> np.ndarray:
     values = frame[col]
     missing = values.isna().to_numpy()
     if missing.any():
         raise DataValidationError(f"{where}: column {show(col)} is empty in "
                                   f"{_rows(missing)}")
+    if role is not None:
+        _refuse_booleans(frame, where, col, role)
     return values.astype(str).to_numpy(dtype=object)
 
 
-def _codes(frame, col, where) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes of a text column and its distinct values as text (pandas' hashing
-    factorize: a 10^6-row column in a fraction of a second); an empty cell is an error
-    naming its rows."""
+def _codes(frame, col, where, role=None) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes of a text column and its distinct values as text, both in the order
+    of first appearance (pandas' hashing factorize: a 10^6-row column in a fraction of a
+    second); an empty cell is an error naming its rows, and so is a boolean ``role``
+    name."""
     codes, uniques = pd.factorize(frame[col])
     missing = codes < 0
     if missing.any():
         raise DataValidationError(f"{where}: column {show(col)} is empty in "
                                   f"{_rows(missing)}")
+    if role is not None:
+        _refuse_booleans(frame, where, col, role)
     return codes, np.asarray([str(u) for u in uniques], dtype=str)
 
 
 @dataclass(frozen=True)
 class Battles:
-    """Battles aggregated to pairs: system names (sorted) and, per observed pair
-    ``(ia < ib)``, the counts ``(a wins, b wins, ties)``."""
+    """Battles aggregated to pairs: system names in the order of their first appearance
+    in the battles (row by row, ``model_a`` before ``model_b``: an order that renaming
+    the systems does not change) and, per observed pair ``(ia < ib)`` in that order, the
+    counts ``(ia wins, ib wins, ties)``. With an item column, ``items`` holds the
+    per-item counts: a sparse ``(G, 3 P)`` matrix whose column ``3 p + o`` counts the
+    battles of item ``g`` in pair ``p`` with outcome ``o``."""
 
     systems: np.ndarray
     ia: np.ndarray
     ib: np.ndarray
     counts: np.ndarray  # (P, 3) float64, exact integers
+    items: object = None  # scipy.sparse CSR (G, 3 P), or None
 
     @property
     def n_battles(self) -> int:
         return int(self.counts.sum())
 
+    @property
+    def n_items(self) -> int:
+        return 0 if self.items is None else int(self.items.shape[0])
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """Row of the first appearance of each code of a factorized column (codes appear in
+    increasing order, so a new code is where the running maximum grows)."""
+    run = np.maximum.accumulate(codes)
+    new = np.empty(len(codes), bool)
+    new[0] = True
+    new[1:] = run[1:] > run[:-1]
+    return np.flatnonzero(new)
+
 
 def aggregate_battles(battles, *, model_a="model_a", model_b="model_b", winner="winner",
-                      systems=None) -> Battles:
-    """Check a battles table and count wins and ties per pair of systems.
+                      systems=None, item=None) -> Battles:
+    """Check a battles table and count wins and ties per pair of systems (and per item
+    with ``item``, a column naming the item, prompt or segment of each battle).
 
     Refuses, with one message naming the rows or systems: a missing column or cell, a
     winner outside ``model_a | model_b | tie | tie (bothbad)``, a system against itself,
-    a listed system (``systems``) that never plays, and a comparison graph that is not
-    connected (the components are named).
+    system names that multistat's readers refuse (blank, control characters, two names
+    that differ only by surrounding whitespace, a JSON boolean; the file and line are
+    named), a listed system (``systems``) that never plays, and a comparison graph that
+    is not connected (the components are named).
     """
     frame, where = _frame(battles, "battles")
-    _need(frame, where, {"model_a": model_a, "model_b": model_b, "winner": winner})
+    need = {"model_a": model_a, "model_b": model_b, "winner": winner}
+    if item is not None:
+        need["item"] = item
+    _need(frame, where, need)
     if len(frame) == 0:
         raise DataValidationError(f"{where}: no battles")
-    a_codes, a_names = _codes(frame, model_a, where)
-    b_codes, b_names = _codes(frame, model_b, where)
+    a_codes, a_names = _codes(frame, model_a, where, "system")
+    b_codes, b_names = _codes(frame, model_b, where, "system")
+    _check_names(frame, where, [(model_a, a_codes, a_names), (model_b, b_codes, b_names)],
+                 "system")
     w_codes, w_names = _codes(frame, winner, where)
     known = np.array([WINNERS.get(v, -1) for v in w_names], dtype=np.int64)
     outcome = known[w_codes]
@@ -159,9 +266,21 @@ def aggregate_battles(battles, *, model_a="model_a", model_b="model_b", winner="
         raise DataValidationError(
             f"{where}: column {show(winner)} has unknown value {show(first)} in "
             f"{_rows(bad)}; allowed: {', '.join(map(repr, WINNERS))}")
-    names, back = np.unique(np.concatenate([a_names, b_names]), return_inverse=True)
-    ca = back[:len(a_names)][a_codes]
-    cb = back[len(a_names):][b_codes]
+    # systems in the order of first appearance: row, then model_a before model_b
+    key: dict[str, int] = {}
+    for names_, first, side in ((a_names, _first_rows(a_codes), 0),
+                                (b_names, _first_rows(b_codes), 1)):
+        for nm, f in zip(names_.tolist(), first.tolist()):
+            k = 2 * f + side
+            if k < key.get(nm, k + 1):
+                key[nm] = k
+    order = sorted(key, key=key.__getitem__)
+    index = {nm: i for i, nm in enumerate(order)}
+    names = np.asarray(order, dtype=str)
+    S = len(names)
+    small = np.int32 if 3 * S * S < 2**31 else np.int64
+    ca = np.array([index[n] for n in a_names.tolist()], dtype=small)[a_codes]
+    cb = np.array([index[n] for n in b_names.tolist()], dtype=small)[b_codes]
     selfplay = ca == cb
     if selfplay.any():
         raise DataValidationError(f"{where}: system {show(names[ca[np.argmax(selfplay)]])} "
@@ -176,22 +295,59 @@ def aggregate_battles(battles, *, model_a="model_a", model_b="model_b", winner="
         if len(extra):
             raise DataValidationError(f"{where}: system(s) {show(list(extra))} play but "
                                       "are not in `systems`")
-    S = len(names)
-    lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
-    # outcome relative to the lower code: 0 = lo wins, 1 = hi wins, 2 = tie
-    rel = np.where(outcome == 2, 2, np.where((outcome == 0) == (ca == lo), 0, 1))
-    key = lo.astype(np.int64) * S + hi
-    if S * S <= 10_000_000:  # count over every possible pair: O(N), no sort
-        full = np.bincount(key * 3 + rel, minlength=3 * S * S).reshape(-1, 3)
-        pairs = np.flatnonzero(full.any(1))
-        counts = full[pairs]
+    outcome = outcome.astype(small)
+    if S * S <= 10_000_000:
+        # one count over every ordered (a, b, outcome): O(N), no sort; then folded to
+        # the unordered pairs (lo < hi) with outcomes relative to lo
+        cell = ca * small(S)
+        cell += cb
+        cell *= small(3)
+        cell += outcome
+        full = np.bincount(cell, minlength=3 * S * S).reshape(S, S, 3)
+        lo_hi = full + full.transpose(1, 0, 2)[:, :, [1, 0, 2]]  # [i, j]: i's view
+        lo, hi = np.triu_indices(S, 1)
+        counts = lo_hi[lo, hi]
+        seen = counts.any(1)
+        lo, hi, counts = lo[seen], hi[seen], counts[seen]
+        pair_of = None
+        if item is not None:
+            pair_of = np.full(S * S, -1, np.int64)
+            pair_of[lo * S + hi] = np.arange(len(lo))
     else:
-        pairs, pinv = np.unique(key, return_inverse=True)
+        lo_b, hi_b = np.minimum(ca, cb).astype(np.int64), np.maximum(ca, cb)
+        rel = np.where(outcome == 2, 2, np.where((outcome == 0) == (ca == lo_b), 0, 1))
+        pairs, pinv = np.unique(lo_b * S + hi_b, return_inverse=True)
         counts = np.bincount(pinv * 3 + rel, minlength=3 * len(pairs)).reshape(-1, 3)
-    out = Battles(names, (pairs // S).astype(np.intp), (pairs % S).astype(np.intp),
-                  counts.astype(np.float64))
+        lo, hi = pairs // S, pairs % S
+    items = None
+    if item is not None:
+        items = _item_counts(frame, where, item, ca, cb, outcome, S, lo, hi,
+                             pair_of if S * S <= 10_000_000 else None)
+    out = Battles(names, lo.astype(np.intp), hi.astype(np.intp),
+                  counts.astype(np.float64), items)
     _check_connected(out, where)
     return out
+
+
+def _item_counts(frame, where, item, ca, cb, outcome, S, lo, hi, pair_of):
+    """Sparse ``(G, 3 P)`` counts of each item's battles per pair and outcome (items in
+    the order of first appearance)."""
+    # heavy: scipy.sparse, numpy, lazily
+    from scipy.sparse import csr_matrix
+
+    g_codes, _ = _codes(frame, item, where, "item")
+    lo_b = np.minimum(ca, cb).astype(np.int64)
+    hi_b = np.maximum(ca, cb).astype(np.int64)
+    if pair_of is None:
+        pair_of_b = np.searchsorted(lo.astype(np.int64) * S + hi, lo_b * S + hi_b)
+    else:
+        pair_of_b = pair_of[lo_b * S + hi_b]
+    rel = np.where(outcome == 2, 2, np.where((outcome == 0) == (ca == lo_b), 0, 1))
+    G = int(g_codes.max()) + 1
+    m = csr_matrix((np.ones(len(ca)), (g_codes, pair_of_b * 3 + rel)),
+                   shape=(G, 3 * len(lo)))
+    m.sum_duplicates()
+    return m
 
 
 def _components(S, ia, ib, directed=False):
@@ -209,7 +365,7 @@ def _check_connected(bt: Battles, where: str) -> None:
     S = len(bt.systems)
     k, labels = _components(S, bt.ia, bt.ib)
     if k > 1:
-        groups = [list(bt.systems[labels == c]) for c in range(k)]
+        groups = sorted(sorted(bt.systems[labels == c].tolist()) for c in range(k))
         text = "; ".join(f"{{{', '.join(g[:5])}{', ...' if len(g) > 5 else ''}}}"
                          for g in groups[:5])
         raise DataValidationError(
@@ -231,7 +387,7 @@ def _check_finite(bt: Battles, where: str, davidson: bool) -> None:
         cross = labels[src] != labels[dst]
         beaten[labels[dst[cross]]] = True
         top = int(np.flatnonzero(~beaten)[0])
-        names = list(bt.systems[labels == top])
+        names = sorted(bt.systems[labels == top].tolist())
         raise DataValidationError(
             f"{where}: no finite Bradley-Terry scores: system(s) {show(names)} never lose "
             "(nor tie) against any system outside this group, so their maximum-likelihood "
@@ -388,12 +544,12 @@ def _fit_batch(bt: Battles, counts, davidson, beta0=None, theta0=None, chord=Non
                    chord=chord)
 
 
-def _chord(bt: Battles, beta_hat, theta_hat, davidson):
-    """Inverse negative Hessian of the observed log-likelihood at the estimate."""
-    S = len(bt.systems)
-    E, absE = _incidence(S, bt.ia, bt.ib)
-    _, H = _system(bt.ia, bt.ib, S, E.T.tocsr(), absE.T.tocsr(), beta_hat[None],
-                   np.array([theta_hat]), _pair_data(bt.counts[None], davidson), davidson)
+def _chord(ia, ib, S, counts, beta_hat, theta_hat, davidson):
+    """Inverse negative Hessian of the log-likelihood of ``counts`` ``(P, 3)`` at the
+    estimate (free parameters: systems 1..S-1, then theta for Davidson)."""
+    E, absE = _incidence(S, ia, ib)
+    _, H = _system(ia, ib, S, E.T.tocsr(), absE.T.tocsr(), beta_hat[None],
+                   np.array([theta_hat]), _pair_data(counts[None], davidson), davidson)
     return np.linalg.inv(H[0])
 
 
@@ -407,33 +563,426 @@ def fit_bradley_terry(bt: Battles, ties="half") -> tuple[np.ndarray, float]:
     return beta[0], (float(np.exp(theta[0])) if davidson else float("nan"))
 
 
-def _bootstrap(bt: Battles, beta_hat, theta_hat, davidson, n_resamples, seed):
-    """``(B, S)`` log-strengths of ``n_resamples`` bootstrap resamples of the battles.
+# ====================================================================== the bootstrap
+#: int64 cell counts one drawn chunk of resamples may hold (64 MB)
+DRAW_BUDGET = 8_000_000
+#: pairs x resamples of one block of the chord iteration (2 MB per array: in cache)
+FIT_BLOCK = 262_144
+#: chord iterations before a resample goes on with full Newton steps
+CHORD_ITER = 30
 
-    A resample of N battles drawn with replacement has multinomial ``(pair, outcome)``
-    cell counts with the observed shares as probabilities; the counts of all resamples
-    are drawn from one generator (``numpy.random.default_rng(seed)``) in batches of
-    fixed order, so the draws do not depend on the batch size."""
-    rng = np.random.default_rng(seed)
-    cells = bt.counts.ravel()
+
+def multinomial_rows(cells, size, rng_poisson, rng_fix) -> np.ndarray:
+    """``size`` draws ``(size, K)`` int64 of ``Multinomial(N, cells / N)`` with ``N =
+    cells.sum()`` (``cells``: non-negative integer counts).
+
+    Each row is drawn as independent ``Poisson(cells)`` counts (``rng_poisson``, row
+    after row) and then corrected to the total ``N`` exactly (``rng_fix``): a shortfall
+    of ``k`` adds ``k`` categorical draws with probabilities ``cells / N``, a surplus of
+    ``k`` removes ``k`` of the row's items chosen uniformly without replacement. Given
+    its total ``s``, a row of independent Poisson counts is ``Multinomial(s, cells /
+    N)``; adding an independent ``Multinomial(N - s, cells / N)``, or keeping a uniform
+    random ``N`` of its ``s`` items (which are i.i.d. categorical), gives
+    ``Multinomial(N, cells / N)`` for every ``s``, hence unconditionally: the rows are
+    exact multinomial draws (the Poisson counts are only the fast way there; about half
+    the time of ``Generator.multinomial``, whose sequential binomials cost more). The
+    two generators are consumed row after row, so the draws do not depend on how the
+    rows are batched.
+
+    Parameters
+    ----------
+    cells : array of non-negative integers ``(K,)``, the observed counts
+    size : number of rows (resamples)
+    rng_poisson, rng_fix : :class:`numpy.random.Generator` of the Poisson counts and of
+        the corrections
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(size, K)`` int64 counts; every row sums to ``cells.sum()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from multistat.human.preferences import multinomial_rows
+    >>> rows = multinomial_rows([40, 25, 3, 0], 1000, np.random.default_rng(1),
+    ...                         np.random.default_rng(2))
+    >>> print(rows.shape, set(rows.sum(1).tolist()), int(rows[:, 3].max()))
+    (1000, 4) {68} 0
+    """
+    cells = np.asarray(cells, np.int64)
     N = int(cells.sum())
-    probs = cells / N
+    X = rng_poisson.poisson(cells.astype(np.float64), size=(size, len(cells)))
+    tot = X.sum(1)
+    cdf = None
+    for r in np.flatnonzero(tot != N):
+        k = N - int(tot[r])
+        if k > 0:
+            if cdf is None:
+                cdf = np.cumsum(cells)
+            j = rng_fix.integers(0, N, size=k)
+            X[r] += np.bincount(np.searchsorted(cdf, j, side="right"),
+                                minlength=len(cells))
+        else:
+            pos = rng_fix.choice(int(tot[r]), size=-k, replace=False, shuffle=False)
+            X[r] -= np.bincount(np.searchsorted(np.cumsum(X[r]), pos, side="right"),
+                                minlength=len(cells))
+    return X
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every resample's fit shares: the pairs, the estimate it starts from, the
+    chord matrix and the full data's "beat or tied" edges."""
+
+    ia: np.ndarray
+    ib: np.ndarray
+    S: int
+    ET: object  # (S, P) CSR incidence, transposed
+    counts: np.ndarray
+    beta_hat: np.ndarray
+    theta_hat: float
+    davidson: bool
+    chord: np.ndarray
+    e_lo: np.ndarray  # (P,) edge ia -> ib of a strongly connected spanning subgraph
+    e_hi: np.ndarray
+
+
+def _widest_tree(S, src, dst, w, root):
+    """Edges (indices into ``src``/``dst``) of a tree reaching every node from ``root``
+    whose paths have the largest smallest weight (Dijkstra with max-min in place of
+    sums)."""
+    # heavy: heapq, lazily (standard library)
+    import heapq
+
+    order = np.argsort(src, kind="stable")
+    starts = np.searchsorted(src[order], np.arange(S + 1))
+    best = np.full(S, -1.0)
+    parent = np.full(S, -1)
+    done = np.zeros(S, bool)
+    best[root] = np.inf
+    heap = [(-np.inf, int(root))]
+    dst_l, w_l, order_l, starts_l = dst.tolist(), w.tolist(), order.tolist(), \
+        starts.tolist()
+    while heap:
+        nb, u = heapq.heappop(heap)
+        if done[u]:
+            continue
+        done[u] = True
+        for e in order_l[starts_l[u]:starts_l[u + 1]]:
+            v = dst_l[e]
+            b = min(-nb, w_l[e])
+            if not done[v] and b > best[v]:
+                best[v], parent[v] = b, e
+                heapq.heappush(heap, (-b, v))
+    return parent[parent >= 0]
+
+
+def _robust_edges(S, ia, ib, c):
+    """A strongly connected spanning subgraph of the "beat or tied" graph of counts ``c``
+    ``(P, 3)`` made of edges seen many times: a widest out-tree and a widest in-tree
+    from the system with the most battles (2 (S - 1) edges, each the best-supported way
+    to reach a system). A resample that keeps all of them is strongly connected, so
+    only the resamples that lose one need a look at their components; such edges are
+    almost never lost. Returns masks over the pairs: ``(ia -> ib kept, ib -> ia
+    kept)``. Beyond 500,000 edges (a Python loop per edge), every edge is kept: every
+    resample that loses one is looked at."""
+    up, down = c[:, 0] + c[:, 2], c[:, 1] + c[:, 2]
+    P = len(ia)
+    if 2 * P > 500_000:
+        return up > 0, down > 0
+    src = np.concatenate([ia, ib])
+    dst = np.concatenate([ib, ia])
+    w = np.concatenate([up, down]).astype(np.float64)
+    live = w > 0
+    eid = np.flatnonzero(live)
+    n = np.bincount(ia, c.sum(1), S) + np.bincount(ib, c.sum(1), S)
+    root = int(np.argmax(n))  # ties: the first system (the order of first appearance)
+    out_tree = eid[_widest_tree(S, src[live], dst[live], w[live], root)]
+    in_tree = eid[_widest_tree(S, dst[live], src[live], w[live], root)]
+    keep = np.zeros(2 * P, bool)
+    keep[out_tree] = True
+    keep[in_tree] = True
+    return keep[:P], keep[P:]
+
+
+def _plan(bt, beta_hat, theta_hat, davidson) -> _Plan:
+    S = len(bt.systems)
+    c = bt.counts
+    return _Plan(bt.ia, bt.ib, S, _incidence(S, bt.ia, bt.ib)[0].T.tocsr(), c, beta_hat,
+                 theta_hat, davidson,
+                 _chord(bt.ia, bt.ib, S, c, beta_hat, theta_hat, davidson),
+                 *_robust_edges(S, bt.ia, bt.ib, c))
+
+
+def _beat_edges(ia, ib, c, tau=1):
+    """Edges ``i -> j`` of "i beat or tied j at least ``tau`` times" in counts ``c``
+    ``(P, 3)``."""
+    up, down = c[:, 0] + c[:, 2] >= tau, c[:, 1] + c[:, 2] >= tau
+    return np.concatenate([ia[up], ib[down]]), np.concatenate([ib[up], ia[down]])
+
+
+def _chord_block(pl: _Plan, data, mb, tol=1e-9, max_step=5.0):
+    """Chord iterations ``beta += H0^-1 g(beta)`` from the estimate for ``mb`` resamples
+    at once, laid out pairs x resamples (gathers of whole rows, one sparse product per
+    iteration, no copy). Returns ``(beta (S, mb), theta (mb,), converged (mb,))``."""
+    S = pl.S
+    bT = np.repeat(pl.beta_hat[:, None], mb, axis=1)
+    th = np.full(mb, float(pl.theta_hat))
+    active = np.arange(mb)
+    conv = np.zeros(mb, bool)
+    for _ in range(CHORD_ITER):
+        if not len(active):
+            break
+        whole = len(active) == mb
+        b = bT if whole else bT[:, active]
+        dat = data if whole else tuple(x[:, active] for x in data)
+        d = np.take(b, pl.ia, axis=0)
+        d -= np.take(b, pl.ib, axis=0)  # (P, a)
+        if pl.davidson:
+            diff, t, n = dat
+            np.clip(d, -200.0, 200.0, out=d)
+            s = np.exp(0.5 * d)
+            r = 1.0 / s
+            nu = np.exp(th[active])[None, :]
+            D = s + r + nu
+            g = 0.5 * diff - n * (0.5 * (s - r) / D)
+            gt = (t - n * nu / D).sum(0)
+            gf = np.vstack([np.asarray(pl.ET @ g)[1:], gt[None]])
+        else:
+            W, n = dat
+            with np.errstate(over="ignore"):  # exp(-d) = inf: p = 1, exactly
+                np.exp(np.negative(d, out=d), out=d)
+            d += 1.0
+            np.divide(n, d, out=d)  # n p = n / (1 + exp(-d))
+            g = np.subtract(W, d, out=d)  # W - n p: the gradient per pair
+            gf = np.asarray(pl.ET @ g)[1:]
+        step = pl.chord @ gf  # (k, a)
+        big = np.abs(step).max(0)
+        step *= np.minimum(1.0, max_step / np.maximum(big, 1e-300))
+        if whole:
+            bT[1:] += step[:S - 1]
+        else:
+            bT[1:, active] += step[:S - 1]
+        if pl.davidson:
+            th[active] += step[-1]
+        done = big < tol
+        conv[active[done]] = True
+        active = active[~done]
+    return bT, th, conv
+
+
+def _complete_fits(pl: _Plan, counts):
+    """Fits of resamples whose "beat or tied" graph is strongly connected (finite
+    maximum): chord iterations in cache-sized blocks, then full Newton steps for any
+    resample the chord has not converged."""
+    m, P = counts.shape[0], len(pl.ia)
+    beta = np.empty((m, pl.S))
+    theta = np.empty(m)
+    ok = np.empty(m, bool)
+    block = max(1, FIT_BLOCK // max(P, 1))
+    for s0 in range(0, m, block):
+        cT = np.ascontiguousarray(counts[s0:s0 + block].transpose(1, 2, 0))  # (P, 3, b)
+        wa, wb, t = cT[:, 0], cT[:, 1], cT[:, 2]
+        n = wa + wb + t
+        data = (wa - wb, t, n) if pl.davidson else (wa + 0.5 * t, n)
+        bT, th, conv = _chord_block(pl, data, cT.shape[2])
+        beta[s0:s0 + block] = bT.T
+        theta[s0:s0 + block] = th
+        ok[s0:s0 + block] = conv
+    if not ok.all():  # the chord may oscillate where a resample is far from the data
+        rest = np.flatnonzero(~ok)
+        b, conv = _newton_from(pl.ia, pl.ib, pl.S, counts[rest], pl.davidson,
+                               pl.beta_hat, pl.theta_hat)
+        beta[rest], ok[rest] = b, conv
+    return beta, ok
+
+
+def _newton_from(ia, ib, S, counts, davidson, beta0, theta0, chord=None):
+    """Newton fits of ``counts`` ``(m, P, 3)`` from ``beta0``; resamples whose full
+    steps (capped at 5 logits) overshoot back and forth -- a system with a few battles
+    whose resampled score is far from the estimate -- are refitted with steps capped at
+    0.5 logits, which on the concave log-likelihood only move uphill until the Newton
+    steps are short. Returns ``(beta (m, S), converged (m,))``."""
+    m = counts.shape[0]
+    start = np.broadcast_to(beta0, (m, S)).copy()
+    b, _, conv = _newton(ia, ib, S, counts, davidson=davidson, beta=start,
+                         theta=np.full(m, float(theta0)), chord=chord)
+    if not conv.all():
+        rest = np.flatnonzero(~conv)
+        b2, _, c2 = _newton(ia, ib, S, counts[rest], davidson=davidson,
+                            beta=start[rest], theta=np.full(len(rest), float(theta0)),
+                            max_step=0.5, max_iter=400)
+        b[rest], conv[rest] = b2, c2
+    return b, conv
+
+
+def _partial_fits(pl: _Plan, counts):
+    """Fits of resamples without a finite maximum: a system (or group) that never loses
+    (or never wins) there against the rest. The log-likelihood's supremum sends such a
+    group to +inf (-inf) relative to the others, and the battles between them then add
+    nothing (log 1), so the relative scores of the main group -- the largest strongly
+    connected component of the "beat or tied" graph (ties: most battles inside, then the
+    first system) -- are the maximum of its own battles. A system in a group from which
+    the main group is reachable scores +inf, one reachable from it -inf, one that did
+    not play or is unrelated NaN."""
+    # heavy: scipy.sparse, numpy, lazily
+    from scipy.sparse import csr_matrix
+
+    # heavy: scipy.sparse, numpy, lazily
+    from scipy.sparse.csgraph import breadth_first_order
+
+    m, S = counts.shape[0], pl.S
+    beta = np.full((m, S), np.nan)
+    ok = np.ones(m, bool)
+    groups: dict[bytes, list[int]] = {}
+    first_of = np.arange(S)
+    for r in range(m):
+        c = counts[r]
+        src, dst = _beat_edges(pl.ia, pl.ib, c)
+        k, lab = _components(S, src, dst, directed=True)
+        size = np.bincount(lab, minlength=k)
+        inside = lab[pl.ia] == lab[pl.ib]
+        within = np.bincount(lab[pl.ia][inside], c.sum(1)[inside], minlength=k)
+        first = np.full(k, S)
+        np.minimum.at(first, lab, first_of)
+        main = min(range(k), key=lambda q: (-size[q], -within[q], first[q]))
+        mask = lab == main
+        graph = csr_matrix((np.ones(len(src)), (src, dst)), shape=(S, S))
+        node = int(np.flatnonzero(mask)[0])
+        beta[r, breadth_first_order(graph, node, return_predecessors=False)] = -np.inf
+        beta[r, breadth_first_order(graph.T.tocsr(), node,
+                                    return_predecessors=False)] = np.inf
+        groups.setdefault(mask.tobytes(), []).append(r)
+    for key, rows in groups.items():
+        idx = np.flatnonzero(np.frombuffer(key, bool))
+        if len(idx) == 1:  # a group of one: nothing to fit, its own reference
+            beta[rows, idx[0]] = pl.beta_hat[idx[0]]
+            continue
+        mask = np.frombuffer(key, bool)
+        sel = mask[pl.ia] & mask[pl.ib]
+        remap = np.full(S, -1)
+        remap[idx] = np.arange(len(idx))
+        sia, sib = remap[pl.ia[sel]], remap[pl.ib[sel]]
+        start = pl.beta_hat[idx]
+        chord = _chord(sia, sib, len(idx), pl.counts[sel], start, pl.theta_hat,
+                       pl.davidson)
+        b, conv = _newton_from(sia, sib, len(idx), counts[rows][:, sel], pl.davidson,
+                               start, pl.theta_hat, chord)
+        beta[np.ix_(rows, idx)] = b
+        ok[rows] = conv
+    return beta, ok
+
+
+def _fit_resamples(pl: _Plan, counts):
+    """``(beta (m, S), converged (m,))`` of resampled counts ``(m, P, 3)``; +inf, -inf
+    or NaN where a system has no finite score in a resample (:func:`_partial_fits`)."""
+    m = counts.shape[0]
+    beta = np.empty((m, pl.S))
+    ok = np.ones(m, bool)
+    wa, wb, t = counts[..., 0], counts[..., 1], counts[..., 2]
+    # a resample that keeps every edge of a strongly connected subgraph of the data's
+    # graph is strongly connected; only the others need a look at their components
+    lost = ((pl.e_lo & (wa + t == 0)) | (pl.e_hi & (wb + t == 0))).any(1)
+    partial = np.zeros(m, bool)
+    for r in np.flatnonzero(lost):
+        src, dst = _beat_edges(pl.ia, pl.ib, counts[r])
+        partial[r] = _components(pl.S, src, dst, directed=True)[0] > 1
+    for rows, fit in ((np.flatnonzero(~partial), _complete_fits),
+                      (np.flatnonzero(partial), _partial_fits)):
+        if len(rows):
+            beta[rows], ok[rows] = fit(pl, counts[rows])
+    return beta, ok
+
+
+@dataclass(frozen=True)
+class BootstrapFits:
+    """Log-strengths of the bootstrap resamples of a Bradley-Terry fit.
+
+    ``dist`` ``(B, S)``: each resample's maximum-likelihood log-strengths (up to a
+    resample's own constant: only differences within a row mean something); ``+inf`` /
+    ``-inf`` where a system has no finite score because it never loses / never wins
+    there against the main group, NaN where it did not play (or is unrelated to the
+    main group). ``unconverged``: resamples whose Newton iteration did not converge.
+    ``unit``: ``"battles"`` or ``"items"``."""
+
+    dist: np.ndarray
+    unconverged: int
+    unit: str
+
+
+def bootstrap_fits(bt: Battles, beta_hat, theta_hat, davidson, n_resamples, seed,
+                   unit="battles") -> BootstrapFits:
+    """Refit ``n_resamples`` bootstrap resamples of the battles (``unit="battles"``) or of
+    the items (``"items"``: all battles of an item together; needs ``bt.items``).
+
+    The plan: a resample of the ``N`` battles drawn with replacement is, aggregated, a
+    ``Multinomial(N, counts / N)`` draw of the ``(pair, outcome)`` cell counts -- each
+    drawn battle falls in cell ``c`` with probability ``counts_c / N``, independently --
+    so the cells are drawn directly (:func:`multinomial_rows`), never the battles. A
+    resample of the ``G`` items is a ``Multinomial(G, 1/G)`` draw of item multiplicities
+    ``w``, and its cell counts are ``w @ items`` (each item's cell counts, aggregated
+    once). Both are exactly the distribution of resampling rows, at a cost independent
+    of ``N``. The cells are in the order of the systems' first appearance, so renaming
+    the systems leaves every draw unchanged. Seeds: :func:`multistat.engine.block_rng`
+    ``(seed, "bradley_terry", unit, 0 | 1)``; chunks of :data:`DRAW_BUDGET` cells.
+
+    Every resample's fit starts warm at the point estimate and takes chord steps with
+    the estimate's inverse Hessian (:func:`_chord_block`: one sparse product and one
+    small matrix product per iteration; about 6 iterations to 1e-9 logits with hundreds
+    of battles per pair), then full Newton steps where needed. Resamples without a
+    finite maximum are fitted per system (:func:`_partial_fits`).
+
+    Parameters
+    ----------
+    bt : :class:`Battles` from :func:`aggregate_battles` (with ``item=`` for items)
+    beta_hat, theta_hat : the point estimate (:func:`fit_bradley_terry`; theta is
+        ``log nu`` for Davidson, else unused)
+    davidson : Davidson's tie model (else ties count half)
+    n_resamples, seed : resamples and their seed
+    unit : ``"battles"`` or ``"items"``
+
+    Returns
+    -------
+    BootstrapFits
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from multistat import preferences as P
+    >>> battles = pd.DataFrame({"model_a": ["x", "y", "z", "y", "x", "x"] * 10,
+    ...                         "model_b": ["y", "z", "x", "x", "z", "y"] * 10,
+    ...                         "winner": (["model_a"] * 5 + ["tie"]) * 10})
+    >>> bt = P.aggregate_battles(battles)
+    >>> beta, _ = P.fit_bradley_terry(bt)
+    >>> boot = P.bootstrap_fits(bt, beta, 0.0, False, 200, 0)
+    >>> print(boot.dist.shape, boot.unconverged, boot.unit)
+    (200, 3) 0 battles
+    """
+    B = n_resamples
     P, S = len(bt.ia), len(bt.systems)
-    per = 6 * P + 2 * S * S
-    absET = abs(_incidence(S, bt.ia, bt.ib)[0]).T.tocsr()
-    chord = _chord(bt, beta_hat, theta_hat, davidson)
-    step = max(1, min(n_resamples, FIT_BUDGET // per))
-    out = np.empty((n_resamples, S))
+    rng_p = block_rng(seed, "bradley_terry", unit, 0)
+    rng_f = block_rng(seed, "bradley_terry", unit, 1)
+    pl = _plan(bt, beta_hat, theta_hat, davidson)
+    per = 3 * P
+    if unit == "items":
+        itemsT = bt.items.T.tocsr()
+        G = bt.n_items
+        per += G
+    chunk = max(1, min(B, DRAW_BUDGET // per))
+    out = np.empty((B, S))
     unconverged = 0
-    for start in range(0, n_resamples, step):
-        m = min(step, n_resamples - start)
-        counts = rng.multinomial(N, probs, size=m).reshape(m, P, 3)
-        beta, _, ok = _fit_batch(bt, counts, davidson, beta_hat, theta_hat, chord)
+    for start in range(0, B, chunk):
+        m = min(chunk, B - start)
+        if unit == "items":
+            w = multinomial_rows(np.ones(G, np.int64), m, rng_p, rng_f)
+            counts = np.asarray(itemsT @ w.T.astype(np.float64)).T
+        else:
+            counts = multinomial_rows(bt.counts.ravel(), m, rng_p, rng_f)
+        beta, ok = _fit_resamples(pl, counts.reshape(m, P, 3).astype(np.float64))
         out[start:start + m] = beta
-        # a system without a battle in the resample has no score there either
-        played = np.asarray(absET @ counts.sum(2).T).T > 0  # (m, S)
-        unconverged += int((~ok | ~played.all(1)).sum())
-    return out, unconverged
+        unconverged += int((~ok).sum())
+    return BootstrapFits(out, unconverged, unit)
 
 
 # ======================================================================= leaderboard
@@ -455,32 +1004,121 @@ def _pairwise_better(dist, beta, alpha, correction):
     deviation of the resampled differences), two-sided normal p-value, corrected over all
     ``S (S - 1) / 2`` pairs. A resampling p-value cannot go below ``2 / (B + 1)``, which
     with hundreds of pairs and Holm's ``alpha / m`` would never reject; the bootstrap SE
-    has no such floor."""
+    has no such floor. A pair with a system that has no finite score in some resamples
+    (a standard error would be infinite) gets the bootstrap p-value instead: twice the
+    smaller share of resamples with a difference <= 0 and >= 0, ``(b + 1) / (B' + 1)``
+    over the ``B'`` resamples where the difference is defined -- conservative, as a
+    sparse system's decisions should be."""
     # heavy: scipy.stats, scipy.optimize, lazily
     from scipy.stats import norm
 
-    # lazily: multistat.leaderboard.ranking imports this module (import cycle)
-    from multistat.leaderboard.ranking import better_matrix
 
     S = dist.shape[1]
     ia, ib = np.triu_indices(S, 1)
     p = np.empty(len(ia))
     est = beta[ia] - beta[ib]
+    always = np.isfinite(dist).all(0)
     step = max(1, 4_000_000 // dist.shape[0])
     for s in range(0, len(ia), step):
         sl = slice(s, s + step)
-        sd = pair_differences(dist, ia[sl], ib[sl]).std(0, ddof=1) \
-            if dist.shape[0] > 1 else np.full(len(est[sl]), np.nan)
+        diffs = pair_differences(dist, ia[sl], ib[sl])
+        wald = always[ia[sl]] & always[ib[sl]]
         with np.errstate(divide="ignore", invalid="ignore"):
+            sd = diffs.std(0, ddof=1) if dist.shape[0] > 1 else np.full(len(est[sl]),
+                                                                        np.nan)
             z = np.abs(est[sl]) / sd
-        p[sl] = np.where(np.isfinite(z), 2 * norm.sf(z), np.where(est[sl] != 0, 0.0, 1.0))
+            pw = np.where(np.isfinite(z), 2 * norm.sf(z),
+                          np.where(est[sl] != 0, 0.0, 1.0))
+            if not wald.all():
+                valid = ~np.isnan(diffs)
+                n = valid.sum(0)
+                le = ((diffs <= 0) & valid).sum(0)
+                ge = ((diffs >= 0) & valid).sum(0)
+                pb = np.minimum(1.0, 2 * (np.minimum(le, ge) + 1) / (n + 1))
+                pw = np.where(wald, pw, pb)
+        p[sl] = pw
     _, reject = adjust_groups(p, np.zeros(len(p), np.intp), method=correction, alpha=alpha)
     return better_matrix(S, ia, ib, reject, np.sign(est)), p
 
 
+def _score_interval(edist, q):
+    """Percentile interval per system of resampled Elo scores with +-inf (a resample
+    where the system never loses / never wins) and NaN (no score: left out)."""
+    if np.isfinite(edist).all():
+        return np.quantile(edist, [q, 1 - q], axis=0)
+    big = 1e300  # linear interpolation towards an infinite resample is infinite
+    with np.errstate(invalid="ignore"):
+        ends = np.nanquantile(np.clip(edist, -big, big), [q, 1 - q], axis=0)
+    return np.where(np.abs(ends) > 1e200, np.sign(ends) * np.inf, ends)
+
+
+def _rank_stats(dist, confidence_level):
+    """:func:`multistat.leaderboard.ranking.rank_distribution` of the resampled strengths; where a
+    system has no score in a resample (NaN) it is left out of that resample's ranking
+    and its own rank statistics count only the resamples where it has one (+-inf rank
+    first / last, as they should)."""
+
+    if not np.isnan(dist).any():
+        return rank_distribution(dist, True, confidence_level=confidence_level)
+    # heavy: scipy.stats, scipy.optimize, lazily
+    from scipy.stats import rankdata
+
+    best = _snap_ties(dist)
+    ranks = rankdata(-best, method="average", axis=1, nan_policy="omit")
+    q = (1 - confidence_level) / 2
+    lo = np.nanquantile(ranks, q, axis=0, method="inverted_cdf")
+    hi = np.nanquantile(ranks, 1 - q, axis=0, method="inverted_cdf")
+    with np.errstate(invalid="ignore"):
+        top = best == np.nanmax(best, axis=1, keepdims=True)
+    share = top / np.maximum(top.sum(1, keepdims=True), 1)
+    return {"rank_ci_low": lo, "rank_ci_high": hi, "expected_rank": np.nanmean(ranks, 0),
+            "p_best": share.mean(0)}
+
+
+def _scale_systems(dist, anchor_index, bt):
+    """The systems whose mean log-strength is the scale's zero (Elo 1000) in the fit and
+    in every resample: the named anchor; else every system with a finite score in every
+    resample; else (no such system) the one finite most often (ties: most battles, then
+    first appearance). Returns ``(index array, note)``."""
+    finite = np.isfinite(dist)
+    if anchor_index is not None:
+        return np.array([anchor_index]), None
+    always = np.flatnonzero(finite.all(0))
+    S = dist.shape[1]
+    if len(always) == S:
+        return always, None
+    if len(always):
+        return always, (f"the scale is anchored on the {len(always)} of {S} systems with "
+                        "a finite score in every resample: their mean is 1000")
+    c = bt.counts
+    n_b = np.bincount(bt.ia, c.sum(1), S) + np.bincount(bt.ib, c.sum(1), S)
+    pick = int(np.lexsort((np.arange(S), -n_b, -finite.sum(0)))[0])
+    return np.array([pick]), (f"no system has a finite score in every resample: the scale "
+                              f"is anchored on {bt.systems[pick]!r} (finite in "
+                              f"{int(finite[:, pick].sum())} of {len(dist)}), at 1000; "
+                              "resamples where it has none are left out")
+
+
+def _sparse_notes(dist, names):
+    """``{system: note}`` of the systems without a finite score in some resamples."""
+    notes = {}
+    B = len(dist)
+    for s in np.flatnonzero(~np.isfinite(dist).all(0)):
+        col = dist[:, s]
+        up, down, none = int((col == np.inf).sum()), int((col == -np.inf).sum()), \
+            int(np.isnan(col).sum())
+        parts = [f"never lost in {up} (+inf)" if up else "",
+                 f"never won in {down} (-inf)" if down else "",
+                 f"had no battle or no link to the others in {none} (left out)"
+                 if none else ""]
+        notes[str(names[s])] = (f"no finite score in {up + down + none} of {B} resamples: "
+                                + ", ".join(x for x in parts if x))
+    return notes
+
+
 def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winner",
                   ties="half", n_resamples=1000, seed=0, confidence_level=0.95,
-                  anchor=None, alpha=0.05, correction="holm", systems=None
+                  anchor=None, alpha=0.05, correction="holm", systems=None, item=None
                   ) -> pd.DataFrame:
     """Bradley-Terry leaderboard of pairwise battles, on the Elo scale, with bootstrap
     score and rank intervals and significance clusters.
@@ -495,14 +1133,20 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         ``"davidson"``: Davidson's (1970) model ``P(i beats j) = pi_i / (pi_i + pi_j +
         nu sqrt(pi_i pi_j))``, ``P(tie) = nu sqrt(pi_i pi_j) / (...)``, one tie parameter
         ``nu`` fitted jointly (in ``attrs["multistat"]["davidson_nu"]``)
-    n_resamples, seed : bootstrap over battles (``numpy.random.default_rng(seed)``)
+    n_resamples, seed : bootstrap resamples and their seed
     confidence_level : level of the score and rank intervals
     anchor : a system name whose score is fixed at 1000 (its interval is then the point),
-        or None (default): the mean score of all systems is 1000 in the fit and in every
-        resample
+        or None (default): the mean score of the systems is 1000 in the fit and in every
+        resample (of the systems with a finite score in every resample, when some have
+        too few battles to have one; see Notes)
     alpha, correction : level and correction (``"holm"`` default, any statsmodels
         ``multipletests`` method, or None) of the pairwise decisions behind the clusters
     systems : optional list of the systems expected; one that never plays is an error
+    item : optional column naming the item (prompt, segment, document) of each battle.
+        Given, the bootstrap resamples items -- all battles of an item together -- instead
+        of single battles: battles that share an item are not independent (one prompt
+        judged for many pairs of systems), and treating them as independent makes the
+        intervals too narrow and the clusters too many.
 
     Returns
     -------
@@ -515,8 +1159,10 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         ``n_battles``, ``win_rate`` = (wins + ties / 2) / battles, ``wins``, ``losses``,
         ``ties``; ``rank_range_low/high``, ``cluster`` (WMT rule of
         :func:`multistat.rank`), ``beats``/``beaten_by`` from the corrected pairwise
-        decisions. ``attrs["multistat"]`` holds the settings, the seed, the number of
-        battles and the tie parameter.
+        decisions. ``attrs["multistat"]`` holds the settings, the seed, what was
+        resampled (``resampling``: ``"battles"`` or ``"items"``, ``n_items``), the number
+        of battles, the tie parameter, the systems without a finite score in some
+        resamples (``sparse_systems``, with a note each) and the ``scale``.
 
     Notes
     -----
@@ -526,15 +1172,35 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
     difference of system indicators, without intercept; its maximum is found by Newton's
     method on the per-pair counts and equals statsmodels' ``GLM(Binomial)`` fit (tested
     to 1e-6 Elo). The maximum is finite iff the "beat or tied" graph is strongly
-    connected; otherwise the systems that never lose are named. Bootstrap: the battles
-    are resampled with replacement (a multinomial draw of the pair x outcome counts) and
-    each resample refitted from the point estimate. A resample without a finite maximum
-    (possible with few battles) keeps its last Newton iterate and is counted in
-    ``attrs["multistat"]["n_resamples_unconverged"]`` with a :class:`PreferenceWarning`.
+    connected; otherwise the systems that never lose are named.
+
+    Bootstrap: the battles (or, with ``item``, the items) are resampled with
+    replacement. The battles are aggregated once into ``(pair, outcome)`` cell counts
+    (per item with ``item``), and a resample is drawn as cell counts: resampling ``N``
+    battles is a ``Multinomial(N, counts / N)`` draw of the cells, resampling ``G``
+    items a ``Multinomial(G, 1/G)`` draw of item multiplicities ``w`` whose cells are
+    ``w @ item_counts`` -- the same distribution as resampling rows, at a cost that does
+    not grow with the battles (:func:`bootstrap_fits`). Every resample is refitted from
+    the point estimate (a warm start: chord steps with the estimate's inverse Hessian,
+    then Newton). The draws follow the systems' order of first appearance in the
+    battles, so renaming the systems changes no number.
+
+    Sparse systems: a system with few battles may never lose (or never win) in a
+    resample; its maximum-likelihood score there is +inf (-inf), and the relative scores
+    of the others are the maximum of the battles among them (the battles against it add
+    nothing in the limit). Each resample is fitted that way, system by system; a system
+    with no battle in a resample has no score there (left out of its interval and
+    ranks). The scale's zero is the mean of the systems with a finite score in every
+    resample, so a sparse system cannot move or widen a well-measured one's interval;
+    its own interval counts its infinite resamples (an end may be infinite). Such
+    systems are named in ``attrs["multistat"]["sparse_systems"]`` and a
+    :class:`PreferenceWarning`.
+
     Pairwise decisions: for every pair the Wald z test of ``beta_i - beta_j`` with its
     bootstrap standard error (a resampling p-value has the floor ``2 / (B + 1)``, which
     Holm's ``alpha / m`` over thousands of pairs would never reach), corrected over all
-    ``S (S - 1) / 2`` pairs; clusters, rank ranges and rank intervals are
+    ``S (S - 1) / 2`` pairs; a pair with a sparse system gets the bootstrap p-value
+    (:func:`_pairwise_better`); clusters, rank ranges and rank intervals are
     :mod:`multistat.leaderboard.ranking`'s.
 
     References
@@ -556,15 +1222,15 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
     >>> cols = ["system", "score", "ci_low", "ci_high", "rank", "win_rate", "cluster"]
     >>> print(board[cols].round(1).to_string(index=False))
     system  score  ci_low  ci_high  rank  win_rate  cluster
-         x 1087.6  1042.7   1132.0   1.0       0.7        1
-         y  989.8   945.4   1031.1   2.0       0.5        2
-         z  922.6   878.1    966.6   3.0       0.3        2
+         x 1087.6  1043.9   1134.6   1.0       0.7        1
+         y  989.8   951.3   1029.3   2.0       0.5        2
+         z  922.6   874.0    962.9   3.0       0.3        2
     """
     ties, n_resamples, seed, confidence_level, alpha, correction = _bt_iv(
         ties, n_resamples, seed, confidence_level, alpha, correction)
     frame, where = _frame(battles, "battles")
     bt = aggregate_battles(frame, model_a=model_a, model_b=model_b, winner=winner,
-                           systems=systems)
+                           systems=systems, item=item)
     davidson = ties == "davidson"
     _check_finite(bt, where, davidson)
     names = bt.systems
@@ -574,33 +1240,44 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
                              f"systems: {show(list(names))}")
     beta, nu = fit_bradley_terry(bt, ties)
     theta = math.log(nu) if davidson else 0.0
-    dist, unconverged = _bootstrap(bt, beta, theta, davidson, n_resamples, seed)
-    if unconverged:
-        warnings.warn(f"{unconverged} of {n_resamples} bootstrap resamples have no finite "
-                      "Bradley-Terry maximum (a system that never loses in the resample); "
-                      "their last Newton iterate is kept, so interval ends may be "
-                      "extreme", PreferenceWarning, stacklevel=2)
+    unit = "battles" if item is None else "items"
+    boot = bootstrap_fits(bt, beta, theta, davidson, n_resamples, seed, unit)
+    dist = boot.dist
+    if boot.unconverged:
+        warnings.warn(f"{boot.unconverged} of {n_resamples} bootstrap resamples did not "
+                      "converge (with ties='davidson': a resample without ties or without "
+                      "decided battles); their last Newton iterate is kept",
+                      PreferenceWarning, stacklevel=2)
+    sparse = _sparse_notes(dist, names)
+    scale, scale_note = _scale_systems(
+        dist, None if anchor is None else list(names).index(str(anchor)), bt)
+    if sparse:
+        warnings.warn(
+            f"{len(sparse)} system(s) have no finite score in some bootstrap resamples "
+            "(too few battles): "
+            + "; ".join(f"{k!r}: {v}" for k, v in list(sparse.items())[:5])
+            + ("; ..." if len(sparse) > 5 else "")
+            + f". Their intervals count those resamples; "
+            f"{scale_note or 'the scale is the named anchor'}, so the other systems' "
+            "intervals are not affected. A sparse system is significantly different "
+            "from few others, so the clusters around it merge: collect more battles "
+            "for it, or leave it out, for a finer leaderboard", PreferenceWarning,
+            stacklevel=2)
 
     def elo(b):
-        ref = b[..., list(names).index(str(anchor))] if anchor is not None else b.mean(-1)
-        return ELO_BASE + ELO_PER_LOGIT * (b - np.asarray(ref)[..., None])
+        ref = b[..., scale]
+        with np.errstate(invalid="ignore"):
+            centre = np.where(np.isfinite(ref).all(-1), ref.mean(-1), np.nan)
+        return ELO_BASE + ELO_PER_LOGIT * (b - np.asarray(centre)[..., None])
 
-    # lazily: multistat.leaderboard.ranking imports this module (import cycle)
-    from multistat.leaderboard.ranking import (
-        clusters,
-        point_ranks,
-        rank_distribution,
-        rank_ranges,
-        score_order,
-    )
 
     score, edist = elo(beta), elo(dist)
     q = (1 - confidence_level) / 2
-    ci_low, ci_high = np.quantile(edist, [q, 1 - q], axis=0)
+    ci_low, ci_high = _score_interval(edist, q)
     better, _ = _pairwise_better(dist, beta, alpha, correction)
     order = score_order(score, True, names)
     low, high, beats, beaten_by = rank_ranges(better)
-    rd = rank_distribution(edist, True, confidence_level=confidence_level)
+    rd = _rank_stats(dist, confidence_level)
     c = bt.counts
     wins = np.bincount(bt.ia, c[:, 0], S) + np.bincount(bt.ib, c[:, 1], S)
     losses = np.bincount(bt.ia, c[:, 1], S) + np.bincount(bt.ib, c[:, 0], S)
@@ -617,6 +1294,9 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         "cluster": clusters(order, better), "beats": beats, "beaten_by": beaten_by})
     out = out.iloc[order].reset_index(drop=True)
 
+    what = ("battles (each battle independent)" if item is None else
+            f"items (column {item!r}: all battles of an item together, {bt.n_items} "
+            "items)")
     out.attrs["multistat"] = {
         "multistat_version": __version__, "kind": "preferences", "model": "bradley-terry",
         "ties": ties,
@@ -624,16 +1304,21 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
         "elo_per_logit": ELO_PER_LOGIT, "n_battles": bt.n_battles, "n_systems": S,
         "n_pairs": len(bt.ia), "davidson_nu": nu if davidson else None,
         "n_resamples": n_resamples, "seed": seed if isinstance(seed, int) else None,
+        "resampling": unit, "item_column": item, "n_items": bt.n_items if item else None,
         "confidence_level": confidence_level, "alpha": alpha,
         "correction": correction or "none",
-        "n_resamples_unconverged": unconverged,
+        "n_resamples_unconverged": boot.unconverged,
+        "n_resamples_partial": int((~np.isfinite(dist)).any(1).sum()),
+        "sparse_systems": sparse,
+        "scale": (f"{names[scale[0]]} fixed at 1000" if anchor is not None else
+                  scale_note or "mean score of all systems is 1000"),
         "rule": "WMT clusters: sort by score; boundary between positions i and i+1 iff "
                 "every system at <= i is significantly better than every system at >= "
                 "i+1 (Wald z test of each pair's strength difference with its bootstrap "
                 "standard error, "
                 f"{correction or 'no'} correction over all pairs, alpha {alpha})",
-        "rank_interval": "equal-tailed bootstrap interval of each system's rank over "
-                         "resamples of the battles, inverted-cdf quantiles"}
+        "rank_interval": f"equal-tailed bootstrap interval of each system's rank over "
+                         f"resamples of the {what}, inverted-cdf quantiles"}
     return out
 
 
@@ -646,14 +1331,17 @@ class PreferenceResult(Result):
     ----------
     a, b : the systems; ``win_share`` is a's
     p_value : the test's p-value (``alternative`` on the share of a minus 1/2)
-    win_share, ci_low, ci_high : a's win share (mean over units of each unit's share)
-        and its interval at ``confidence_level``
+    win_share, ci_low, ci_high : a's win share -- the mean over units of each unit's
+        share of a (``estimand`` says which share) -- and the interval of that same
+        mean at ``confidence_level``
     wins, losses, ties : judgments won by a, won by b, tied
     n_units : units tested (items, raters or single judgments with a decision)
     n_units_all_ties : units dropped because all their judgments were ties
         (``ties="exclude"``)
     unit : ``"item"``, ``"rater"`` or ``"judgment"``
     method : the test that ran (binomial, exact sign-flip, Monte Carlo sign-flip)
+    interval : how the interval was computed (Clopper-Pearson, Student t over units)
+    estimand : the quantity ``win_share`` and its interval describe, in words
     """
 
     a: str
@@ -670,6 +1358,7 @@ class PreferenceResult(Result):
     unit: str
     method: str
     interval: str
+    estimand: str
     tie_rule: str
     alternative: str
     confidence_level: float
@@ -794,11 +1483,15 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     carry no evidence) but a win share that counts them as half. Copies of a unit's
     judgments leave its share, hence the p-value, unchanged.
 
-    Interval of the win share: Clopper-Pearson on the units for and against a when the
-    binomial test applies and ``ties="exclude"``; otherwise the Student t interval of the
-    mean unit share (``G - 1`` degrees of freedom; a cluster-robust interval), clipped
-    to [0, 1]. One-sided alternatives give one-sided intervals (scipy's convention). The
-    interval is not the inversion of the sign-flip test.
+    The win share and its interval describe one quantity: the mean over units of each
+    unit's share of a (``wins / (wins + losses)`` with ``ties="exclude"``, ``(wins +
+    ties / 2) / judgments`` with ``"split"``; a unit split 1-1 counts 1/2). Interval:
+    Clopper-Pearson when every unit's share is 0 or 1 (one judgment per unit, or units
+    whose judgments all agree, ``ties="exclude"``): the mean is then the share of units
+    won by a, a binomial proportion; otherwise the Student t interval of the mean unit
+    share (``G - 1`` degrees of freedom; a cluster-robust interval), clipped to [0, 1].
+    One-sided alternatives give one-sided intervals (scipy's convention). The interval
+    is not the inversion of the sign-flip test.
 
     References
     ----------
@@ -839,8 +1532,12 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     if unit == "judgment":
         uc = np.arange(len(w))
     else:
-        labels = _text(frame, item_col if unit == "item" else rater_col, where)
-        uc = pd.factorize(labels)[0]
+        col = item_col if unit == "item" else rater_col
+        labels = _text(frame, col, where, unit)
+        uc, names = pd.factorize(labels)
+        if unit == "rater":  # 'r1' and 'r1 ' are not two raters
+            _check_names(frame, where, [(col, uc, np.asarray(names, dtype=str))],
+                         "rater")
     G = int(uc.max()) + 1
     cnt = np.bincount(uc * 3 + code, minlength=3 * G).reshape(G, 3)
     x = unit_shares(cnt[:, 0], cnt[:, 1], cnt[:, 2], ties)
@@ -855,8 +1552,9 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
     p, how = sign_flip_pvalues(nz[None] if len(nz) else np.zeros((1, 1)),
                                alternative=alternative, n_resamples=n_resamples, rng=rng)
     share = 0.5 + x.mean()
-    binomial = how[0] == "binomial"
-    if binomial and ties == "exclude":
+    # the interval is of the same mean: a binomial proportion only when every unit's
+    # share is 0 or 1 (a unit split 1-1, or 3-1, is a share between)
+    if ties == "exclude" and len(x) and bool(np.all(np.abs(x) == 0.5)):
         # heavy: scipy.stats, scipy.optimize, lazily
         from scipy.stats import binomtest
 
@@ -879,10 +1577,15 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
               "exact": "sign-flip test over units (exact enumeration)",
               "monte carlo": f"sign-flip test over units ({n_resamples} random sign "
                              "vectors)"}[how[0]]
+    per = {"exclude": "wins / (wins + losses)",
+           "split": "(wins + ties / 2) / judgments"}[ties]
+    estimand = (f"mean over {unit}s of each {unit}'s share of {a}, {per}"
+                if unit != "judgment" else f"share of {a}, {per}")
     return PreferenceResult(
         a=a, b=b, p_value=float(p[0]), win_share=float(share), ci_low=float(lo),
         ci_high=float(hi), wins=int(cnt[:, 0].sum()), losses=int(cnt[:, 1].sum()),
         ties=int(cnt[:, 2].sum()), n_units=len(x),
         n_units_all_ties=int((~keep).sum()), unit=unit, method=method, interval=interval,
-        tie_rule=ties, alternative=alternative, confidence_level=confidence_level,
+        estimand=estimand, tie_rule=ties, alternative=alternative,
+        confidence_level=confidence_level,
         n_resamples=0 if how[0] != "monte carlo" else n_resamples)

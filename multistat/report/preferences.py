@@ -66,6 +66,27 @@ def preference_leaderboard(board, name: str = "battles") -> pd.DataFrame:
     return disp
 
 
+def _resampled(meta) -> str:
+    """What the bootstrap resampled, in words (the leaderboard's metadata)."""
+    if meta.get("resampling") == "items":
+        return (f"bootstrap over items (column {meta.get('item_column')!r}, "
+                f"{meta.get('n_items')} items: all battles of an item resampled together)")
+    return ("bootstrap over battles, each battle resampled as independent (battles that "
+            "share a prompt or segment are not: give the item column to resample items)")
+
+
+def _sparse_note(meta) -> str:
+    """A paragraph naming the systems without a finite score in some resamples."""
+    sparse = meta.get("sparse_systems") or {}
+    if not sparse:
+        return ""
+    e = html.escape
+    items = "".join(f"<li>{e(str(k))}: {e(str(v))}</li>" for k, v in sparse.items())
+    return (f"<p>Systems with too few battles to have a finite score in every resample "
+            f"(their intervals count those resamples; {e(str(meta.get('scale', '')))}):"
+            f"</p><ul>{items}</ul>")
+
+
 def _section(board, out: Path, dpi: int, name: str) -> str:
     board = check_preferences(board)
     figdir, tabdir = own_folder(out, "figures"), own_folder(out, "tables")
@@ -92,9 +113,10 @@ def _section(board, out: Path, dpi: int, name: str) -> str:
         f"{e(str(meta.get('n_systems', len(board))))} systems; maximum-likelihood "
         "Bradley–Terry scores on the Elo scale (400 points = 10:1 odds), "
         + (f"{e(str(anchor))} fixed at 1000" if anchor else "mean score 1000")
-        + f"; {e(tie_text)}. Score and rank intervals: bootstrap over battles "
+        + f"; {e(tie_text)}. Score and rank intervals: {e(_resampled(meta))} "
         f"({e(str(meta.get('n_resamples', '')))} resamples, seed "
         f"{e(str(meta.get('seed', '')))}). {e(meta.get('rule', ''))}.</p>",
+        _sparse_note(meta),
         '<div class="grid">', _clusters._html_table(disp),
         figure(png, "rank intervals of the Bradley-Terry leaderboard", "Thick: bootstrap "
                "rank interval; light: rank range from the corrected pairwise decisions; "
