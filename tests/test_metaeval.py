@@ -413,7 +413,11 @@ def test_errors_name_what_is_wrong():
                                              "z-scores tie within a row"):
         compare_metrics(h, tied, statistic="kendall_b", average_by="item")
     with pytest.raises(ParameterError, match="use epsilon=0 with test='perm-both'"):
-        compare_metrics(h, ms, statistic="acc23", average_by="item", epsilon=0.5)
+        compare_metrics(h, ms, statistic="acc23", average_by="item", epsilon=0.5,
+                        test="perm-both")
+    with pytest.raises(ParameterError, match="test='perm-pairs' swaps the outcomes of "
+                                             "pairwise comparisons.*got statistic='pearson'"):
+        compare_metrics(h, ms, statistic="pearson", test="perm-pairs")
     with pytest.raises(ParameterError, match="Williams' test compares Pearson"):
         compare_metrics(h, ms, statistic="pearson", average_by="item", test="williams")
     with pytest.raises(ParameterError, match="bootstrap of kendall_b with average_by='none'"):
