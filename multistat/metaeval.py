@@ -9,17 +9,23 @@ arrays and on studies, vectorised over items and resamples:
   al.'s tau_23 and acc_23 (with a tie threshold epsilon, or tie calibration), pairwise
   accuracy (Kocmi et al. 2021) and soft pairwise accuracy (Thompson et al. 2024), over
   the flattened scores (``average_by="none"``), per system or per item then averaged.
-* :func:`compare_metrics` — every pair of metrics: PERM-BOTH (Deutsch et al. 2021), a
-  paired bootstrap over items with an interval for the difference, Williams' test.
+* :func:`compare_metrics` — every pair of metrics: PERM-BOTH (Deutsch et al. 2021), the
+  pairwise permutation of comparison outcomes (mt-metrics-eval's ``perm_test="pairs"``,
+  WMT23/24's test with tie calibration), a paired bootstrap over items with an interval
+  for the difference, Williams' test.
 * :func:`meta_evaluate` — per dataset of a study, every metric against one human metric,
-  with bootstrap intervals, ranks and clusters by the rule :func:`multistat.rank` uses.
+  with bootstrap intervals, ranks and clusters by mt-metrics-eval's (WMT's) rule
+  (:func:`wmt_clusters`) or, on request, the stricter rule :func:`multistat.rank` uses.
 
 Conventions. ``human`` and each metric are systems x items (or 1-D); NaN in ``human`` is a
 missing judgment and its cell is left out everywhere; a metric must be finite where the
 human score is present. Rows are what a correlation is computed over: ``none`` one row of
 all cells, ``system`` one row per system (over items), ``item`` one row per item (over
 systems). Rows whose correlation is undefined (fewer than 2 cells, constant input, no
-untied pair) are left out of the mean, as mt-metrics-eval does.
+untied pair) are left out of the mean, as mt-metrics-eval does. A row of scores constant
+up to :data:`CONSTANT_RTOL` of its largest magnitude counts as exactly constant (every
+pair a tie; Pearson and Spearman undefined), and system scores are means about a
+system's first score, so that a constant metric stays constant at system level.
 
 Kendall counts of a row: for every pair of valid cells, the human sign ``sh`` (0 when
 tied) and the metric sign ``sm`` (0 when ``|delta m| <= epsilon``). With ``A = sum sh sm``
@@ -124,6 +130,8 @@ class CorrelationResult:
     p_value : scipy's p-value for a single row (``pearsonr``, ``spearmanr``,
         ``kendalltau``), NaN where scipy defines none (averages, the 23 variants)
     statistic, average_by : what was computed
+    note : why the value is NaN or a tie value when the metric (or the human scores) is
+        constant in every row (up to :data:`CONSTANT_RTOL`), else ""
     """
 
     value: float
@@ -133,11 +141,12 @@ class CorrelationResult:
     p_value: float
     statistic: str
     average_by: str
+    note: str = ""
 
     def to_dict(self) -> dict:
         return {"statistic": self.statistic, "average_by": self.average_by,
                 "value": self.value, "epsilon": self.epsilon, "n": self.n,
-                "n_rows": self.n_rows, "p_value": self.p_value}
+                "n_rows": self.n_rows, "p_value": self.p_value, "note": self.note}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -392,9 +401,12 @@ def _calibrate(h: np.ndarray, m: np.ndarray, statistic: str) -> float:
 PAIR_CHUNK = 4096
 
 
-def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray) -> np.ndarray:
+def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray, *, count: bool = False
+                ) -> np.ndarray:
     """One-sided p-values ``P(null >= observed)`` of system i beating system j (i < j)
-    by the paired permutation test of the summed scores over the items both have."""
+    by the paired permutation test of the summed scores over the items both have
+    (``count=True``: the number of sign vectors with ``null >= observed`` instead)."""
+    B = 1 if count else flips.shape[0]
     S = x.shape[0]
     iu, ju = np.triu_indices(S, 1)
     if v.all():  # every system on every item: per system first, pairs last
@@ -404,25 +416,27 @@ def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray) -> np.ndarray:
             a, b = iu[s:s + PAIR_CHUNK], ju[s:s + PAIR_CHUNK]
             null, obs = per[:, a] - per[:, b], tot[a] - tot[b]
             tol = eng._tolerance(obs, null)
-            out[s:s + PAIR_CHUNK] = np.sum(null >= obs - tol, axis=0) / flips.shape[0]
+            out[s:s + PAIR_CHUNK] = np.sum(null >= obs - tol, axis=0) / B
         return out
     both = v[iu] & v[ju]  # items missing for some systems: each pair on its own items
     d = np.where(both, x[iu] - x[ju], 0.0)  # (P, N)
     obs = d.sum(1)
     null = flips @ d.T  # (B, P)
     tol = eng._tolerance(obs, null)
-    return (np.sum(null >= obs - tol, axis=0)) / flips.shape[0]
+    return (np.sum(null >= obs - tol, axis=0)) / B
 
 
 def _soft_pa(h, m, n_resamples, seed, key) -> float:
     """1 - mean |p_human - p_metric| over system pairs (Thompson et al. 2024), both
-    p-values from one sign-flip plan of the engine."""
+    p-values from one sign-flip plan of the engine: all ``n_resamples`` sign vectors,
+    block by block (one block of the plan in memory at a time)."""
     v = ~np.isnan(h)
-    flips = eng.plan_block("permutation", h.shape[1], min(n_resamples, eng.BLOCK_SIZE),
-                           seed, key, 0)
-    ph = _pairwise_p(np.where(v, h, 0.0), v, flips)
-    pm = _pairwise_p(np.where(v, m, 0.0), v, flips)
-    return float(1.0 - np.mean(np.abs(ph - pm)))
+    hx, mx = np.where(v, h, 0.0), np.where(v, m, 0.0)
+    ch = cm = 0.0
+    for flips in eng.plan_blocks("permutation", h.shape[1], n_resamples, seed, key):
+        ch = ch + _pairwise_p(hx, v, flips, count=True)
+        cm = cm + _pairwise_p(mx, v, flips, count=True)
+    return float(1.0 - np.mean(np.abs(ch / n_resamples - cm / n_resamples)))
 
 
 # ----------------------------------------------------------------------------- public: one
@@ -449,7 +463,8 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
         Metric differences ``|delta| <= epsilon`` count as ties (Kendall statistics).
         ``"optimal"`` (tau_23, acc23): tie calibration over every candidate threshold;
         the result's ``epsilon`` gives back ``value`` when passed in.
-    n_resamples, seed : permutations of ``soft_pairwise_accuracy`` only
+    n_resamples, seed : permutations of ``soft_pairwise_accuracy`` only (all
+        ``n_resamples`` of them, drawn block by block from the engine's sign-flip plan)
 
     Returns
     -------
@@ -498,7 +513,13 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
                                  average_by)
     hr, mr = _rows(h, average_by), _rows(m, average_by)
     vr = ~np.isnan(hr)
-    const = bool((_constant_rows(mr, vr) | ~vr.any(1)).all())
+    note = ""
+    for who, x in (("the human scores are", hr), ("the metric is", mr)):
+        if not note and vr.any() and bool(_constant_rows(x[vr.any(1)],
+                                                         vr[vr.any(1)]).all()):
+            where = "over the cells" if hr.shape[0] == 1 else f"within every {average_by}"
+            note = (f"{who} constant {where} (relative tolerance {CONSTANT_RTOL:g}): no "
+                    f"pair is ordered")
     hr, mr = _snap_constant(hr, vr), _snap_constant(mr, vr)
     if eps == "optimal":
         eps = _calibrate(hr, np.where(np.isnan(hr), np.nan, mr), statistic)
@@ -507,8 +528,11 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
     p = float("nan")
     if hr.shape[0] == 1 and np.isfinite(value):
         p = _scipy_p(hr[0], mr[0], statistic, eps)
+    if note:
+        note += (f"; {statistic} is undefined (NaN)" if not np.isfinite(value) else
+                 f"; {statistic} is {value:.6g}, its value when every pair is a tie")
     return CorrelationResult(value, float(eps), int(n.sum()), n_rows, p, statistic,
-                             average_by)
+                             average_by, note)
 
 
 def _scipy_p(h, m, statistic, eps) -> float:
@@ -554,6 +578,17 @@ class _Data:
         self.K = len(self.names)
         ia, ib = np.triu_indices(self.K, 1)
         self.ia, self.ib = ia, ib
+
+    def subset(self, keep) -> _Data:
+        """The same data with the metrics ``keep`` only (their epsilons kept)."""
+        out = object.__new__(_Data)
+        out.__dict__.update(self.__dict__)
+        out.names = [self.names[k] for k in keep]
+        out.m = self.m[keep]
+        out.K = len(keep)
+        out.eps = self.eps[keep] if np.ndim(self.eps) else self.eps
+        out.ia, out.ib = np.triu_indices(out.K, 1)
+        return out
 
     def eps_of(self, k) -> float:
         return float(self.eps[k]) if np.ndim(self.eps) else float(self.eps)
@@ -1053,7 +1088,16 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
     statistic, average_by, epsilon : as in :func:`metric_correlation`
         (``epsilon="optimal"``: each metric calibrated once on the observed scores and
         kept through the resamples; bootstrap only)
-    test : {"perm-both", "bootstrap", "williams"}
+    test : {"auto", "perm-both", "perm-pairs", "bootstrap", "williams"}
+        ``auto`` (default): what WMT23/24 use: ``perm-pairs`` where a tie threshold is
+        used (tau_23, acc_23, pairwise accuracy with ``epsilon`` != 0 or "optimal"),
+        ``perm-both`` otherwise (``bootstrap`` for tau_b with a threshold).
+        ``perm-pairs`` (mt-metrics-eval's ``PairwisePermutationSigDiff``,
+        ``perm_test="pairs"``): the units are the pairs of cells within a row; each
+        pair's comparison outcome (ordered or tied as the humans do, or not, each metric
+        with its own epsilon) is swapped between the two metrics with probability 1/2, so
+        that each metric keeps its own (calibrated) tie threshold; for tau_23, acc_23 and
+        pairwise accuracy.
         ``perm-both`` (Deutsch et al. 2021, mt-metrics-eval's ``PermutationSigDiff``):
         both metrics z-scored over the valid cells, each cell's pair of scores swapped
         with probability 1/2 (the engine's sign-flip plan over the cells); the null of
@@ -1077,7 +1121,11 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
         ``value_a, value_b, delta``; ``ci_low, ci_high`` (bootstrap interval of ``delta``,
         NaN for the other tests); ``p_value`` ((b + 1)/(B + 1), Phipson & Smyth 2010;
         two-sided PERM-BOTH counts ``|null| >= |delta|``, its null being symmetric),
-        ``p_adjusted``, ``reject``; ``test, statistic, average_by, alternative``; ``n``
+        ``p_adjusted``, ``reject``; ``p_one_sided`` (the one-sided p-value that the metric
+        with the larger value agrees better, whatever ``alternative``: the entry of
+        mt-metrics-eval's significance matrix, which the WMT cluster rule reads);
+        ``test`` (the test run, ``auto`` resolved), ``statistic, average_by,
+        alternative``; ``n``
         (pairs or cells of metric a's statistic), ``n_resamples, seed``.
 
     Notes
@@ -1161,14 +1209,22 @@ def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alt
         ok = np.isfinite(delta) & np.isfinite(dd).all(0)
         p, p1 = np.where(ok, p, np.nan), np.where(ok, p1, np.nan)
     else:
-        if test == "perm-pairs":
-            kernel = _PairPermKernel(d)
-            n_units = kernel.n_units
-        else:
-            kernel, n_units = _PermKernel(d), d.S * d.N
-        null = eng.resample("permutation", kernel, None, n=n_units,
-                            n_resamples=n_resamples, seed=seed, dataset=key,
-                            scheduler=scheduler)
+        # metrics whose statistic is undefined (a constant metric) take no part in the
+        # null: their pairs get NaN p-values, the other pairs' nulls are unchanged
+        keep = np.flatnonzero(np.isfinite(values))
+        null = np.full((n_resamples, P), np.nan)
+        if len(keep) >= 2:
+            sub = d.subset(keep) if len(keep) < d.K else d
+            if test == "perm-pairs":
+                kernel = _PairPermKernel(sub)
+                n_units = kernel.n_units
+            else:
+                kernel, n_units = _PermKernel(sub), sub.S * sub.N
+            part = eng.resample("permutation", kernel, None, n=n_units,
+                                n_resamples=n_resamples, seed=seed, dataset=key,
+                                scheduler=scheduler)
+            where = {(a, b): j for j, (a, b) in enumerate(zip(d.ia, d.ib))}
+            null[:, [where[keep[a], keep[b]] for a, b in zip(sub.ia, sub.ib)]] = part
         p = eng.pvalues_from_null(null, delta, alternative, symmetric=True)
         p1 = np.where(up == "greater", eng.pvalues_from_null(null, delta, "greater"),
                       eng.pvalues_from_null(null, delta, "less"))
@@ -1353,11 +1409,23 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
         the system has judgments for, each metric's mean over the same instances — and
         the statistic over the systems (``average_by`` is not used).
     statistic, epsilon : as in :func:`metric_correlation`
-    test : the pairwise test behind the clusters (:func:`compare_metrics`; at system
+    test : the pairwise test behind the clusters (:func:`compare_metrics`; ``"auto"``:
+        ``perm-pairs`` with a tie threshold, as WMT23/24, else ``perm-both``; at system
         level PERM-BOTH swaps system scores, as mt-metrics-eval does)
     n_resamples, seed : the shared plans of each dataset
-    alpha, correction : the corrected pairwise decisions (all pairs of one dataset form a
-        family)
+    alpha, correction : the pairwise decisions (all pairs of one dataset form a family).
+        ``correction="auto"``: none with ``cluster_rule="wmt"`` (as WMT), Holm with
+        ``"strict"``.
+    cluster_rule : {"wmt", "strict"}
+        ``"wmt"`` (default; mt-metrics-eval's ``AssignRanks``, WMT's rank groups): sort
+        by value; a new cluster starts at a metric as soon as some metric from the first
+        of the current cluster on beats it with a one-sided p (``p_one_sided``, after
+        ``correction``) ``<= alpha`` (:func:`wmt_clusters`). ``"strict"`` (multistat's
+        own, the rule of :func:`multistat.rank`): a boundary between sorted positions i
+        and i + 1 only where every metric above is significantly better than every metric
+        below, on the two-sided corrected decisions (``reject``); it never splits more
+        than the WMT rule on the same decisions, and often less (three metrics where only
+        the first beats the third: WMT [1, 1, 2], strict [1, 1, 1]).
     confidence_level : of the bootstrap interval of each metric's value
     datasets : restrict to these datasets
     scheduler : as in :func:`multistat.compare`
@@ -1368,10 +1436,12 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
         One row per dataset x metric, best first: ``value`` (the statistic), ``ci_low,
         ci_high`` (percentile interval over the shared bootstrap plan of the items; at
         system level the system means are recomputed in every resample), ``rank`` (1 =
-        best, ties averaged), ``cluster`` (the rule of :func:`multistat.rank`: sort by
-        value; a boundary between positions i and i + 1 iff every metric above is
-        significantly better than every metric below), ``n`` (pairs or cells), and
-        ``level, statistic, average_by``. ``attrs["multistat"]`` holds the settings.
+        best, ties averaged), ``cluster`` (by ``cluster_rule``), ``n`` (pairs or
+        cells), ``level, statistic, average_by``, and ``note`` (why the value is NaN or
+        the tie value when the metric or the human scores are constant wherever the
+        statistic is computed, up to :data:`CONSTANT_RTOL`; a
+        :class:`~multistat.errors.ConstantInputWarning` says so too; else "").
+        ``attrs["multistat"]`` holds the settings.
 
     References
     ----------
