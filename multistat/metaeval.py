@@ -934,14 +934,8 @@ class _PairPermKernel:
         hr = _rows(np.where(d.v, d.h, np.nan), d.average_by)  # (R, L)
         R, L = hr.shape
         iu, ju = np.triu_indices(L, 1)
-        vr = ~np.isnan(hr)
-        tot = (vr.sum(1) * (vr.sum(1) - 1)) // 2
+        tot = _PairPermKernel.units(d)
         units = int(tot.sum())
-        if units * (d.K + 2) > PERM_PAIRS_LIMIT:
-            raise ParameterError(
-                f"the pairwise permutation test for {d.statistic} with average_by="
-                f"{d.average_by!r} would hold {units:,} pairs of cells x {d.K} metrics; use "
-                f"average_by='item' (WMT's grouping by item) or fewer metrics")
         ok = tot > 0
         w_row = np.where(ok, 1.0 / np.maximum(tot, 1), 0.0) / max(int(ok.sum()), 1)
         acc = d.statistic != "kendall_23"
@@ -964,6 +958,20 @@ class _PairPermKernel:
                 self.coef[pos:stop, k] = w * (good if acc else 2.0 * good - 1.0)
             pos = stop
         self.n_units = units
+
+    @staticmethod
+    def units(d: _Data) -> np.ndarray:
+        """Pairs of valid cells per row; refuses (before any work) more than
+        :data:`PERM_PAIRS_LIMIT` pairs x metrics."""
+        n = _rows(d.v, d.average_by).sum(1).astype(np.int64)
+        tot = n * (n - 1) // 2
+        units = int(tot.sum())
+        if units * (d.K + 2) > PERM_PAIRS_LIMIT:
+            raise ParameterError(
+                f"the pairwise permutation test for {d.statistic} with average_by="
+                f"{d.average_by!r} would hold {units:,} pairs of cells x {d.K} metrics; use "
+                f"average_by='item' (WMT's grouping by item) or fewer metrics")
+        return tot
 
     def __call__(self, plan, data=None):
         t = plan @ self.coef  # (Bb, K): per metric first
@@ -1182,6 +1190,8 @@ def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alt
     """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn)."""
 
     d = _prepare(human, metrics, statistic, average_by, eps)
+    if test == "perm-pairs":
+        _PairPermKernel.units(d)  # its size is checked before any work
     values, ns = d.observed()
     delta = values[d.ia] - values[d.ib]
     P = len(d.ia)

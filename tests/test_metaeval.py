@@ -328,12 +328,13 @@ def test_meta_evaluate_segment_level_on_realsumm(realsumm):
     assert abs_.loc["rouge_1_recall", "cluster"] < abs_.loc["rouge_1_precision", "cluster"]
 
 
-def test_meta_evaluate_clusters_follow_the_rank_rule(realsumm):
+def test_meta_evaluate_strict_clusters_follow_the_rank_rule(realsumm):
     from multistat.ranking import better_matrix, clusters, score_order
 
     board, pairs, mat = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
                                            statistic="pearson", datasets=["abs"],
-                                           n_resamples=500, correction="holm")
+                                           n_resamples=500, correction="holm",
+                                           cluster_rule="strict")
     names = list(board["metric"])
     idx = {m: i for i, m in enumerate(names)}
     better = better_matrix(len(names), pairs["metric_a"].map(idx), pairs["metric_b"].map(idx),
@@ -512,7 +513,7 @@ def test_cli_help_names_the_options(capsys):
     status, out, _ = run_cli(["meta-evaluate", "--help"], capsys)
     assert status == 0
     for flag in ("--human", "--level", "--statistic", "--average-by", "--epsilon", "--test",
-                 "--pairs-out", "--matrix-out"):
+                 "--pairs-out", "--matrix-out", "--cluster-rule"):
         assert flag in out
 
 
