@@ -159,6 +159,7 @@ MTME_PAIRS = [
      0.007272727272727264),
     ("ext", "segment", "rouge_2_recall", "js-2", 0.12825, 4000, 0.008909090909090922),
     ("ext", "segment", "rouge_l_recall", "js-2", 0.00725, 4000, 0.016181818181818186),
+    ("abs", "segment", "js-2", "rouge_2_f_score", 0.15325, 4000, 0.002417582417582498),
 ]
 
 
@@ -172,11 +173,29 @@ def test_perm_pairs_p_agrees_with_mt_metrics_eval(realsumm, ds, level, a, b, p_r
     row = pairs.iloc[0]
     assert row["test"] == "perm-pairs"
     assert row["delta"] == pytest.approx(delta_ref, abs=1e-12)
-    p = row["p_one_sided"]
-    # two independent Monte Carlo estimates of one p (binomial SEs of both), plus the +1
-    # of (b + 1)/(B + 1): within 4 standard errors of the difference
+    # the same null again, to see its atom at delta: the swapped difference takes values
+    # on a lattice (multiples of 1 / (pairs per item x items)), and P(null = delta) is up
+    # to 0.025 here. multistat counts null >= delta (ties within a relative 1e-12 count,
+    # as scipy's permutation_test); mt-metrics-eval compares two floating-point sums
+    # (c2 - c1 >= delta), so whether a tie counts depends on their rounding. Its p lies
+    # between the strict and the tied tail, up to Monte Carlo error.
+    ds_ = realsumm[ds]["score"]
+    h = ds_.sel(metric="litepyramid_recall").values
+    ms = {m: ds_.sel(metric=m).values for m in (a, b)}
+    if level == "system":
+        h, ms = me._system_scores(h, ms)
+    d = me._prepare(h, ms, "acc23", "item" if level == "segment" else "none", "optimal")
+    kernel = me._PairPermKernel(d)
+    null = eng.resample("permutation", kernel, None, n=kernel.n_units, n_resamples=B,
+                        seed=0, dataset=ds)[:, 0]
+    delta = row["delta"]
+    tol = eng._tolerance(delta, null)
+    ge, gt = np.sum(null >= delta - tol), np.sum(null > delta + tol)
+    assert row["p_one_sided"] == (ge + 1) / (B + 1)
+    # two independent Monte Carlo estimates (binomial SEs of both): within 4 SEs of the
+    # difference of [P(null > delta), P(null >= delta)], plus the +1 of (b + 1)/(B + 1)
     se = np.sqrt(p_ref * (1 - p_ref) / k_ref + p_ref * (1 - p_ref) / B)
-    assert abs(p - p_ref) < 4 * se + 1 / B
+    assert gt / B - 4 * se - 1 / B < p_ref < (ge + 1) / (B + 1) + 4 * se
 
 
 # data.CompareMetrics({m: corr(m)}, stats.KendallWithTiesOpt, "none", k=20000,
@@ -382,3 +401,14 @@ def test_cli_wmt_configuration_and_the_strict_rule(tmp_path, capsys):
     status, _, err = run_cli(common + ["--cluster-rule", "loose"], capsys)
     assert status == 2 and "`--cluster-rule` must be one of 'wmt', 'strict'" in err
     assert "Traceback" not in err
+
+
+def test_soft_pairwise_accuracy_converges_with_more_permutations():
+    # mt-metrics-eval stats_test.py testPairwiseConfidenceError's data; the exact value is
+    # 0.875 (human p(A > B) = 1 over all 8 sign vectors, metric p = 7/8). With 20,000
+    # permutations the binomial SE is sqrt(0.875 x 0.125 / 20000) = 0.0023; capped at
+    # 1,000 (before) the value was 0.886, 4.7 of these SEs away
+    g = np.array([[1, 2, 3], [2, 3, 4.]])
+    m = np.array([[2, 2, 4], [1, 3, 5.]])
+    r = metric_correlation(g, m, statistic="soft_pairwise_accuracy", n_resamples=20000)
+    assert abs(r.value - 0.875) < 4 * np.sqrt(0.875 * 0.125 / 20000)
