@@ -1143,7 +1143,12 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
     only when no metric z-scores tie within a row, else a clear error); Spearman (whose
     ranks change with every swap) is compared with the bootstrap. mt-metrics-eval
     reports ``count / B`` without the +1 and only the one-sided p of metric b beating
-    metric a; the difference is within Monte Carlo error.
+    metric a; the difference is within Monte Carlo error. The pairwise permutation's
+    null is a lattice (multiples of one over the pairs per row times the rows) with an
+    atom at ``delta`` that can hold a few percent of the mass: multistat counts those
+    ties as at least as extreme (within a relative 1e-12, as scipy), mt-metrics-eval
+    compares two floating-point sums, so that its p lies between the strict and the
+    tied tail of the same null.
 
     References
     ----------
@@ -1186,10 +1191,13 @@ def _prepare(human, metrics, statistic, average_by, eps) -> _Data:
 
 def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alternative,
              correction, alpha, confidence_level, eps, *, key="", scheduler="threads",
-             boot=None):
-    """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn)."""
+             boot=None, prepared=None):
+    """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn);
+    ``prepared``: the :func:`_prepare` of these arguments, if the caller has it (tie
+    calibration is not repeated)."""
 
-    d = _prepare(human, metrics, statistic, average_by, eps)
+    d = prepared if prepared is not None else _prepare(human, metrics, statistic,
+                                                       average_by, eps)
     if test == "perm-pairs":
         _PairPermKernel.units(d)  # its size is checked before any work
     values, ns = d.observed()
@@ -1543,7 +1551,8 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
                                 n_resamples=n_resamples, seed=seed, dataset=name,
                                 scheduler=scheduler)
             table, (_, values, ns, d) = _compare(h, ms, *args, key=name, scheduler=scheduler,
-                                                 boot=boot if test == "bootstrap" else None)
+                                                 boot=boot if test == "bootstrap" else None,
+                                                 prepared=d)
             v = ~np.isnan(h)
             cols = [h[v]] + [ms[m][v] for m in chosen]
         else:

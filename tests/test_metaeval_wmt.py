@@ -198,29 +198,38 @@ def test_perm_pairs_p_agrees_with_mt_metrics_eval(realsumm, ds, level, a, b, p_r
     assert gt / B - 4 * se - 1 / B < p_ref < (ge + 1) / (B + 1) + 4 * se
 
 
-# data.CompareMetrics({m: corr(m)}, stats.KendallWithTiesOpt, "none", k=20000,
+# data.CompareMetrics({m: corr(m)}, stats.KendallWithTiesOpt, average_by, k,
 # PermutationSigDiffParams(block_size=10**7), pval=0.05, perm_test="pairs",
-# variant="acc23", sample_rate=1.0) on the abs system scores, after np.random.seed(0):
+# variant="acc23", sample_rate=1.0) after np.random.seed(0): its ranks (clusters) and
+# significance matrix (sig[i, j]: p of metric i beating metric j, by value)
 MTME_RANKS_SYSTEM = {"bert_recall_score": 1, "rouge_1_recall": 1, "bert_precision_score": 2}
-MTME_SIG_SYSTEM = [[0.0, 0.292, 0.0014], [0.0, 0.0, 0.11315], [0.0, 0.0, 0.0]]
+MTME_CLUSTERS = [
+    # dataset, level (average_by), k, ranks, significance matrix
+    ("abs", "system", 20000, MTME_RANKS_SYSTEM,
+     [[0.0, 0.292, 0.0014], [0.0, 0.0, 0.11315], [0.0, 0.0, 0.0]]),
+    ("ext", "segment", 2000, {"rouge_l_recall": 1, "rouge_2_recall": 1, "js-2": 2},
+     [[0.0, 0.1325, 0.0075], [0.0, 0.0, 0.124], [0.0, 0.0, 0.0]]),
+]
 
 
-def test_wmt_clusters_equal_mt_metrics_eval_where_the_strict_rule_does_not(realsumm):
-    names = list(MTME_RANKS_SYSTEM)
-    kw = {"metrics": names, "level": "system", "statistic": "acc23", "epsilon": "optimal",
-          "datasets": ["abs"], "n_resamples": 10000, "seed": 0}
+@pytest.mark.parametrize("ds, level, k_ref, ranks, sig", MTME_CLUSTERS)
+def test_wmt_clusters_equal_mt_metrics_eval_where_the_strict_rule_does_not(
+        realsumm, ds, level, k_ref, ranks, sig):
+    names = list(ranks)
+    kw = {"metrics": names, "level": level, "statistic": "acc23", "epsilon": "optimal",
+          "average_by": "item", "datasets": [ds], "n_resamples": 4000, "seed": 0}
     board = meta_evaluate(realsumm, "litepyramid_recall", **kw)
     assert list(board["metric"]) == names  # the same order by value
-    assert dict(zip(board["metric"], board["cluster"])) == MTME_RANKS_SYSTEM  # [1, 1, 2]
+    assert dict(zip(board["metric"], board["cluster"])) == ranks  # [1, 1, 2]
     assert board.attrs["multistat"]["cluster_rule"] == "wmt"
     assert board.attrs["multistat"]["correction"] == "none"
-    # the strict rule on the same pairs: rouge_1_recall does not beat bert_precision_score,
-    # so no boundary can be drawn above it
+    # the strict rule on the same pairs: the second metric does not beat the third, so no
+    # boundary can be drawn above the third
     strict = meta_evaluate(realsumm, "litepyramid_recall", cluster_rule="strict",
                            correction="none", **kw)
     assert list(strict["cluster"]) == [1, 1, 1]
     # the rule alone, on mt-metrics-eval's own significance matrix
-    sig = np.array(MTME_SIG_SYSTEM)
+    sig = np.array(sig)
     ia, ib = np.triu_indices(3, 1)
     assert wmt_clusters([0, 1, 2], ia, ib, np.ones(3), sig[ia, ib]).tolist() == [1, 1, 2]
 
