@@ -52,14 +52,13 @@ def _direct_pairs_null(h, ma, mb, eps_a, eps_b, signs, statistic):
                 if np.isnan(h[i, r]) or np.isnan(h[j, r]):
                     continue
                 sh = np.sign(h[i, r] - h[j, r])
-
-                def outcome(m, e):
+                out_ab = []
+                for m, e in ((ma, eps_a), (mb, eps_b)):
                     d = m[i, r] - m[j, r]
                     sm = 0.0 if abs(d) <= e else np.sign(d)
                     good = float(sh == sm)
-                    return good if statistic != "kendall_23" else 2 * good - 1
-
-                units.append((u, outcome(ma, eps_a), outcome(mb, eps_b)))
+                    out_ab.append(good if statistic != "kendall_23" else 2 * good - 1)
+                units.append((u, *out_ab))
                 u += 1
         if units:
             rows.append(units)
@@ -349,7 +348,7 @@ def test_a_constant_metric_at_segment_level_and_in_metric_correlation():
 
 def test_system_means_of_a_constant_are_that_constant():
     h = np.where(np.random.default_rng(3).random((6, 97)) < 0.8, 1.0, np.nan)
-    hs, ms = me._system_scores(h, {"c": np.full(h.shape, 0.1)})
+    _, ms = me._system_scores(h, {"c": np.full(h.shape, 0.1)})
     assert (ms["c"] == 0.1).all()
     x = np.random.default_rng(4).normal(size=h.shape)
     _, mx = me._system_scores(h, {"x": x})
@@ -386,6 +385,7 @@ def test_soft_pairwise_accuracy_uses_every_requested_permutation():
 
 
 # ----------------------------------------------------------------- command line
+@pytest.mark.slow
 def test_cli_wmt_configuration_and_the_strict_rule(tmp_path, capsys):
     from multistat.io import read_parquet
     from tests.conftest import run_cli
