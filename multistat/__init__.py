@@ -54,6 +54,7 @@ _LAZY = {
     "metric_correlation": ("multistat.meta.evaluation", "metric_correlation"),
     "compare_metrics": ("multistat.meta.evaluation", "compare_metrics"),
     "meta_evaluate": ("multistat.meta.evaluation", "meta_evaluate"),
+    "wmt_clusters": ("multistat.meta.evaluation", "wmt_clusters"),
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

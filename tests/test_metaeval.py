@@ -12,8 +12,8 @@ import scipy.stats
 
 import multistat
 from multistat import engine as eng
-from multistat.meta import evaluation as me
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
+from multistat.meta import evaluation as me
 from multistat.meta.evaluation import compare_metrics, meta_evaluate, metric_correlation
 from tests.conftest import REALSUMM, REALSUMM_OPTIONS
 
@@ -328,12 +328,13 @@ def test_meta_evaluate_segment_level_on_realsumm(realsumm):
     assert abs_.loc["rouge_1_recall", "cluster"] < abs_.loc["rouge_1_precision", "cluster"]
 
 
-def test_meta_evaluate_clusters_follow_the_rank_rule(realsumm):
+def test_meta_evaluate_strict_clusters_follow_the_rank_rule(realsumm):
     from multistat.leaderboard.ranking import better_matrix, clusters, score_order
 
-    board, pairs, mat = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
+    board, pairs, mat = me._meta_evaluation(realsumm, "litepyramid_recall", level="system",
                                            statistic="pearson", datasets=["abs"],
-                                           n_resamples=500, correction="holm")
+                                           n_resamples=500, correction="holm",
+                                           cluster_rule="strict")
     names = list(board["metric"])
     idx = {m: i for i, m in enumerate(names)}
     better = better_matrix(len(names), pairs["metric_a"].map(idx), pairs["metric_b"].map(idx),
@@ -413,7 +414,11 @@ def test_errors_name_what_is_wrong():
                                              "z-scores tie within a row"):
         compare_metrics(h, tied, statistic="kendall_b", average_by="item")
     with pytest.raises(ParameterError, match="use epsilon=0 with test='perm-both'"):
-        compare_metrics(h, ms, statistic="acc23", average_by="item", epsilon=0.5)
+        compare_metrics(h, ms, statistic="acc23", average_by="item", epsilon=0.5,
+                        test="perm-both")
+    with pytest.raises(ParameterError, match="test='perm-pairs' swaps the outcomes of "
+                                             "pairwise comparisons.*got statistic='pearson'"):
+        compare_metrics(h, ms, statistic="pearson", test="perm-pairs")
     with pytest.raises(ParameterError, match="Williams' test compares Pearson"):
         compare_metrics(h, ms, statistic="pearson", average_by="item", test="williams")
     with pytest.raises(ParameterError, match="bootstrap of kendall_b with average_by='none'"):
@@ -508,7 +513,7 @@ def test_cli_help_names_the_options(capsys):
     status, out, _ = run_cli(["meta-evaluate", "--help"], capsys)
     assert status == 0
     for flag in ("--human", "--level", "--statistic", "--average-by", "--epsilon", "--test",
-                 "--pairs-out", "--matrix-out"):
+                 "--pairs-out", "--matrix-out", "--cluster-rule"):
         assert flag in out
 
 
@@ -517,7 +522,7 @@ def test_report_has_the_metric_section(tmp_path, realsumm):
     from multistat.report import write_report
     from multistat.report.metaeval import write_metaeval
 
-    board, _, matrix = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
+    board, _, matrix = me._meta_evaluation(realsumm, "litepyramid_recall", level="system",
                                           statistic="pearson", n_resamples=100,
                                           metrics=["rouge_1_recall", "rouge_2_recall",
                                                    "bert_precision_score"])
@@ -560,7 +565,7 @@ def test_a_metric_missing_where_a_human_judgment_is_names_the_cell(tmp_path):
 
 
 def test_system_level_tie_calibration_uses_the_system_scores(realsumm):
-    board, pairs, _ = me.meta_evaluation(realsumm, "litepyramid_recall", level="system",
+    board, pairs, _ = me._meta_evaluation(realsumm, "litepyramid_recall", level="system",
                                          statistic="acc23", epsilon="optimal",
                                          test="bootstrap", datasets=["ext"],
                                          n_resamples=200,
@@ -605,7 +610,7 @@ def test_system_level_tie_calibration_on_an_ordinary_study():
              "score": v[s, i]} for m, v in {"human": hum, **metrics}.items()
             for s in range(S) for i in range(N)]
     study = multistat.from_frame(pd.DataFrame(rows))
-    board, _, _ = me.meta_evaluation(study, "human", level="system", statistic="acc23",
+    board, _, _ = me._meta_evaluation(study, "human", level="system", statistic="acc23",
                                      epsilon="optimal", test="bootstrap", n_resamples=200)
     for m, v in metrics.items():
         ref = me.metric_correlation(hum.mean(1), v.mean(1), statistic="acc23",

@@ -40,12 +40,20 @@ def meta_evaluate_command(
              "mean)")] = "item",
     epsilon: Annotated[str, typer.Option(
         help="metric tie threshold (Kendall statistics): a number or 'optimal' (tie "
-             "calibration; bootstrap test only)")] = "0",
+             "calibration, each metric its own)")] = "0",
     test: Annotated[str, typer.Option(
-        help="test behind the clusters: perm-both | bootstrap | williams")] = "perm-both",
+        help="test behind the clusters: auto (perm-pairs with a tie threshold, as "
+             "WMT23/24; else perm-both) | perm-both | perm-pairs | bootstrap | "
+             "williams")] = "auto",
     correction: Annotated[str, typer.Option(
-        help="correction over the metric pairs of a dataset: holm, any statsmodels "
-             "multipletests method, or none (WMT's clusters use none)")] = "holm",
+        help="correction over the metric pairs of a dataset: auto (none with the wmt "
+             "cluster rule, as WMT; holm with strict), holm, any statsmodels "
+             "multipletests method, or none")] = "auto",
+    cluster_rule: Annotated[str, typer.Option(
+        help="wmt (mt-metrics-eval's rank groups: a new cluster where a metric of the "
+             "current cluster beats the next one, one-sided p <= alpha) | strict "
+             "(multistat rank's rule: every metric above beats every metric below)")]
+    = "wmt",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
     seed: Annotated[int, typer.Option(help="seed of the shared plans (0 is a seed)")] = 0,
     n_resamples: Annotated[int, typer.Option(help="resamples of each plan")] = 1000,
@@ -58,13 +66,13 @@ def meta_evaluate_command(
 ) -> None:
     """Metric meta-evaluation per dataset: every metric's agreement with the human
     metric (value, bootstrap interval), its rank, and significance clusters of metrics
-    (the rule of `multistat rank` on the corrected metric-pair decisions). Writes the
-    leaderboard and prints the clusters."""
+    (WMT's rule by default, or the stricter rule of `multistat rank` with --cluster-rule
+    strict). Writes the leaderboard and prints the clusters."""
     # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     # heavy: pyarrow, pandas, lazily
-    from multistat.meta.evaluation import meta_evaluation
+    from multistat.meta.evaluation import _meta_evaluation
 
     seed = common.seed_value(seed)
     outputs = {"--out": out}
@@ -82,13 +90,13 @@ def meta_evaluate_command(
             raise ParameterError(f"--epsilon must be a number >= 0 or 'optimal'; got "
                                  f"{epsilon!r}") from None
     start = time.perf_counter()
-    board, pairs, matrix = meta_evaluation(
+    board, pairs, matrix = _meta_evaluation(
         cube.load(study), human, metrics=common.split_names(metrics, "--metrics"), level=level,
         statistic=statistic, average_by=average_by, epsilon=epsilon, test=test,
         n_resamples=n_resamples, seed=seed, alpha=alpha,
         correction=None if correction == "none" else correction,
         confidence_level=confidence_level, datasets=common.split_names(datasets, "--datasets"),
-        scheduler=scheduler)
+        scheduler=scheduler, cluster_rule=cluster_rule)
     meta = dict(board.attrs["multistat"], input=str(study), stage="meta-evaluate")
     common.write_table(board, out, metadata=meta)
     if pairs_out is not None:
@@ -100,6 +108,7 @@ def meta_evaluate_command(
         for c, gc in g.groupby("cluster", sort=True):
             members = ", ".join(f"{m} {v:.3f}" for m, v in zip(gc["metric"], gc["value"]))
             typer.echo(f"  cluster {c}: {members}")
-    typer.echo(f"{test} test, {meta['correction']} correction, alpha={alpha}; intervals at "
+    typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={alpha}, "
+               f"{meta['cluster_rule']} clusters; intervals at "
                f"{confidence_level:g} from {n_resamples} resamples (seed {seed})")
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")

@@ -9,17 +9,23 @@ arrays and on studies, vectorised over items and resamples:
   al.'s tau_23 and acc_23 (with a tie threshold epsilon, or tie calibration), pairwise
   accuracy (Kocmi et al. 2021) and soft pairwise accuracy (Thompson et al. 2024), over
   the flattened scores (``average_by="none"``), per system or per item then averaged.
-* :func:`compare_metrics` — every pair of metrics: PERM-BOTH (Deutsch et al. 2021), a
-  paired bootstrap over items with an interval for the difference, Williams' test.
+* :func:`compare_metrics` — every pair of metrics: PERM-BOTH (Deutsch et al. 2021), the
+  pairwise permutation of comparison outcomes (mt-metrics-eval's ``perm_test="pairs"``,
+  WMT23/24's test with tie calibration), a paired bootstrap over items with an interval
+  for the difference, Williams' test.
 * :func:`meta_evaluate` — per dataset of a study, every metric against one human metric,
-  with bootstrap intervals, ranks and clusters by the rule :func:`multistat.rank` uses.
+  with bootstrap intervals, ranks and clusters by mt-metrics-eval's (WMT's) rule
+  (:func:`wmt_clusters`) or, on request, the stricter rule :func:`multistat.rank` uses.
 
 Conventions. ``human`` and each metric are systems x items (or 1-D); NaN in ``human`` is a
 missing judgment and its cell is left out everywhere; a metric must be finite where the
 human score is present. Rows are what a correlation is computed over: ``none`` one row of
 all cells, ``system`` one row per system (over items), ``item`` one row per item (over
 systems). Rows whose correlation is undefined (fewer than 2 cells, constant input, no
-untied pair) are left out of the mean, as mt-metrics-eval does.
+untied pair) are left out of the mean, as mt-metrics-eval does. A row of scores constant
+up to :data:`CONSTANT_RTOL` of its largest magnitude counts as exactly constant (every
+pair a tie; Pearson and Spearman undefined), and system scores are means about a
+system's first score, so that a constant metric stays constant at system level.
 
 Kendall counts of a row: for every pair of valid cells, the human sign ``sh`` (0 when
 tied) and the metric sign ``sm`` (0 when ``|delta m| <= epsilon``). With ``A = sum sh sm``
@@ -75,22 +81,34 @@ from multistat._validation import (
     check_seed,
 )
 from multistat.correct import METHODS, adjust_groups
-from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
+from multistat.errors import (
+    ConstantInputWarning,
+    DataValidationError,
+    ParameterError,
+    ParameterTypeError,
+)
 
 STATISTICS = ("pearson", "spearman", "kendall_b", "kendall_c", "kendall_23", "acc23",
               "pairwise_accuracy", "soft_pairwise_accuracy")
 AVERAGES = ("none", "system", "item")
-TESTS = ("perm-both", "bootstrap", "williams")
+TESTS = ("perm-both", "perm-pairs", "bootstrap", "williams")
+#: cluster rules of :func:`meta_evaluate`
+CLUSTER_RULES = ("wmt", "strict")
+#: a row of scores is constant when its spread is at most this share of its largest |score|
+#: (means over different numbers of items differ in the last bits)
+CONSTANT_RTOL = 1e-12
+#: largest (pairs of cells) x metrics the pairwise-permutation kernel holds (float64)
+PERM_PAIRS_LIMIT = 2 * 10**8
 LEVELS = ("segment", "system")
 KENDALL = ("kendall_b", "kendall_c", "kendall_23", "acc23", "pairwise_accuracy")
 #: statistics whose per-row value is linear in the pair counts (PERM-BOTH's fast path)
 LINEAR = ("kendall_23", "acc23", "pairwise_accuracy")
 CALIBRATED = ("kendall_23", "acc23")
 PAIR_COLUMNS = ("metric_a", "metric_b", "value_a", "value_b", "delta", "ci_low", "ci_high",
-                "p_value", "p_adjusted", "reject", "test", "statistic", "average_by",
+                "p_value", "p_adjusted", "reject", "p_one_sided", "test", "statistic", "average_by",
                 "alternative", "n", "n_resamples", "seed")
 BOARD_COLUMNS = ("dataset", "metric", "level", "statistic", "average_by", "value", "ci_low",
-                 "ci_high", "rank", "cluster", "n")
+                 "ci_high", "rank", "cluster", "n", "note")
 #: pairs of cells handled at once by the Kendall kernels (memory: ~10 arrays of this size)
 PAIR_CHUNK = 2**21
 #: largest pair matrices of the 1-D Kendall bootstrap (entries^2 x (4 metrics + 1) x 8 B)
@@ -113,6 +131,8 @@ class CorrelationResult(Result):
     p_value : scipy's p-value for a single row (``pearsonr``, ``spearmanr``,
         ``kendalltau``), NaN where scipy defines none (averages, the 23 variants)
     statistic, average_by : what was computed
+    note : why the value is NaN or a tie value when the metric (or the human scores) is
+        constant in every row (up to :data:`CONSTANT_RTOL`), else ""
     """
 
     value: float
@@ -122,11 +142,12 @@ class CorrelationResult(Result):
     p_value: float
     statistic: str
     average_by: str
+    note: str = ""
 
     def to_dict(self) -> dict:
         return {"statistic": self.statistic, "average_by": self.average_by,
                 "value": self.value, "epsilon": self.epsilon, "n": self.n,
-                "n_rows": self.n_rows, "p_value": self.p_value}
+                "n_rows": self.n_rows, "p_value": self.p_value, "note": self.note}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -189,6 +210,13 @@ def _epsilon(epsilon, statistic: str):
     return epsilon
 
 
+def _snap_layout(x: np.ndarray, v: np.ndarray, average_by: str) -> np.ndarray:
+    """:func:`_snap_constant` on the rows of ``average_by``, back in ``x``'s layout."""
+    out = _snap_constant(_rows(x, average_by), _rows(v, average_by))
+    return out.reshape(x.shape) if average_by == "none" else (
+        out if average_by == "system" else out.T)
+
+
 def _rows(x: np.ndarray, average_by: str) -> np.ndarray:
     """The rows a correlation is computed over (see module docstring)."""
     if average_by == "none":
@@ -223,6 +251,26 @@ def _spread(x: np.ndarray, v: np.ndarray) -> np.ndarray:
         hi = np.where(v, x, -np.inf).max(1)
         lo = np.where(v, x, np.inf).min(1)
         return np.where(v.any(1), hi - lo, 0.0)
+
+
+def _constant_rows(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rows of ``(R, L)`` whose valid cells are constant up to :data:`CONSTANT_RTOL` of
+    their largest magnitude (a relative tolerance: means of one constant over different
+    numbers of items differ in the last bits)."""
+    with np.errstate(invalid="ignore"):
+        scale = np.where(v, np.abs(x), 0.0).max(1) if x.size else np.zeros(x.shape[0])
+    return _spread(x, v) <= CONSTANT_RTOL * scale
+
+
+def _snap_constant(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``x`` with every constant row (:func:`_constant_rows`) set exactly to its first
+    valid value on its valid cells, so that a constant stays a constant: ties in every
+    pair, an undefined correlation."""
+    const = _constant_rows(x, v) & v.any(1)
+    if not const.any():
+        return x
+    first = x[np.arange(x.shape[0]), np.argmax(v, axis=1)]
+    return np.where(const[:, None] & v, first[:, None], x)
 
 
 def _ranks(x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -289,7 +337,10 @@ def _kendall_finish(c: dict, statistic: str, h=None, m=None) -> np.ndarray:
 
 def _rows_stat(h: np.ndarray, m: np.ndarray, statistic: str, eps: float = 0.0
                ) -> tuple[np.ndarray, np.ndarray]:
-    """``(value, n)`` per row of ``(R, L)`` arrays (NaN in ``h``: missing)."""
+    """``(value, n)`` per row of ``(R, L)`` arrays (NaN in ``h``: missing); rows constant
+    up to rounding (:func:`_constant_rows`) count as exactly constant."""
+    v = ~np.isnan(h)
+    h, m = _snap_constant(h, v), _snap_constant(m, v)
     if statistic == "pearson":
         return _pearson_rows(h, m)
     if statistic == "spearman":
@@ -351,9 +402,12 @@ def _calibrate(h: np.ndarray, m: np.ndarray, statistic: str) -> float:
 PAIR_CHUNK = 4096
 
 
-def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray) -> np.ndarray:
+def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray, *, count: bool = False
+                ) -> np.ndarray:
     """One-sided p-values ``P(null >= observed)`` of system i beating system j (i < j)
-    by the paired permutation test of the summed scores over the items both have."""
+    by the paired permutation test of the summed scores over the items both have
+    (``count=True``: the number of sign vectors with ``null >= observed`` instead)."""
+    B = 1 if count else flips.shape[0]
     S = x.shape[0]
     iu, ju = np.triu_indices(S, 1)
     if v.all():  # every system on every item: per system first, pairs last
@@ -363,25 +417,27 @@ def _pairwise_p(x: np.ndarray, v: np.ndarray, flips: np.ndarray) -> np.ndarray:
             a, b = iu[s:s + PAIR_CHUNK], ju[s:s + PAIR_CHUNK]
             null, obs = per[:, a] - per[:, b], tot[a] - tot[b]
             tol = eng._tolerance(obs, null)
-            out[s:s + PAIR_CHUNK] = np.sum(null >= obs - tol, axis=0) / flips.shape[0]
+            out[s:s + PAIR_CHUNK] = np.sum(null >= obs - tol, axis=0) / B
         return out
     both = v[iu] & v[ju]  # items missing for some systems: each pair on its own items
     d = np.where(both, x[iu] - x[ju], 0.0)  # (P, N)
     obs = d.sum(1)
     null = flips @ d.T  # (B, P)
     tol = eng._tolerance(obs, null)
-    return (np.sum(null >= obs - tol, axis=0)) / flips.shape[0]
+    return (np.sum(null >= obs - tol, axis=0)) / B
 
 
 def _soft_pa(h, m, n_resamples, seed, key) -> float:
     """1 - mean |p_human - p_metric| over system pairs (Thompson et al. 2024), both
-    p-values from one sign-flip plan of the engine."""
+    p-values from one sign-flip plan of the engine: all ``n_resamples`` sign vectors,
+    block by block (one block of the plan in memory at a time)."""
     v = ~np.isnan(h)
-    flips = eng.plan_block("permutation", h.shape[1], min(n_resamples, eng.BLOCK_SIZE),
-                           seed, key, 0)
-    ph = _pairwise_p(np.where(v, h, 0.0), v, flips)
-    pm = _pairwise_p(np.where(v, m, 0.0), v, flips)
-    return float(1.0 - np.mean(np.abs(ph - pm)))
+    hx, mx = np.where(v, h, 0.0), np.where(v, m, 0.0)
+    ch = cm = 0.0
+    for flips in eng.plan_blocks("permutation", h.shape[1], n_resamples, seed, key):
+        ch = ch + _pairwise_p(hx, v, flips, count=True)
+        cm = cm + _pairwise_p(mx, v, flips, count=True)
+    return float(1.0 - np.mean(np.abs(ch / n_resamples - cm / n_resamples)))
 
 
 # ----------------------------------------------------------------------------- public: one
@@ -408,7 +464,8 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
         Metric differences ``|delta| <= epsilon`` count as ties (Kendall statistics).
         ``"optimal"`` (tau_23, acc23): tie calibration over every candidate threshold;
         the result's ``epsilon`` gives back ``value`` when passed in.
-    n_resamples, seed : permutations of ``soft_pairwise_accuracy`` only
+    n_resamples, seed : permutations of ``soft_pairwise_accuracy`` only (all
+        ``n_resamples`` of them, drawn block by block from the engine's sign-flip plan)
 
     Returns
     -------
@@ -456,6 +513,15 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
         return CorrelationResult(value, 0.0, S * (S - 1) // 2, 1, float("nan"), statistic,
                                  average_by)
     hr, mr = _rows(h, average_by), _rows(m, average_by)
+    vr = ~np.isnan(hr)
+    note = ""
+    for who, x in (("the human scores are", hr), ("the metric is", mr)):
+        if not note and vr.any() and bool(_constant_rows(x[vr.any(1)],
+                                                         vr[vr.any(1)]).all()):
+            where = "over the cells" if hr.shape[0] == 1 else f"within every {average_by}"
+            note = (f"{who} constant {where} (relative tolerance {CONSTANT_RTOL:g}): no "
+                    f"pair is ordered")
+    hr, mr = _snap_constant(hr, vr), _snap_constant(mr, vr)
     if eps == "optimal":
         eps = _calibrate(hr, np.where(np.isnan(hr), np.nan, mr), statistic)
     values, n = _rows_stat(hr, mr, statistic, eps)
@@ -463,8 +529,11 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
     p = float("nan")
     if hr.shape[0] == 1 and np.isfinite(value):
         p = _scipy_p(hr[0], mr[0], statistic, eps)
+    if note:
+        note += (f"; {statistic} is undefined (NaN)" if not np.isfinite(value) else
+                 f"; {statistic} is {value:.6g}, its value when every pair is a tie")
     return CorrelationResult(value, float(eps), int(n.sum()), n_rows, p, statistic,
-                             average_by)
+                             average_by, note)
 
 
 def _scipy_p(h, m, statistic, eps) -> float:
@@ -500,13 +569,27 @@ class _Data:
             _check_pair(self.h, m, name)
             ms.append(m)
         self.v = ~np.isnan(self.h)
-        self.m = np.stack([np.where(self.v, m, 0.0) for m in ms])  # (K, S, N)
+        # constant rows (up to rounding) made exactly constant, in the rows' layout
+        self.h = _snap_layout(self.h, self.v, average_by)
+        self.m = np.stack([np.where(self.v, _snap_layout(m, self.v, average_by), 0.0)
+                           for m in ms])  # (K, S, N)
         self.statistic, self.average_by = statistic, average_by
         self.eps = eps  # one float, or an array per metric
         self.S, self.N = self.h.shape
         self.K = len(self.names)
         ia, ib = np.triu_indices(self.K, 1)
         self.ia, self.ib = ia, ib
+
+    def subset(self, keep) -> _Data:
+        """The same data with the metrics ``keep`` only (their epsilons kept)."""
+        out = object.__new__(_Data)
+        out.__dict__.update(self.__dict__)
+        out.names = [self.names[k] for k in keep]
+        out.m = self.m[keep]
+        out.K = len(keep)
+        out.eps = self.eps[keep] if np.ndim(self.eps) else self.eps
+        out.ia, out.ib = np.triu_indices(out.K, 1)
+        return out
 
     def eps_of(self, k) -> float:
         return float(self.eps[k]) if np.ndim(self.eps) else float(self.eps)
@@ -829,6 +912,73 @@ class _PermKernel:
         return self.const[None, :] + plan @ self.coef
 
 
+# ----------------------------------------------------------------------------- pairwise permutation
+class _PairPermKernel:
+    """Null differences ``(Bb, P)`` of every metric pair under the pairwise permutation
+    test (mt-metrics-eval's ``PairwisePermutationSigDiff``, ``perm_test="pairs"``;
+    picklable).
+
+    The units are the pairs of valid cells within a row. A unit's outcome for metric k is
+    whether the metric orders (or ties, with its own epsilon) the two cells as the human
+    scores do: ``c = 1`` if so, else 0 (acc_23, pairwise accuracy), or ``2c - 1``
+    (tau_23). The statistic is ``sum_u w_u c_ku`` with ``w_u = 1 / (pairs of the unit's
+    row) / (rows)``. Swapping the two metrics' outcomes of unit u with probability 1/2
+    gives the swapped difference ``sum_u s_u w_u (c_au - c_bu)`` (``s_u = -1`` swaps):
+    per metric the product of the sign-flip plan with the weighted outcomes, pairs last."""
+
+    def __init__(self, d: _Data):
+        if d.statistic not in LINEAR:
+            raise ParameterError(
+                f"the pairwise permutation test (perm-pairs) swaps the outcomes of pairwise "
+                f"comparisons, which defines {', '.join(LINEAR)} (a sum over pairs); for "
+                f"{d.statistic} use test='perm-both' or 'bootstrap'")
+        hr = _rows(np.where(d.v, d.h, np.nan), d.average_by)  # (R, L)
+        R, L = hr.shape
+        iu, ju = np.triu_indices(L, 1)
+        tot = _PairPermKernel.units(d)
+        units = int(tot.sum())
+        ok = tot > 0
+        w_row = np.where(ok, 1.0 / np.maximum(tot, 1), 0.0) / max(int(ok.sum()), 1)
+        acc = d.statistic != "kendall_23"
+        self.coef = np.empty((units, d.K))
+        self.ia, self.ib = d.ia, d.ib
+        step = max(1, PAIR_CHUNK // max(1, len(iu)))
+        pos = 0
+        for s in range(0, R, step):
+            sl = slice(s, min(s + step, R))
+            dh = hr[sl][:, iu] - hr[sl][:, ju]
+            valid = ~np.isnan(dh)
+            sh = np.sign(dh[valid])
+            w = np.broadcast_to(w_row[sl, None], dh.shape)[valid]
+            stop = pos + len(sh)
+            for k in range(d.K):
+                mr = _rows(d.m[k], d.average_by)[sl]
+                dm = (mr[:, iu] - mr[:, ju])[valid]
+                sm = np.where(np.abs(dm) <= d.eps_of(k), 0.0, np.sign(dm))
+                good = (sh == sm).astype(float)  # concordant, or tied in both
+                self.coef[pos:stop, k] = w * (good if acc else 2.0 * good - 1.0)
+            pos = stop
+        self.n_units = units
+
+    @staticmethod
+    def units(d: _Data) -> np.ndarray:
+        """Pairs of valid cells per row; refuses (before any work) more than
+        :data:`PERM_PAIRS_LIMIT` pairs x metrics."""
+        n = _rows(d.v, d.average_by).sum(1).astype(np.int64)
+        tot = n * (n - 1) // 2
+        units = int(tot.sum())
+        if units * (d.K + 2) > PERM_PAIRS_LIMIT:
+            raise ParameterError(
+                f"the pairwise permutation test for {d.statistic} with average_by="
+                f"{d.average_by!r} would hold {units:,} pairs of cells x {d.K} metrics; use "
+                f"average_by='item' (WMT's grouping by item) or fewer metrics")
+        return tot
+
+    def __call__(self, plan, data=None):
+        t = plan @ self.coef  # (Bb, K): per metric first
+        return t[:, self.ia] - t[:, self.ib]  # pairs last
+
+
 # ----------------------------------------------------------------------------- Williams
 def _williams(d: _Data, alternative: str) -> np.ndarray:
     """Williams' test of r(h, a) = r(h, b) with r(a, b) known (Pearson over the valid
@@ -896,7 +1046,7 @@ def _iv(statistic, average_by, test, n_resamples, seed, alternative, correction,
                              "tests; comparing metrics by it is not supported (it would "
                              "nest one permutation test in another)")
     average_by = check_choice("average_by", average_by, AVERAGES)
-    test = check_choice("test", test, TESTS)
+    test = check_choice("test", test, TESTS + ("auto",))
     n_resamples = check_int("n_resamples", n_resamples, minimum=1)
     seed = check_seed(seed)
     alternative = check_alternative(alternative)
@@ -907,17 +1057,34 @@ def _iv(statistic, average_by, test, n_resamples, seed, alternative, correction,
     alpha = check_probability("alpha", alpha)
     confidence_level = check_probability("confidence_level", confidence_level)
     eps = _epsilon(epsilon, statistic)
+    if test == "auto":
+        test = _auto_test(statistic, eps)
     if test == "perm-both" and eps != 0:
         raise ParameterError(
             "PERM-BOTH swaps z-scored scores between two metrics, so a tie threshold in "
             "one metric's units does not apply to the swapped scores: use epsilon=0 with "
-            "test='perm-both', or test='bootstrap' (each metric keeps its own threshold)")
+            "test='perm-both', or test='perm-pairs' / 'bootstrap' (each metric keeps its "
+            "own threshold)")
+    if test == "perm-pairs" and statistic not in LINEAR:
+        raise ParameterError(
+            f"test='perm-pairs' swaps the outcomes of pairwise comparisons, which defines "
+            f"{', '.join(LINEAR)}; got statistic={statistic!r}: use test='perm-both' or "
+            f"'bootstrap'")
     return (statistic, average_by, test, n_resamples, seed, alternative, correction, alpha,
             confidence_level, eps)
 
 
+def _auto_test(statistic: str, eps) -> str:
+    """The test WMT uses: the pairwise permutation where a tie threshold is used
+    (tau_23, acc_23, pairwise accuracy with epsilon != 0 or "optimal"), PERM-BOTH
+    otherwise; the bootstrap for tau_b with a threshold (neither permutation applies)."""
+    if eps == 0:
+        return "perm-both"
+    return "perm-pairs" if statistic in LINEAR else "bootstrap"
+
+
 def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
-                    test="perm-both", n_resamples=1000, seed=0, alternative="two-sided",
+                    test="auto", n_resamples=1000, seed=0, alternative="two-sided",
                     correction="holm", epsilon=0.0, alpha=0.05, confidence_level=0.95,
                     scheduler="threads") -> pd.DataFrame:
     """Every pair of metrics: does metric a agree with the humans better than metric b?
@@ -930,7 +1097,16 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
     statistic, average_by, epsilon : as in :func:`metric_correlation`
         (``epsilon="optimal"``: each metric calibrated once on the observed scores and
         kept through the resamples; bootstrap only)
-    test : {"perm-both", "bootstrap", "williams"}
+    test : {"auto", "perm-both", "perm-pairs", "bootstrap", "williams"}
+        ``auto`` (default): what WMT23/24 use: ``perm-pairs`` where a tie threshold is
+        used (tau_23, acc_23, pairwise accuracy with ``epsilon`` != 0 or "optimal"),
+        ``perm-both`` otherwise (``bootstrap`` for tau_b with a threshold).
+        ``perm-pairs`` (mt-metrics-eval's ``PairwisePermutationSigDiff``,
+        ``perm_test="pairs"``): the units are the pairs of cells within a row; each
+        pair's comparison outcome (ordered or tied as the humans do, or not, each metric
+        with its own epsilon) is swapped between the two metrics with probability 1/2, so
+        that each metric keeps its own (calibrated) tie threshold; for tau_23, acc_23 and
+        pairwise accuracy.
         ``perm-both`` (Deutsch et al. 2021, mt-metrics-eval's ``PermutationSigDiff``):
         both metrics z-scored over the valid cells, each cell's pair of scores swapped
         with probability 1/2 (the engine's sign-flip plan over the cells); the null of
@@ -954,7 +1130,11 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
         ``value_a, value_b, delta``; ``ci_low, ci_high`` (bootstrap interval of ``delta``,
         NaN for the other tests); ``p_value`` ((b + 1)/(B + 1), Phipson & Smyth 2010;
         two-sided PERM-BOTH counts ``|null| >= |delta|``, its null being symmetric),
-        ``p_adjusted``, ``reject``; ``test, statistic, average_by, alternative``; ``n``
+        ``p_adjusted``, ``reject``; ``p_one_sided`` (the one-sided p-value that the metric
+        with the larger value agrees better, whatever ``alternative``: the entry of
+        mt-metrics-eval's significance matrix, which the WMT cluster rule reads);
+        ``test`` (the test run, ``auto`` resolved), ``statistic, average_by,
+        alternative``; ``n``
         (pairs or cells of metric a's statistic), ``n_resamples, seed``.
 
     Notes
@@ -964,7 +1144,12 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
     only when no metric z-scores tie within a row, else a clear error); Spearman (whose
     ranks change with every swap) is compared with the bootstrap. mt-metrics-eval
     reports ``count / B`` without the +1 and only the one-sided p of metric b beating
-    metric a; the difference is within Monte Carlo error.
+    metric a; the difference is within Monte Carlo error. The pairwise permutation's
+    null is a lattice (multiples of one over the pairs per row times the rows) with an
+    atom at ``delta`` that can hold a few percent of the mass: multistat counts those
+    ties as at least as extreme (within a relative 1e-12, as scipy), mt-metrics-eval
+    compares two floating-point sums, so that its p lies between the strict and the
+    tied tail of the same null.
 
     References
     ----------
@@ -1007,18 +1192,27 @@ def _prepare(human, metrics, statistic, average_by, eps) -> _Data:
 
 def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alternative,
              correction, alpha, confidence_level, eps, *, key="", scheduler="threads",
-             boot=None):
-    """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn)."""
+             boot=None, prepared=None):
+    """The pair table and the per-metric bootstrap distribution ``(B, K)`` (if drawn);
+    ``prepared``: the :func:`_prepare` of these arguments, if the caller has it (tie
+    calibration is not repeated)."""
 
-    d = _prepare(human, metrics, statistic, average_by, eps)
+    d = prepared if prepared is not None else _prepare(human, metrics, statistic,
+                                                       average_by, eps)
+    if test == "perm-pairs":
+        _PairPermKernel.units(d)  # its size is checked before any work
     values, ns = d.observed()
     delta = values[d.ia] - values[d.ib]
     P = len(d.ia)
     ci_low = np.full(P, np.nan)
     ci_high = np.full(P, np.nan)
     dist = None
+    # the one-sided p of the metric with the larger value agreeing better: the entry of
+    # mt-metrics-eval's significance matrix that the WMT cluster rule reads
+    up = np.where(delta >= 0, "greater", "less")
     if test == "williams":
         p = _williams(d, alternative)
+        p1 = np.where(delta >= 0, _williams(d, "greater"), _williams(d, "less"))
     elif test == "bootstrap":
         dist = boot if boot is not None else eng.resample(
             "bootstrap", _BootKernel(d), None, n=d.N, n_resamples=n_resamples, seed=seed,
@@ -1029,20 +1223,39 @@ def _compare(human, metrics, statistic, average_by, test, n_resamples, seed, alt
             warnings.simplefilter("ignore", RuntimeWarning)
             ci_low, ci_high = np.nanquantile(dd, [q, 1 - q], axis=0)
         p = eng.pvalues_from_null(dd - delta, delta, alternative)
-        p = np.where(np.isfinite(delta) & np.isfinite(dd).all(0), p, np.nan)
+        p1 = np.where(up == "greater", eng.pvalues_from_null(dd - delta, delta, "greater"),
+                      eng.pvalues_from_null(dd - delta, delta, "less"))
+        ok = np.isfinite(delta) & np.isfinite(dd).all(0)
+        p, p1 = np.where(ok, p, np.nan), np.where(ok, p1, np.nan)
     else:
-        null = eng.resample("permutation", _PermKernel(d), None, n=d.S * d.N,
-                            n_resamples=n_resamples, seed=seed, dataset=key,
-                            scheduler=scheduler)
+        # metrics whose statistic is undefined (a constant metric) take no part in the
+        # null: their pairs get NaN p-values, the other pairs' nulls are unchanged
+        keep = np.flatnonzero(np.isfinite(values))
+        null = np.full((n_resamples, P), np.nan)
+        if len(keep) >= 2:
+            sub = d.subset(keep) if len(keep) < d.K else d
+            if test == "perm-pairs":
+                kernel = _PairPermKernel(sub)
+                n_units = kernel.n_units
+            else:
+                kernel, n_units = _PermKernel(sub), sub.S * sub.N
+            part = eng.resample("permutation", kernel, None, n=n_units,
+                                n_resamples=n_resamples, seed=seed, dataset=key,
+                                scheduler=scheduler)
+            where = {(a, b): j for j, (a, b) in enumerate(zip(d.ia, d.ib))}
+            null[:, [where[keep[a], keep[b]] for a, b in zip(sub.ia, sub.ib)]] = part
         p = eng.pvalues_from_null(null, delta, alternative, symmetric=True)
-        p = np.where(np.isfinite(delta), p, np.nan)
+        p1 = np.where(up == "greater", eng.pvalues_from_null(null, delta, "greater"),
+                      eng.pvalues_from_null(null, delta, "less"))
+        p, p1 = (np.where(np.isfinite(delta), x, np.nan) for x in (p, p1))
     p_adj, reject = adjust_groups(np.asarray(p, float), np.zeros(P, int),
                                   method=correction, alpha=alpha)
     names = np.asarray(d.names, dtype=object)
     table = pd.DataFrame({
         "metric_a": names[d.ia], "metric_b": names[d.ib], "value_a": values[d.ia],
         "value_b": values[d.ib], "delta": delta, "ci_low": ci_low, "ci_high": ci_high,
-        "p_value": p, "p_adjusted": p_adj, "reject": reject, "test": test,
+        "p_value": p, "p_adjusted": p_adj, "reject": reject, "p_one_sided": p1,
+        "test": test,
         "statistic": statistic, "average_by": average_by, "alternative": alternative,
         "n": ns[d.ia].astype(int), "n_resamples": 0 if test == "williams" else n_resamples,
         "seed": seed if isinstance(seed, int) else str(seed)})
@@ -1082,19 +1295,122 @@ class _SystemBootKernel:
 
 def _system_scores(h: np.ndarray, ms: dict) -> tuple[np.ndarray, dict]:
     """A system's human mean over the items it has judgments for, and each metric's mean
-    over the same items (NaN for a system without judgments)."""
+    over the same items (NaN for a system without judgments).
+
+    Each mean is taken about the score's first judged cell (``x0 + mean(x - x0)``), so the
+    mean of a constant is that constant exactly, whatever the number of items: plain
+    means over 97 and 100 copies of 0.1 differ in the last bit, and a metric constant per
+    segment would get system scores ordered by rounding noise."""
     v = ~np.isnan(h)
     n = v.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        hs = np.where(n > 0, np.where(v, h, 0.0).sum(1) / n, np.nan)
-        return hs, {k: np.where(n > 0, np.where(v, m, 0.0).sum(1) / n, np.nan)
-                    for k, m in ms.items()}
+    first = np.argmax(v, axis=1)
+    rows = np.arange(h.shape[0])
+
+    def mean(x):
+        x0 = x[rows, first]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, x0 + np.where(v, x - x0[:, None], 0.0).sum(1) / n,
+                            np.nan)
+
+    return mean(h), {k: mean(m) for k, m in ms.items()}
+
+
+def wmt_clusters(order, ia, ib, delta, p_one_sided, alpha=0.05) -> np.ndarray:
+    """Significance clusters of metrics by mt-metrics-eval's rule (WMT's rank groups).
+
+    Metrics are taken in ``order`` (best first). Going down the list, a new cluster
+    starts at metric ``i`` as soon as some metric from the first of the current cluster
+    down to ``i - 1`` is significantly better than ``i``: one-sided p ``<= alpha``
+    (mt-metrics-eval ``data.AssignRanks``). A metric can thus share a cluster with one
+    it is not significantly worse than while a metric above that one beats it, and the
+    boundary is placed where the first such decision falls. multistat's stricter rule
+    (:func:`multistat.leaderboard.ranking.clusters`, ``cluster_rule="strict"`` in
+    :func:`meta_evaluate`) draws a boundary only where *every* metric above beats
+    *every* metric below.
+
+    Parameters
+    ----------
+    order : array_like of int
+        Positions of the metrics, best first (e.g. by decreasing value, ties by name).
+    ia, ib : array_like of int
+        The metric pairs ``(a, b)`` of ``delta`` and ``p_one_sided``.
+    delta : array_like of float
+        ``value_a - value_b`` per pair: its sign says which metric is the better one.
+    p_one_sided : array_like of float
+        Per pair, the one-sided p-value that the metric with the larger value agrees
+        better (``compare_metrics``' ``p_one_sided``, corrected or not); NaN is never
+        significant.
+    alpha : float
+        A p-value ``<= alpha`` is significant.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        The cluster of every metric (1 = top), in the metrics' own order.
+
+    Examples
+    --------
+    Three metrics in order a > b > c: a beats c (p = 0.01), no other pair is
+    significant. The WMT rule starts a new cluster at c; the strict rule cannot (b does
+    not beat c):
+
+    >>> from multistat.meta.evaluation import wmt_clusters
+    >>> wmt_clusters([0, 1, 2], [0, 0, 1], [1, 2, 2], [0.1, 0.2, 0.1],
+    ...              [0.3, 0.01, 0.2]).tolist()
+    [1, 1, 2]
+    """
+    order = np.asarray(order, int)
+    ia, ib = np.asarray(ia, int), np.asarray(ib, int)
+    delta = np.asarray(delta, float)
+    p = np.asarray(p_one_sided, float)
+    K = len(order)
+    sig = np.zeros((K, K), bool)  # sig[x, y]: x significantly better than y
+    hit = p <= alpha  # NaN is never significant
+    a_up = delta >= 0
+    sig[ia[hit & a_up], ib[hit & a_up]] = True
+    sig[ib[hit & (delta <= 0)], ia[hit & (delta <= 0)]] = True
+    ranks = np.empty(K, int)
+    current, start = 1, 0
+    for i in range(K):
+        if sig[order[start:i], order[i]].any():
+            current, start = current + 1, i
+        ranks[order[i]] = current
+    return ranks
+
+
+def _constant_notes(h, ms, level, average_by, statistic, values) -> list[str]:
+    """A note for each metric (and the human scores) constant wherever a statistic is
+    computed: at system level over the system scores, at segment level in every row."""
+    def constant(x, v):
+        if level == "system":
+            hs, xs = _system_scores(h, {"x": x})
+            ok = ~np.isnan(hs)
+            return bool(ok.any() and _constant_rows(xs["x"][None], ok[None])[0])
+        r, vr = _rows(x, average_by), _rows(v, average_by)
+        keep = vr.any(1)
+        return bool(keep.any() and _constant_rows(r[keep], vr[keep]).all())
+
+    v = ~np.isnan(h)
+    where = "over the systems" if level == "system" else (
+        "over the judged cells" if average_by == "none" else f"within every {average_by}")
+    human_const = constant(np.where(v, h, 0.0), v)
+    out = []
+    for (m, x), val in zip(ms.items(), values):
+        if not constant(x, v) and not human_const:
+            out.append("")
+            continue
+        what = "the human scores are" if human_const else "the metric is"
+        res = ("undefined (NaN)" if not np.isfinite(val) else
+               f"{val:.6g}, its value when every pair is a metric tie")
+        out.append(f"{what} constant {where} (relative tolerance {CONSTANT_RTOL:g}): "
+                   f"{statistic} is {res}")
+    return out
 
 
 def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pearson",
-                  average_by="item", epsilon=0.0, test="perm-both", n_resamples=1000,
-                  seed=0, alpha=0.05, correction="holm", confidence_level=0.95,
-                  datasets=None, scheduler="threads") -> pd.DataFrame:
+                  average_by="item", epsilon=0.0, test="auto", n_resamples=1000,
+                  seed=0, alpha=0.05, correction="auto", confidence_level=0.95,
+                  datasets=None, scheduler="threads", cluster_rule="wmt") -> pd.DataFrame:
     """A leaderboard of metrics per dataset: agreement with the human metric, intervals,
     ranks and significance clusters.
 
@@ -1112,11 +1428,23 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
         the system has judgments for, each metric's mean over the same instances — and
         the statistic over the systems (``average_by`` is not used).
     statistic, epsilon : as in :func:`metric_correlation`
-    test : the pairwise test behind the clusters (:func:`compare_metrics`; at system
+    test : the pairwise test behind the clusters (:func:`compare_metrics`; ``"auto"``:
+        ``perm-pairs`` with a tie threshold, as WMT23/24, else ``perm-both``; at system
         level PERM-BOTH swaps system scores, as mt-metrics-eval does)
     n_resamples, seed : the shared plans of each dataset
-    alpha, correction : the corrected pairwise decisions (all pairs of one dataset form a
-        family)
+    alpha, correction : the pairwise decisions (all pairs of one dataset form a family).
+        ``correction="auto"``: none with ``cluster_rule="wmt"`` (as WMT), Holm with
+        ``"strict"``.
+    cluster_rule : {"wmt", "strict"}
+        ``"wmt"`` (default; mt-metrics-eval's ``AssignRanks``, WMT's rank groups): sort
+        by value; a new cluster starts at a metric as soon as some metric from the first
+        of the current cluster on beats it with a one-sided p (``p_one_sided``, after
+        ``correction``) ``<= alpha`` (:func:`wmt_clusters`). ``"strict"`` (multistat's
+        own, the rule of :func:`multistat.rank`): a boundary between sorted positions i
+        and i + 1 only where every metric above is significantly better than every metric
+        below, on the two-sided corrected decisions (``reject``); it never splits more
+        than the WMT rule on the same decisions, and often less (three metrics where only
+        the first beats the third: WMT [1, 1, 2], strict [1, 1, 1]).
     confidence_level : of the bootstrap interval of each metric's value
     datasets : restrict to these datasets
     scheduler : as in :func:`multistat.compare`
@@ -1127,10 +1455,12 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
         One row per dataset x metric, best first: ``value`` (the statistic), ``ci_low,
         ci_high`` (percentile interval over the shared bootstrap plan of the items; at
         system level the system means are recomputed in every resample), ``rank`` (1 =
-        best, ties averaged), ``cluster`` (the rule of :func:`multistat.rank`: sort by
-        value; a boundary between positions i and i + 1 iff every metric above is
-        significantly better than every metric below), ``n`` (pairs or cells), and
-        ``level, statistic, average_by``. ``attrs["multistat"]`` holds the settings.
+        best, ties averaged), ``cluster`` (by ``cluster_rule``), ``n`` (pairs or
+        cells), ``level, statistic, average_by``, and ``note`` (why the value is NaN or
+        the tie value when the metric or the human scores are constant wherever the
+        statistic is computed, up to :data:`CONSTANT_RTOL`; a
+        :class:`~multistat.errors.ConstantInputWarning` says so too; else "").
+        ``attrs["multistat"]`` holds the settings.
 
     References
     ----------
@@ -1149,18 +1479,18 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
     >>> list(board.columns[:4])
     ['dataset', 'metric', 'level', 'statistic']
     """
-    board, _, _ = meta_evaluation(
+    board, _, _ = _meta_evaluation(
         study, human, metrics=metrics, level=level, statistic=statistic,
         average_by=average_by, epsilon=epsilon, test=test, n_resamples=n_resamples,
         seed=seed, alpha=alpha, correction=correction, confidence_level=confidence_level,
-        datasets=datasets, scheduler=scheduler)
+        datasets=datasets, scheduler=scheduler, cluster_rule=cluster_rule)
     return board
 
 
-def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="pearson",
-                    average_by="item", epsilon=0.0, test="perm-both", n_resamples=1000,
-                    seed=0, alpha=0.05, correction="holm", confidence_level=0.95,
-                    datasets=None, scheduler="threads"
+def _meta_evaluation(study, human, *, metrics=None, level="segment", statistic="pearson",
+                    average_by="item", epsilon=0.0, test="auto", n_resamples=1000,
+                    seed=0, alpha=0.05, correction="auto", confidence_level=0.95,
+                    datasets=None, scheduler="threads", cluster_rule="wmt"
                     ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """:func:`meta_evaluate`'s board, the pair table (:func:`compare_metrics` columns
     with ``dataset``) and the Pearson correlations between the metrics (and the human
@@ -1178,12 +1508,16 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
     if not hasattr(study, "children"):
         study = cube.load(study)
     level = check_choice("level", level, LEVELS)
+    cluster_rule = check_choice("cluster_rule", cluster_rule, CLUSTER_RULES)
+    if correction == "auto":  # WMT's clusters read uncorrected p-values
+        correction = "none" if cluster_rule == "wmt" else "holm"
     if level == "system":
         average_by = "none"
     args = _iv(statistic, average_by, test, n_resamples, seed, alternative="two-sided",
                correction=correction, alpha=alpha, confidence_level=confidence_level,
                epsilon=epsilon)
     statistic, average_by, test, n_resamples, seed = args[:5]
+    correction = args[6]
     if not isinstance(human, str):
         raise ParameterTypeError(f"`human` must be the name of a metric; got {human!r}")
     dsets, _ = cube.select(study, datasets=datasets)
@@ -1218,7 +1552,8 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
                                 n_resamples=n_resamples, seed=seed, dataset=name,
                                 scheduler=scheduler)
             table, (_, values, ns, d) = _compare(h, ms, *args, key=name, scheduler=scheduler,
-                                                 boot=boot if test == "bootstrap" else None)
+                                                 boot=boot if test == "bootstrap" else None,
+                                                 prepared=d)
             v = ~np.isnan(h)
             cols = [h[v]] + [ms[m][v] for m in chosen]
         else:
@@ -1247,14 +1582,27 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
             warnings.simplefilter("ignore", RuntimeWarning)
             lo, hi = np.nanquantile(boot, [q, 1 - q], axis=0)
         K = len(chosen)
-        better = better_matrix(K, d.ia, d.ib, table["reject"].to_numpy(bool),
-                               np.sign(table["delta"].to_numpy(float)))
         order = score_order(np.nan_to_num(values, nan=-np.inf), True, chosen)
+        if cluster_rule == "wmt":
+            p1 = table["p_one_sided"].to_numpy(float)
+            p1_adj, _ = adjust_groups(p1, np.zeros(len(p1), int), method=correction,
+                                      alpha=alpha)
+            cl = wmt_clusters(order, d.ia, d.ib, table["delta"].to_numpy(float), p1_adj,
+                              alpha)
+        else:
+            better = better_matrix(K, d.ia, d.ib, table["reject"].to_numpy(bool),
+                                   np.sign(table["delta"].to_numpy(float)))
+            cl = clusters(order, better)
+        notes = _constant_notes(h, ms, level, average_by, statistic, values)
         board = pd.DataFrame({
             "dataset": name, "metric": chosen, "level": level, "statistic": statistic,
             "average_by": average_by, "value": values, "ci_low": lo, "ci_high": hi,
             "rank": point_ranks(np.nan_to_num(values, nan=-np.inf)),
-            "cluster": clusters(order, better), "n": ns.astype(int)})
+            "cluster": cl, "n": ns.astype(int), "note": notes})
+        for m, note in zip(chosen, notes):
+            if note:
+                warnings.warn(f"dataset {name!r}, metric {m!r}: {note}",
+                              ConstantInputWarning, stacklevel=3)
         boards.append(board.iloc[order].reset_index(drop=True))
         table.insert(0, "dataset", name)
         pair_tables.append(table)
@@ -1274,10 +1622,14 @@ def meta_evaluation(study, human, *, metrics=None, level="segment", statistic="p
     meta = {**pairs.attrs.get("multistat", {}), **pair_tables[0].attrs["multistat"],
             "kind": "metric_meta_evaluation", "human": human, "level": level,
             "confidence_level": confidence_level,
-            "rule": "clusters as multistat.rank: sort by value; boundary between positions "
-                    "i and i+1 iff every metric at <= i is significantly better than every "
-                    f"metric at >= i+1 ({test}, {correction or 'no'} correction per "
-                    f"dataset, alpha {alpha})",
+            "cluster_rule": cluster_rule,
+            "rule": (("clusters as mt-metrics-eval (WMT): sort by value; a new cluster "
+                      "starts at a metric that some metric from the start of the current "
+                      "cluster on beats with a one-sided p <= alpha") if cluster_rule == "wmt"
+                     else ("clusters as multistat.rank: sort by value; boundary between "
+                           "positions i and i+1 iff every metric at <= i is significantly "
+                           "better than every metric at >= i+1 (two-sided decisions)"))
+            + f" ({test}, {correction or 'no'} correction per dataset, alpha {alpha})",
             "input_sha256": study_hash(study)}
     out.attrs["multistat"] = meta
     pairs.attrs["multistat"] = meta

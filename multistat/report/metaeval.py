@@ -1,7 +1,7 @@
 """The report's "Metric meta-evaluation" section: per dataset, the metric leaderboard with
 clusters (:func:`multistat.meta_evaluate`), each metric's value with its bootstrap
 interval, and a heatmap of the Pearson correlations between the metrics (and the human
-scores) that :func:`multistat.meta.evaluation.meta_evaluation` computed. Draws only."""
+scores) that :func:`multistat.meta_evaluate` computed. Draws only."""
 
 from __future__ import annotations
 
