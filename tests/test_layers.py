@@ -43,9 +43,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     # MetaResult.plot_forest is kept one release for old code, with a DeprecationWarning;
     # the forest plot is multistat.report.forest_plot(result)
     ("multistat.meta.pooling", "multistat.report.forest"): "removed with plot_forest in 0.3",
-    # the preference power scenarios call the preference test's sign-flip null; both move
-    # to significance/ once the preference work in flight has landed
-    ("multistat.power.scenarios", "multistat.human.preferences"): "move the sign-flip null",
 }
 
 

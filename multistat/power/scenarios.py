@@ -30,6 +30,7 @@ from multistat.power import _common as c
 from multistat.power.analytic import _check_delta_agreement
 from multistat.power.simulation import SimulationResult, simulate_power
 from multistat.significance._binomial import binom_half_pvalue
+from multistat.significance._preference import sign_flip_pvalues, unit_shares
 
 stats = lazy_module("scipy.stats")  # imported on first use
 
@@ -258,7 +259,7 @@ def simulate_preference(*, n, p_a, p_tie=0.0, n_simulations=10_000, alpha=0.05, 
     effects each judgment of rater ``r`` on item ``i`` is a tie with probability
     ``p_tie``, else prefers a with probability ``expit(logit(q) + u_i + v_r)``,
     ``u_i ~ N(0, item_sd^2)``, ``v_r ~ N(0, rater_sd^2)``, ``q = p_a / (1 - p_tie)``;
-    the test is :func:`multistat.human.preferences.sign_flip_pvalues` on the items' centred
+    the test is :func:`multistat.significance._preference.sign_flip_pvalues` on the items' centred
     win shares (binomial when every item's judgments agree). The raters are the same
     for all items, so the test is conditional on them: with ``rater_sd > 0`` their
     leanings do not average out and the rejection rate at ``p_a = (1 - p_tie) / 2``
@@ -307,8 +308,6 @@ def _simulate_rated_preference(*, n, p_a, p_tie, n_simulations, alpha, seed, n_r
                                item_sd, rater_sd, n_permutations) -> SimulationResult:
     """:func:`simulate_preference` with raters and item/rater random effects."""
 
-    # lazily: multistat.human.preferences imports this module (import cycle)
-    from multistat.human.preferences import sign_flip_pvalues, unit_shares
 
     q = p_a / (1 - p_tie)
     if not 0 < q < 1:
