@@ -99,6 +99,10 @@ class ConstantInputWarning(MultistatWarning):
     """All differences are identical (often all zero): the statistic is undefined."""
 
 
+class SkippedTestWarning(MultistatWarning):
+    """A default test was not run where it does not apply (e.g. t on a corpus metric)."""
+
+
 class CompatibilityWarning(MultistatWarning):
     """A peer tool's (statistically questionable) definition was requested on purpose."""
 

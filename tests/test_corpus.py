@@ -318,3 +318,23 @@ def test_builtin_metric_functions_pickle():
         back = pickle.loads(pickle.dumps(m.fn))
         x = np.abs(np.random.default_rng(0).normal(5, 2, (4, m.n_stats)))
         np.testing.assert_array_equal(back(x), m.fn(x))
+
+
+def test_default_compare_skips_the_tests_a_corpus_metric_cannot_take_and_says_so():
+    # a default compare on BLEU gave all-NaN "not applicable" rows for t, Wilcoxon and
+    # sign (7,800 of 13,000 rows on WMT24) and said nothing; now they are skipped with a
+    # warning and a note in the metadata, and a test named on purpose still runs
+    import multistat
+    from multistat.adapters import from_statistics
+    from multistat.errors import SkippedTestWarning
+
+    stats = _random_bleu_stats(np.random.default_rng(3), 4 * 60).reshape(4, 60, -1)
+    study = from_statistics(stats, "bleu")
+    with pytest.warns(SkippedTestWarning, match=r"^t, wilcoxon, sign: default tests that "
+                                                r"cannot test a corpus metric"):
+        table = multistat.compare(study, n_resamples=199)
+    assert set(table["test"]) == {"bootstrap", "permutation"}
+    skipped = table.attrs["multistat"]["skipped_tests"]
+    assert set(skipped) == {"t", "wilcoxon", "sign"}
+    named = multistat.compare(study, tests=("t", "bootstrap"), n_resamples=199)
+    assert named.loc[named.test == "t", "p_value"].isna().all()

@@ -17,6 +17,7 @@ the table-building helpers already live in :mod:`multistat._table`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -55,6 +56,7 @@ from multistat.pfloor import floor_notes
 from multistat.errors import (
     ParameterError,
     ResamplingFloorWarning,
+    SkippedTestWarning,
     TestNotApplicableError,
     UnknownSystemError,
     show,
@@ -367,6 +369,13 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
     table.attrs["multistat"]["floor_notes"] = notes
     for note in notes:
         warnings.warn(note, ResamplingFloorWarning, stacklevel=2)
+    skipped = table.attrs["multistat"]["skipped_tests"]
+    if skipped:  # one line for all of them
+        where = next(iter(skipped.values())).rsplit("skipped on ", 1)[1]
+        warnings.warn(f"{', '.join(skipped)}: default tests that cannot test a corpus "
+                      f"metric (they need per-instance scores), skipped on {where}; name "
+                      "them in `tests` to run them anyway (their rows are then NaN with a "
+                      "note)", SkippedTestWarning, stacklevel=2)
     return out
 
 
@@ -387,6 +396,10 @@ def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None)
     walk = _walk_request(study, req, resampled, want_systems=return_systems)
     table = _assemble(walk.parts, walk.families, req, walk.kept, walk.equivalence)
     table.attrs["multistat"] = _metadata(study, req, walk.input_hash)
+    table.attrs["multistat"]["skipped_tests"] = {
+        test: (f"a default test that cannot test a corpus metric (it needs per-instance "
+               f"scores); skipped on {', '.join(where)}")
+        for test, where in walk.skipped.items()}
     if return_systems:
         systems = (pd.concat(walk.systems, ignore_index=True) if walk.systems else
                    system_scores(study, n_resamples=req.n_resamples, seed=req.seed,
@@ -409,6 +422,8 @@ class _Walked:
     equivalence: list | None
     systems: list
     input_hash: Any
+    #: default tests skipped on corpus metrics: test -> ["dataset / metric", ...]
+    skipped: dict = dataclasses.field(default_factory=dict)
 
 
 def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Walked:
@@ -459,17 +474,26 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                                             len(ia)),
                 "score_a": sys_obs[ia].ravel(), "score_b": sys_obs[ib].ravel(),
             }
+            group_specs = specs
+            if slab.is_corpus and req.tests == DEFAULT_TESTS:
+                # the default tests that cannot test a corpus metric are skipped (and
+                # said so), not run into rows of NaN; a test asked for by name still runs
+                group_specs = [s for s in specs if s.supports_corpus]
+                for s in specs:
+                    if not s.supports_corpus:
+                        walked.skipped.setdefault(s.name, []).extend(
+                            f"{name} / {m}" for m in slab.metrics)
             if slab.present is None:
-                results, extra = run_group(slab, ia, ib, specs, ctxs, base_ctx, bar,
+                results, extra = run_group(slab, ia, ib, group_specs, ctxs, base_ctx, bar,
                                            req.effect_sizes, req.power, req.budget)
             else:  # paired tests on each pair's joint instances
                 results, extra = _holes.run_group(
-                    slab, ia, ib, specs, ctxs, base_ctx, bar, req.effect_sizes, req.power,
-                    req.budget, refuse_stepdown=req.stepdown,
+                    slab, ia, ib, group_specs, ctxs, base_ctx, bar, req.effect_sizes,
+                    req.power, req.budget, refuse_stepdown=req.stepdown,
                     mde_design=(req.alpha, req.mde_power, req.alternative))
             mult = mult_later()
             have_systems = False
-            for spec in specs:
+            for spec in group_specs:
                 res = results[spec.name]
                 if keep:  # no second pass over the plan, for the step-down or rank
                     walked.kept.update(stepdown.metric_nulls(spec.name, res, slab))
