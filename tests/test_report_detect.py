@@ -192,3 +192,20 @@ def test_extreme_dpi_and_mismatched_study_are_one_line_errors(results, study, tm
         assert proc.stderr.count("\n") == 1 and fragment in proc.stderr
         assert "Traceback" not in proc.stderr
         assert not (tmp_path / "cli" / "report.html").exists()
+
+
+def test_identical_systems_do_not_make_the_smallest_detectable_difference_zero():
+    # two byte-identical submissions made every report sentence say "differences smaller
+    # than 0 are not detectable"; they are left out of the summary and counted
+    from multistat.report import detectability as D
+
+    det = pd.DataFrame({"dataset": "d", "metric": "m", "system_a": ["a", "a", "b"],
+                        "system_b": ["b", "c", "c"], "mde": [0.0, 0.8, 1.1],
+                        "sd": [0.0, 2.0, 2.5], "mde_source": "paired t",
+                        "power_level": 0.8})
+    small = D.smallest_detectable(det)
+    row = small.iloc[0]
+    assert row["mde_min"] == 0.8 and row["mde_median"] == pytest.approx(0.95)
+    assert row["degenerate"] == 1 and row["pairs"] == 3
+    text = D.statement(row)
+    assert text.startswith("differences smaller than 0.800 ") and "1 pair(s) of identical" in text

@@ -176,29 +176,40 @@ def detectability(results: pd.DataFrame, *, study=None, leaderboard=None, test=N
 
 def smallest_detectable(det: pd.DataFrame) -> pd.DataFrame:
     """Per dataset × metric: the smallest MDE over its pairs (differences smaller than it
-    are not detectable for any pair with this test set), and the median MDE."""
+    are not detectable for any pair with this test set), and the median MDE.
+
+    Degenerate pairs -- identical systems or differences of zero variance, whose MDE is
+    0 -- say nothing about the test set and are left out of both; ``degenerate`` counts
+    them."""
     out = []
     for (ds, metric), g in det.groupby(["dataset", "metric"], sort=False):
-        m = pd.to_numeric(g["mde"], errors="coerce").dropna()
+        m = pd.to_numeric(g["mde"], errors="coerce")
+        sd = (pd.to_numeric(g["sd"], errors="coerce") if "sd" in g
+              else pd.Series(np.nan, index=g.index))
+        degenerate = (m <= 0) | (sd == 0)
+        m = m[~degenerate].dropna()
         out.append({"dataset": ds, "metric": metric,
                     "mde_min": float(m.min()) if len(m) else float("nan"),
                     "mde_median": float(m.median()) if len(m) else float("nan"),
                     "mde_source": ", ".join(sorted(set(g["mde_source"]) - {""})),
                     "power_level": float(g["power_level"].iloc[0]),
-                    "pairs": len(g)})
+                    "pairs": len(g), "degenerate": int(degenerate.sum())})
     return pd.DataFrame(out, columns=["dataset", "metric", "mde_min", "mde_median",
-                                      "mde_source", "power_level", "pairs"])
+                                      "mde_source", "power_level", "pairs", "degenerate"])
 
 
 def statement(row) -> str:
     """"differences smaller than X are not detectable with this test set" for one row of
     :func:`smallest_detectable`."""
     x = row["mde_min"]
+    k = int(row.get("degenerate", 0) or 0)
+    left = (f"; {k} pair(s) of identical systems or constant differences left out"
+            if k else "")
     if not np.isfinite(x):
-        return "the smallest detectable difference could not be computed (no study and no t " \
-               "test rows)"
+        return ("the smallest detectable difference could not be computed (no study and no "
+                f"t test rows, or no pair whose difference varies{left})")
     return (f"differences smaller than {_tables._fmt(x, 3)} are not detectable with this "
-            f"test set ({100 * row['power_level']:g} % power; {row['mde_source']})")
+            f"test set ({100 * row['power_level']:g} % power; {row['mde_source']}{left})")
 
 
 def power_curves(det: pd.DataFrame, *, points: int = 41) -> pd.DataFrame:
@@ -248,6 +259,9 @@ def study_summary(results: pd.DataFrame, leaderboard: pd.DataFrame, det: pd.Data
             "significant_pairs": n_sig,
             "mde": _clean(small.loc[(ds, metric), "mde_min"]) if (ds, metric) in small.index
             else None,
+            # pairs left out of mde: identical systems or constant differences
+            "mde_degenerate_pairs": int(small.loc[(ds, metric), "degenerate"])
+            if (ds, metric) in small.index else 0,
         }
         out.setdefault(str(ds), {})[str(metric)] = entry
     meta = _tables._meta(res)
