@@ -459,3 +459,31 @@ def test_agreement_of_a_study_is_a_table_and_the_old_study_path_warns():
     with pytest.warns(DeprecationWarning, match=r"multistat\.agreement"):
         old = krippendorff_alpha(study, n_resamples=100, seed=2)
     pd.testing.assert_frame_equal(old, table)
+
+
+def test_cli_agreement_and_components(tmp_path, capsys):
+    # human evaluation on the command line: alpha per system (the library's numbers) and
+    # the pooled variance components with the per-pair table
+    from conftest import assert_one_line_error, run_cli
+
+    ya, yb = _crossed(np.random.default_rng(4), raters=4, items=25, share=0.8)
+    study = _rating_study(ya, yb)
+    path = tmp_path / "pilot.nc"
+    cube.save(study, path)
+    out = tmp_path / "agreement.parquet"
+    status, stdout, err = run_cli(["agreement", path, "-o", out, "--n-resamples", "200",
+                                   "--seed", "3"], capsys)
+    assert status == 0, err
+    ref = multistat.agreement(study, n_resamples=200, seed=3)
+    got = multistat.read_parquet(out)
+    np.testing.assert_array_equal(got["alpha"].to_numpy(), ref["alpha"].to_numpy())
+    assert f"pilot / likert / a: alpha = {ref['alpha'].iloc[0]:.3f}" in stdout
+    out = tmp_path / "components.parquet"
+    status, stdout, err = run_cli(["components", path, "-o", out], capsys)
+    assert status == 0, err
+    vc = multistat.variance_components(study)
+    rows, meta = multistat.read_table(out)
+    assert meta["pooled"]["sigma"] == pytest.approx(vc.variance.sigma, rel=1e-12)
+    assert len(rows) == 1 and "pooled standard deviations: worker_intercept" in stdout
+    status, _, err = run_cli(["components", path, "--systems", "a", "-o", out], capsys)
+    assert_one_line_error(status, err, "two")

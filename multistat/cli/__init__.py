@@ -23,6 +23,12 @@ from multistat._blas import pin_kernels
 from multistat.cli.across import friedman_command, replicability_command
 from multistat.cli.compare import compare_cmd
 from multistat.cli.corpus import load_labels_command, load_mt_command
+from multistat.cli.human import (
+    AGREEMENT_HELP,
+    COMPONENTS_HELP,
+    agreement_command,
+    components_command,
+)
 from multistat.cli.merge import merge_command
 from multistat.cli.meta import HELP as META_HELP
 from multistat.cli.meta import meta_command
@@ -73,6 +79,8 @@ def _mount_commands():
     app.command("preferences", help="Bradley-Terry leaderboard (Elo scale) from pairwise "
                 "battles, with bootstrap score/rank intervals and clusters.")(
         preferences_command)
+    app.command("agreement", help=AGREEMENT_HELP)(agreement_command)
+    app.command("components", help=COMPONENTS_HELP)(components_command)
     app.command("meta-evaluate", help="Metric meta-evaluation: each metric's agreement "
                 "with human scores, intervals, metric clusters (PERM-BOTH, bootstrap, "
                 "Williams).")(meta_evaluate_command)

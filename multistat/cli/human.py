@@ -1,0 +1,98 @@
+"""``multistat agreement`` and ``multistat components``: human evaluation on the command
+line (Krippendorff's alpha of the raters; the variance components of the crossed mixed
+model, pooled and per pair).
+
+Mounted in :mod:`multistat.cli`. Errors are :class:`~multistat.errors.MultistatError`
+and become one line on stderr with exit status 2 in :func:`multistat.cli.main`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+
+AGREEMENT_HELP = ("Krippendorff's alpha of the raters of a study with ratings (read with "
+                  "--rater-col), one row per dataset x system x metric, with a bootstrap "
+                  "interval over items (Parquet).")
+COMPONENTS_HELP = ("Variance components of a pilot of human ratings (Card et al.'s rater "
+                   "and item intercepts and slopes, residual), pooled and per pair of "
+                   "systems, to plan the next study with `multistat power likert`.")
+
+
+def agreement_command(
+    study: Annotated[Path, typer.Argument(help="study with ratings by rater (.nc, or a "
+                                               "score file read with its defaults)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="agreement table: .parquet, "
+                                                          ".csv or .jsonl")] =
+    Path("agreement.parquet"),
+    level: Annotated[str, typer.Option(
+        help="level of measurement: interval | ordinal | nominal | ratio")] = "interval",
+    n_resamples: Annotated[int, typer.Option(
+        help="bootstrap resamples over items for each interval (0: none)")] = 1000,
+    seed: Annotated[int, typer.Option(help="seed of the bootstrap plan (0 is a seed)")] = 0,
+    confidence_level: Annotated[float, typer.Option(help="level of the intervals")] = 0.95,
+):
+    """Agreement between raters (Krippendorff's alpha) for every dataset x system x
+    metric; writes a table and prints one line each."""
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
+    from multistat import cube
+
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
+    from multistat.human.agreement import agreement
+
+    guard_outputs([study], {"--out": out})
+    table_kind(out)
+    start = time.perf_counter()
+    table = agreement(cube.load(study), level, n_resamples=n_resamples, seed=seed,
+                      confidence_level=confidence_level)
+    meta = {"kind": "agreement", "level": level, "n_resamples": n_resamples, "seed": seed,
+            "confidence_level": confidence_level, "input": str(study)}
+    write_table(table, out, metadata=meta)
+    for r in table.itertuples(index=False):
+        interval = (f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if n_resamples else "")
+        typer.echo(f"{r.dataset} / {r.metric} / {r.system}: alpha = {r.alpha:.3f}{interval}"
+                   f" ({r.n_units} items, {r.n_raters} raters)")
+    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
+
+
+def components_command(
+    study: Annotated[Path, typer.Argument(help="pilot study with ratings by rater")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="per-pair table: .parquet, "
+                                                          ".csv or .jsonl")] =
+    Path("components.parquet"),
+    dataset: Annotated[str | None, typer.Option(help="dataset (needed when several)")] =
+    None,
+    metric: Annotated[str | None, typer.Option(help="metric (needed when several)")] = None,
+    systems: Annotated[str | None, typer.Option(
+        help="comma-separated systems (default: all; at least two)")] = None,
+):
+    """Variance components of the crossed mixed model, fitted by REML to each pair of
+    systems and pooled; writes the per-pair table (the pooled standard deviations in its
+    metadata) and prints the pooled ones."""
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
+    from multistat import cube
+
+    # heavy: statsmodels, scipy.optimize, lazily
+    from multistat.human.ratings import variance_components
+
+    guard_outputs([study], {"--out": out})
+    table_kind(out)
+    start = time.perf_counter()
+    vc = variance_components(cube.load(study), dataset=dataset, metric=metric,
+                             systems=split_names(systems, "--systems"))
+    pooled = {k: float(v) for k, v in dataclasses.asdict(vc.variance).items()}
+    meta = {"kind": "variance_components", "dataset": vc.dataset, "metric": vc.metric,
+            "pooled": pooled, "intercept": vc.intercept, "effect": vc.effect,
+            "n_raters": vc.n_raters, "n_items": vc.n_items, "n_ratings": vc.n_ratings,
+            "input": str(study)}
+    write_table(vc.to_frame(), out, metadata=meta)
+    typer.echo(f"{vc.dataset} / {vc.metric}: {vc.n_ratings} ratings, {vc.n_raters} raters, "
+               f"{vc.n_items} items; pooled standard deviations: "
+               + ", ".join(f"{k} {v:.4g}" for k, v in pooled.items()))
+    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
