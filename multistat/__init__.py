@@ -10,7 +10,35 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+#: the version, written only here (pyproject.toml reads it: ``dynamic = ["version"]``)
+__version__ = "0.2.0"
+
+# Type checkers and IDEs see every public name through these imports; at run time they
+# are skipped and ``__getattr__`` below imports each name on first use. (A module-level
+# ``TYPE_CHECKING = False`` rather than ``typing.TYPE_CHECKING``: mypy and pyright treat
+# any ``TYPE_CHECKING`` as true, and ``import multistat`` does not import :mod:`typing`.)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from multistat import pfloor, power, report, significance
+    from multistat.adapters import from_statistics, load_labels, load_translations
+    from multistat.analysis import analyze
+    from multistat.comparison import compare, system_scores
+    from multistat.corpus import CORPUS_METRICS, register_corpus_metric
+    from multistat.correct import adjust
+    from multistat.cube import from_frame, load, open_study
+    from multistat.cube import save as save_study
+    from multistat.effect import effect_sizes
+    from multistat.human.agreement import krippendorff_alpha
+    from multistat.human.preferences import bradley_terry, preference_test
+    from multistat.human.ratings import standardize, variance_components
+    from multistat.io import read_parquet, read_scores, write_parquet
+    from multistat.leaderboard.across import friedman, replicability
+    from multistat.leaderboard.ranking import rank, rank_with_pairs
+    from multistat.meta.evaluation import compare_metrics, meta_evaluate, metric_correlation
+    from multistat.meta.pooling import meta_analysis, meta_regression
+    from multistat.request import RunRequest
+    from multistat.significance.aso import aso
+    from multistat.units import evaluation_units
 
 _LAZY = {
     "read_scores": ("multistat.io", "read_scores"),

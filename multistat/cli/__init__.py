@@ -16,7 +16,6 @@ import re
 import sys
 import warnings
 
-import click
 import typer
 
 from multistat._blas import pin_kernels
@@ -34,10 +33,10 @@ from multistat.cli.report import report_command
 from multistat.cli.study import analyze, demo_data, load, units
 from multistat.errors import MultistatError
 
-try:  # recent typer vendors its own click: its usage errors are not click's classes
-    from typer._click.exceptions import UsageError as _TyperUsageError
-except ImportError:  # pragma: no cover - typer that uses click itself
-    _TyperUsageError = click.exceptions.UsageError
+try:  # recent typer vendors its own click (no dependency on click itself)
+    from typer._click import exceptions as _click_exceptions
+except ImportError:  # pragma: no cover - typer that uses click itself (then installed)
+    from click import exceptions as _click_exceptions
 
 app = typer.Typer(
     name="multistat", no_args_is_help=True, add_completion=False,
@@ -153,14 +152,14 @@ def main(argv=None) -> int:
             raise KeyboardInterrupt
     except MultistatError as exc:
         _fail(cli_message(exc, args))
-    except (click.exceptions.UsageError, _TyperUsageError) as exc:
+    except _click_exceptions.UsageError as exc:
         if exc.format_message():  # empty when no arguments: the help was shown
             _fail(cli_message(exc.format_message()))
         sys.exit(2)
-    except (click.exceptions.Abort, typer.Abort, KeyboardInterrupt):
+    except (_click_exceptions.Abort, typer.Abort, KeyboardInterrupt):
         typer.echo("multistat: aborted", err=True)
         sys.exit(130)
-    except (click.exceptions.Exit, typer.Exit) as exc:
+    except (_click_exceptions.Exit, typer.Exit) as exc:
         sys.exit(exc.exit_code)
     except MemoryError:
         _fail("out of memory; lower --memory-limit, or compare fewer pairs/metrics/"

@@ -243,8 +243,10 @@ def _row_workers(rows, n):
 def _merge_integers_rows(sorted_flat):
     """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
     of rows on threads (each row on its own: the split changes nothing)."""
-    # heavy: numba, lazily
-    from multistat.significance._rank_kernels import merge_integers
+    # heavy: numba, lazily (numpy, the same integers, without the ``fast`` extra)
+    from multistat.significance._rank_numpy import rank_kernels
+
+    merge_integers = rank_kernels().merge_integers
 
     rows, n = sorted_flat.shape
     out = np.empty((rows, 4), dtype=np.int64)
