@@ -20,7 +20,7 @@ endif
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[pipeline,bench,dev]'
+	$(PY) -m pip install --quiet -e '.[all,dev,bench,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)

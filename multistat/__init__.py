@@ -19,26 +19,45 @@ __version__ = "0.2.0"
 # any ``TYPE_CHECKING`` as true, and ``import multistat`` does not import :mod:`typing`.)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from multistat import pfloor, power, report, significance
-    from multistat.adapters import from_statistics, load_labels, load_translations
-    from multistat.analysis import analyze
-    from multistat.comparison import compare, system_scores
-    from multistat.corpus import CORPUS_METRICS, register_corpus_metric
-    from multistat.correct import adjust
-    from multistat.cube import from_frame, load, open_study
-    from multistat.cube import save as save_study
-    from multistat.effect import effect_sizes
-    from multistat.human.agreement import krippendorff_alpha
-    from multistat.human.preferences import bradley_terry, preference_test
-    from multistat.human.ratings import standardize, variance_components
-    from multistat.io import read_parquet, read_scores, write_parquet
-    from multistat.leaderboard.across import friedman, replicability
-    from multistat.leaderboard.ranking import rank, rank_with_pairs
-    from multistat.meta.evaluation import compare_metrics, meta_evaluate, metric_correlation
-    from multistat.meta.pooling import meta_analysis, meta_regression
-    from multistat.request import RunRequest
-    from multistat.significance.aso import aso
-    from multistat.units import evaluation_units
+    # `name as name`: an explicit re-export (mypy's no_implicit_reexport)
+    from multistat import pfloor as pfloor
+    from multistat import power as power
+    from multistat import report as report
+    from multistat import significance as significance
+    from multistat.adapters import from_statistics as from_statistics
+    from multistat.adapters import load_labels as load_labels
+    from multistat.adapters import load_translations as load_translations
+    from multistat.analysis import analyze as analyze
+    from multistat.comparison import compare as compare
+    from multistat.comparison import system_scores as system_scores
+    from multistat.corpus import CORPUS_METRICS as CORPUS_METRICS
+    from multistat.corpus import register_corpus_metric as register_corpus_metric
+    from multistat.correct import adjust as adjust
+    from multistat.cube import from_frame as from_frame
+    from multistat.cube import load as load
+    from multistat.cube import open_study as open_study
+    from multistat.cube import save as save_study  # noqa: F401 (the public name)
+    from multistat.effect import effect_sizes as effect_sizes
+    from multistat.human.agreement import krippendorff_alpha as krippendorff_alpha
+    from multistat.human.preferences import bradley_terry as bradley_terry
+    from multistat.human.preferences import preference_test as preference_test
+    from multistat.human.ratings import standardize as standardize
+    from multistat.human.ratings import variance_components as variance_components
+    from multistat.io import read_parquet as read_parquet
+    from multistat.io import read_scores as read_scores
+    from multistat.io import write_parquet as write_parquet
+    from multistat.leaderboard.across import friedman as friedman
+    from multistat.leaderboard.across import replicability as replicability
+    from multistat.leaderboard.ranking import rank as rank
+    from multistat.leaderboard.ranking import rank_with_pairs as rank_with_pairs
+    from multistat.meta.evaluation import compare_metrics as compare_metrics
+    from multistat.meta.evaluation import meta_evaluate as meta_evaluate
+    from multistat.meta.evaluation import metric_correlation as metric_correlation
+    from multistat.meta.pooling import meta_analysis as meta_analysis
+    from multistat.meta.pooling import meta_regression as meta_regression
+    from multistat.request import RunRequest as RunRequest
+    from multistat.significance.aso import aso as aso
+    from multistat.units import evaluation_units as evaluation_units
 
 _LAZY = {
     "read_scores": ("multistat.io", "read_scores"),
