@@ -146,7 +146,7 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
         (of a - b, ``scipy.stats.skew`` with ``bias=True`` as NLPStatTest), ``normality_test``
         (``shapiro-wilk`` for n <= 5000, else ``dagostino-pearson`` — the Shapiro-Wilk
         p-value is not reliable above 5000 points), ``normality_p``, ``normal``
-        (p > alpha), ``test_statistic`` (mean if |skewness| < 0.5 else median),
+        (p > alpha), ``test_statistic`` (mean if ``|skewness| < 0.5`` else median),
         ``recommended``, ``non_preferred``, ``inappropriate`` (comma-separated test names
         following the manual's Table 2) and ``reasons`` (one reason per test).
 

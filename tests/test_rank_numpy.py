@@ -72,15 +72,19 @@ def test_walsh_bisection_on_a_long_row():
 
 
 @pytest.mark.parametrize("kind", ["normal", "likert", "binary", "zeros", "constant"])
-def test_signed_rank_integers_equal_numba(kind):
-    kernels = _numba()
+def test_signed_rank_integers_equal_numba(kind, monkeypatch):
+    """Without numba the signed-rank integers come from the keys' sort: the same."""
+    _numba()
+    from multistat.significance import _signrank
+
     rng = np.random.default_rng(11)
     d = np.sort(_data(kind, (6, 150), rng), axis=-1)
-    ours = np.zeros((6, 4), dtype=np.int64)
-    theirs = np.zeros((6, 4), dtype=np.int64)
-    _rank_numpy.merge_integers(d, ours, 1, 6)
-    kernels.merge_integers(d, theirs, 1, 6)
-    np.testing.assert_array_equal(ours, theirs)
+    theirs = _signrank._merge_integers_rows(d)
+    monkeypatch.setattr(_signrank, "numba_kernels", lambda: None)
+    ours = _signrank._merge_integers_rows(d)
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.dtype == b.dtype == np.int64
+        np.testing.assert_array_equal(a, b)
 
 
 def test_compare_without_numba_gives_the_same_table(monkeypatch):
@@ -88,7 +92,7 @@ def test_compare_without_numba_gives_the_same_table(monkeypatch):
     the numpy kernels equals the run with numba's, every column."""
     _numba()
     from multistat import compare, cube
-    from multistat.significance import _rank_numpy as chooser
+    from multistat.significance import _signrank
 
     rng = np.random.default_rng(5)
     scores = np.round(rng.normal(size=(4, 2, 120)), 1)
@@ -96,7 +100,8 @@ def test_compare_without_numba_gives_the_same_table(monkeypatch):
                            instances=list(range(120)))
     study = cube.make_study([ds])
     with_numba = compare(study, tests=("wilcoxon", "sign"))
-    monkeypatch.setattr(chooser, "rank_kernels", lambda: chooser)
+    monkeypatch.setattr(_rank_numpy, "numba_kernels", lambda: None)
+    monkeypatch.setattr(_signrank, "numba_kernels", lambda: None)
     without = compare(study, tests=("wilcoxon", "sign"))
     assert len(with_numba) == 24  # 6 pairs x 2 metrics x 2 tests
     import pandas as pd
@@ -121,4 +126,4 @@ def test_rank_kernels_falls_back_to_numpy_without_numba(monkeypatch):
     monkeypatch.delitem(sys.modules, "multistat.significance._rank_kernels", raising=False)
     monkeypatch.delattr(package, "_rank_kernels", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_numba)
-    assert _rank_numpy.rank_kernels() is _rank_numpy
+    assert _rank_numpy.numba_kernels() is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from pathlib import Path
 from typing import Annotated
@@ -33,9 +34,10 @@ def fill_library_choices(command) -> None:
     tests (:data:`multistat.significance.REGISTRY`) and the defaults of
     :class:`multistat.request.RunRequest`. Called once the command line has pinned the
     BLAS kernels (it imports numpy), so that ``multistat --help`` stays fast."""
-    import dataclasses
-
+    # lazily: numpy loads with the library, after the command line pins BLAS kernels
     from multistat.request import RunRequest
+
+    # lazily: as above (the registry imports every test module)
     from multistat.significance import REGISTRY
 
     defaults = {f.name: f.default for f in dataclasses.fields(RunRequest)}

@@ -41,6 +41,7 @@ def fill_library_choices(command) -> None:
     and :func:`~multistat.leaderboard.ranking.rank_request`'s defaults (imports numpy:
     called once the command line has pinned the BLAS kernels)."""
 
+    # lazily: numpy loads with the library, after the command line pins BLAS kernels
     from multistat.significance import REGISTRY
 
     defaults = library_defaults()

@@ -756,19 +756,28 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
 
     Parameters
     ----------
-    judgments : DataFrame or path, one row per judgment
-    winner_col : column holding ``a``'s name, ``b``'s name or ``"tie"``
-    a, b : the two systems
-    item_col, rater_col : optional columns naming the item (and the rater) of each
-        judgment. The unit of the test is the item when ``item_col`` is given, else the
-        rater when ``rater_col`` is given, else the single judgment; the judgments of one
-        unit are not independent and stay together.
-    ties : ``"exclude"`` (default): ties are dropped, a unit's share is ``wins / (wins +
-        losses)`` (units with only ties are dropped and counted); ``"split"``: a tie is
-        half a win for each side, a unit's share is ``(wins + ties / 2) / judgments``.
-    alternative : ``"two-sided"``, ``"greater"`` (a preferred) or ``"less"``
-    confidence_level : level of the interval of a's win share
-    n_resamples, seed : random sign vectors of the Monte Carlo sign-flip test
+    judgments : DataFrame or path
+        The judgments, one row per judgment.
+    winner_col : str
+        Column holding ``a``'s name, ``b``'s name or ``"tie"``.
+    a, b : str
+        The two systems.
+    item_col, rater_col : str, optional
+        Columns naming the item (and the rater) of each judgment. The unit of the test
+        is the item when ``item_col`` is given, else the rater when ``rater_col`` is
+        given, else the single judgment; the judgments of one unit are not independent
+        and stay together.
+    ties : {"exclude", "split"}
+        ``"exclude"`` (default): ties are dropped, a unit's share is
+        ``wins / (wins + losses)`` (units with only ties are dropped and counted);
+        ``"split"``: a tie is half a win for each side, a unit's share is
+        ``(wins + ties / 2) / judgments``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: ``a`` is preferred.
+    confidence_level : float
+        Level of the interval of ``a``'s win share.
+    n_resamples, seed : int
+        Random sign vectors of the Monte Carlo sign-flip test, and their seed.
 
     Returns
     -------

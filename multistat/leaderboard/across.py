@@ -217,7 +217,7 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
     FriedmanResult
         ``pairwise`` columns: ``system_a, system_b, mean_rank_a, mean_rank_b,
         rank_difference`` (a - b; negative: a ranks better), ``statistic`` (Nemenyi:
-        studentized range q = |diff| / sqrt(k (k+1) / (6N)) * sqrt 2; Bonferroni-Dunn: z;
+        studentized range ``q = |diff| / sqrt(k (k+1) / (6N)) * sqrt 2``; Bonferroni-Dunn: z;
         Wilcoxon: the signed-rank statistic), ``p_value`` (raw), ``p_adjusted`` (Nemenyi's
         single-step p is already family-wise; Bonferroni or Holm otherwise), ``reject``
         (``p_adjusted <= alpha``), ``posthoc``, ``critical_difference`` (the rank
@@ -228,7 +228,7 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
     With R_j the mean rank of system j over N blocks and k systems,
     chi2_F = 12N / (k(k+1)) [sum_j R_j^2 - k(k+1)^2 / 4], divided by the tie correction
     1 - sum(t^3 - t) / (N k (k^2 - 1)) as in scipy; p = P(chi2_{k-1} >= chi2_F).
-    The Nemenyi p-value of a pair is P(Q_{k,inf} >= |R_a - R_b| sqrt 2 / SE) with
+    The Nemenyi p-value of a pair is ``P(Q_{k,inf} >= |R_a - R_b| sqrt 2 / SE)`` with
     SE = sqrt(k(k+1) / (6N)).
 
     Examples

@@ -1,13 +1,11 @@
-"""The rank tests' kernels in numpy: the same numbers as the numba kernels, slower.
+"""The rank tests' kernels without numba: the same numbers as the numba kernels, slower.
 
-Used when numba (the ``fast`` extra) is not installed; :func:`rank_kernels` chooses.
-:func:`select_rows` and :func:`merge_integers` have the signatures and the results of
-their namesakes in :mod:`multistat.significance._rank_kernels`:
-
-- :func:`merge_integers` reads the signed-rank integers off a sort of sign-tagged keys
-  (:func:`multistat.significance._signrank._key_sort_integers`), which the numba merge
-  reproduces exactly (both are integer sums).
-- :func:`select_rows` enumerates the Walsh averages of a row when there are at most
+:func:`numba_kernels` is :mod:`multistat.significance._rank_kernels` when numba (the
+``fast`` extra) is installed, else None. Without it the signed-rank integers come from
+the sort of sign-tagged keys (:func:`multistat.significance._signrank._key_sort_integers`,
+which the numba merge reproduces exactly: both are integer sums), and the Walsh order
+statistics from :func:`select_rows` here, which has the signature and the results of its
+namesake in :mod:`multistat.significance._rank_kernels`: it enumerates the Walsh averages of a row when there are at most
   ``max(cap, 2**20)`` of them (one ``np.partition``); a longer row is searched by
   bisection over the float64 values themselves: the ``k``-th order statistic is the
   smallest float ``t`` with ``#{W <= t} > k``, and each count is exact, a vectorized
@@ -20,37 +18,22 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["merge_integers", "rank_kernels", "select_rows"]
+__all__ = ["numba_kernels", "select_rows"]
 
 #: rows with at most this many Walsh averages are enumerated whole (8 MiB of averages)
 DENSE_AVERAGES = 2**20
 _SIGN = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
-def rank_kernels():
-    """The module whose ``select_rows`` and ``merge_integers`` the rank tests call: the
-    numba kernels when numba is installed (the ``fast`` extra), else this module."""
+def numba_kernels():
+    """:mod:`multistat.significance._rank_kernels` (numba's compiled kernels) when numba
+    is installed (the ``fast`` extra), else None."""
     try:
         # heavy: numba (about 2 s and 100 MiB), only for a run that needs a rank kernel
         from multistat.significance import _rank_kernels
     except ImportError:
-        import sys
-
-        return sys.modules[__name__]
+        return None
     return _rank_kernels
-
-
-# ----------------------------------------------------------------------------- signed ranks
-def merge_integers(S, out, row0, row1):
-    """``out[r] = (n_zero, tie_all, n_pos, mid2)`` of the sorted, NaN-free rows
-    ``S[row0:row1]``, as :func:`multistat.significance._rank_kernels.merge_integers`."""
-    # lazily: _signrank imports this module's chooser inside a function
-    from multistat.significance._signrank import _key_sort_integers
-
-    if row1 <= row0:
-        return
-    for col, values in enumerate(_key_sort_integers(np.asarray(S[row0:row1]))):
-        out[row0:row1, col] = values
 
 
 # ----------------------------------------------------------------------------- Walsh averages

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from multistat.significance import _rank_numpy
 from multistat.significance._chunks import rows_per_chunk
 
 __all__ = ["walsh_order_statistics"]
@@ -110,9 +111,8 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
         kr = np.asarray(uniq, dtype=np.int64)
         cap = 0 if dense_row_max is None else max(int(dense_row_max), 1)
         # heavy: numba, lazily (numpy, the same numbers, without the ``fast`` extra)
-        from multistat.significance._rank_numpy import rank_kernels
-
-        select_rows = rank_kernels().select_rows
+        kernels = _rank_numpy.numba_kernels() or _rank_numpy
+        select_rows = kernels.select_rows
 
         fit = rows_per_chunk(n, WALSH_BYTES_PER_VALUE, memory_limit)
         workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1
