@@ -15,7 +15,7 @@ export OPENBLAS_CORETYPE := Haswell
 endif
 endif
 
-.PHONY: test report install browser bench demo-data clean validate
+.PHONY: test report install browser bench demo-data clean validate docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,8 +63,13 @@ validate: $(STAMP)
 demo-data: $(STAMP)
 	$(VENV)/bin/multistat demo-data --out data
 
+# The documentation site (docs/): warnings are errors, every one reported
+# (-W --keep-going); the site is docs/_build/html/index.html.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache docs/_build docs/generated docs/api.rst

@@ -43,6 +43,7 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 myst_heading_anchors = 3
+smartquotes = False  # option names keep their two hyphens (--system-col)
 suppress_warnings = ["myst.header"]
 
 html_theme = "pydata_sphinx_theme"
