@@ -16,11 +16,11 @@ sys.path.insert(0, str(HERE.parent))  # the package of this checkout
 sys.path.insert(0, str(HERE / "_ext"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import multistat  # noqa: E402
+import multistat
 
 project = "multistat"
 author = "the multistat developers"
-copyright = "2026, the multistat developers"  # noqa: A001
+copyright = "2026, the multistat developers"
 release = version = multistat.__version__
 
 extensions = [

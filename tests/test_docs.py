@@ -16,27 +16,15 @@ import multistat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "docs"))
 
-import numpydoc_check  # noqa: E402
-
-#: public callables whose docstrings do not yet pass docs/numpydoc_check.py (parameters
-#: with their description on the type line, undocumented keywords); the list only
-#: shrinks: a name that passes must be taken off it
-NOT_YET_NUMPYDOC = {
-    "RunRequest", "adjust", "analyze", "aso", "bradley_terry", "compare",
-    "compare_metrics", "effect_sizes", "evaluation_units", "friedman", "from_frame",
-    "load", "meta_evaluate", "meta_regression", "metric_correlation",
-    "open_study", "rank", "rank_with_pairs", "read_parquet", "register_corpus_metric",
-    "replicability", "save_study", "standardize", "system_scores", "variance_components",
-}
+import numpydoc_check
 
 
 def test_public_callables_document_parameters_and_returns():
     pytest.importorskip("numpydoc")
     items = numpydoc_check.public_callables()
     assert set(items) >= {"compare", "rank", "load", "RunRequest"}
-    failing = {name for name, obj in items.items() if numpydoc_check.failures(obj)}
-    assert failing <= NOT_YET_NUMPYDOC, f"docstrings that fail numpydoc: {failing - NOT_YET_NUMPYDOC}"
-    assert NOT_YET_NUMPYDOC <= failing, f"now valid, take off the list: {NOT_YET_NUMPYDOC - failing}"
+    failing = {name: numpydoc_check.failures(obj) for name, obj in items.items()}
+    assert not {name: errs for name, errs in failing.items() if errs}
 
 
 def test_numpydoc_check_catches_a_description_on_the_type_line():

@@ -9,6 +9,7 @@ whose commands keep click's interface (``params``, ``help``, ``commands``).
 from __future__ import annotations
 
 import importlib
+from typing import ClassVar
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -77,7 +78,7 @@ class TyperCli(SphinxDirective):
     the help from the library)."""
 
     required_arguments = 1
-    option_spec = {"prog": str, "prepare": str}
+    option_spec: ClassVar[dict] = {"prog": str, "prepare": str}
 
     def run(self):
         module, _, attr = self.arguments[0].partition(":")

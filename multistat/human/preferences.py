@@ -486,22 +486,30 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
 
     Parameters
     ----------
-    battles : DataFrame or path (CSV, TSV, JSONL, Parquet) with one row per battle
-    model_a, model_b, winner : column names; ``winner`` holds ``model_a``, ``model_b``
+    battles : object
+        DataFrame or path (CSV, TSV, JSONL, Parquet) with one row per battle
+    model_a, model_b, winner : str, optional
+        column names; ``winner`` holds ``model_a``, ``model_b``
         or ``tie`` (Chatbot Arena's ``tie (bothbad)`` is a tie too)
-    ties : ``"half"`` (default): a tie is half a win for each side (the Bradley-Terry
+    ties : str, optional
+        ``"half"`` (default): a tie is half a win for each side (the Bradley-Terry
         likelihood with fractional wins, as Chatbot Arena's logistic regression);
         ``"davidson"``: Davidson's (1970) model ``P(i beats j) = pi_i / (pi_i + pi_j +
         nu sqrt(pi_i pi_j))``, ``P(tie) = nu sqrt(pi_i pi_j) / (...)``, one tie parameter
         ``nu`` fitted jointly (in ``attrs["multistat"]["davidson_nu"]``)
-    n_resamples, seed : bootstrap over battles (``numpy.random.default_rng(seed)``)
-    confidence_level : level of the score and rank intervals
-    anchor : a system name whose score is fixed at 1000 (its interval is then the point),
+    n_resamples, seed : int, optional
+        bootstrap over battles (``numpy.random.default_rng(seed)``)
+    confidence_level : float, optional
+        level of the score and rank intervals
+    anchor : optional
+        a system name whose score is fixed at 1000 (its interval is then the point),
         or None (default): the mean score of all systems is 1000 in the fit and in every
         resample
-    alpha, correction : level and correction (``"holm"`` default, any statsmodels
+    alpha, correction : float, optional
+        level and correction (``"holm"`` default, any statsmodels
         ``multipletests`` method, or None) of the pairwise decisions behind the clusters
-    systems : optional list of the systems expected; one that never plays is an error
+    systems : list of str, optional
+        The systems expected; one that never plays is an error.
 
     Returns
     -------
