@@ -15,12 +15,12 @@ export OPENBLAS_CORETYPE := Haswell
 endif
 endif
 
-.PHONY: test test-fast report install browser bench demo-data clean validate
+.PHONY: test test-fast report install browser bench demo-data clean validate docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[pipeline,bench,dev]'
+	$(PY) -m pip install --quiet -e '.[all,dev,bench,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -68,8 +68,13 @@ validate: $(STAMP)
 demo-data: $(STAMP)
 	$(VENV)/bin/multistat demo-data --out data
 
+# The documentation site (docs/): warnings are errors, every one reported
+# (-W --keep-going); the site is docs/_build/html/index.html.
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache docs/_build docs/generated docs/api.rst

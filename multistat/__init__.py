@@ -10,7 +10,58 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+#: the version, written only here (pyproject.toml reads it: ``dynamic = ["version"]``)
+__version__ = "0.2.0"
+
+# Type checkers and IDEs see every public name through these imports; at run time they
+# are skipped and ``__getattr__`` below imports each name on first use. (A module-level
+# ``TYPE_CHECKING = False`` rather than ``typing.TYPE_CHECKING``: mypy and pyright treat
+# any ``TYPE_CHECKING`` as true, and ``import multistat`` does not import :mod:`typing`.)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # `name as name`: an explicit re-export (mypy's no_implicit_reexport)
+    from multistat import pfloor as pfloor
+    from multistat import power as power
+    from multistat import report as report
+    from multistat import significance as significance
+    from multistat.adapters import from_statistics as from_statistics
+    from multistat.adapters import load_labels as load_labels
+    from multistat.adapters import load_translations as load_translations
+    from multistat.analysis import analyze as analyze
+    from multistat.comparison import compare as compare
+    from multistat.comparison import system_scores as system_scores
+    from multistat.corpus import CORPUS_METRICS as CORPUS_METRICS
+    from multistat.corpus import register_corpus_metric as register_corpus_metric
+    from multistat.correct import adjust as adjust
+    from multistat.cube import from_frame as from_frame
+    from multistat.cube import load as load
+    from multistat.cube import open_study as open_study
+    from multistat.cube import save as save_study  # noqa: F401 (the public name)
+    from multistat.effect import effect_sizes as effect_sizes
+    from multistat.human.agreement import agreement as agreement
+    from multistat.human.agreement import krippendorff_alpha as krippendorff_alpha
+    from multistat.human.preferences import bradley_terry as bradley_terry
+    from multistat.human.preferences import preference_test as preference_test
+    from multistat.human.ratings import standardize as standardize
+    from multistat.human.ratings import variance_components as variance_components
+    from multistat.io import read_parquet as read_parquet
+    from multistat.io import read_scores as read_scores
+    from multistat.io import read_table as read_table
+    from multistat.io import write_parquet as write_parquet
+    from multistat.leaderboard.across import friedman as friedman
+    from multistat.leaderboard.across import replicability as replicability
+    from multistat.leaderboard.ranking import rank as rank
+    from multistat.leaderboard.ranking import rank_with_pairs as rank_with_pairs
+    from multistat.meta.evaluation import compare_metrics as compare_metrics
+    from multistat.meta.evaluation import meta_evaluate as meta_evaluate
+    from multistat.meta.evaluation import metric_correlation as metric_correlation
+    from multistat.meta.evaluation import wmt_clusters as wmt_clusters
+    from multistat.meta.pooling import meta_analysis as meta_analysis
+    from multistat.meta.pooling import meta_regression as meta_regression
+    from multistat.meta.pooling import pool_studies as pool_studies
+    from multistat.request import RunRequest as RunRequest
+    from multistat.significance.aso import aso as aso
+    from multistat.units import evaluation_units as evaluation_units
 
 _LAZY = {
     "read_scores": ("multistat.io", "read_scores"),

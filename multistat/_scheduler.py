@@ -30,6 +30,7 @@ import re
 
 from threadpoolctl import threadpool_info
 
+from multistat._lazy import require_extra
 from multistat.errors import ParameterError, ParameterTypeError
 
 #: local dask schedulers
@@ -82,6 +83,7 @@ def probe(scheduler, name: str = "--scheduler", timeout: float = 10.0) -> None:
     if not isinstance(scheduler, str) or scheduler in LOCAL:
         return
 
+    require_extra("distributed")
     # heavy: distributed, dask, lazily
     from distributed import Client
 

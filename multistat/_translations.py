@@ -24,6 +24,7 @@ from multistat._adapters_common import (
     parse_metric_list,
     ticker,
 )
+from multistat._lazy import require_extra
 from multistat._validation import check_int
 from multistat.corpus import corpus_metric_name, get_corpus_metric
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
@@ -342,6 +343,7 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     if unknown:
         raise ParameterError(f"unknown translation metric(s) {unknown}; choose from "
                              f"{', '.join(TRANSLATION_METRICS)}")
+    require_extra("mt")  # sacrebleu: one line naming the extra if it is missing
     per_metric = _split_sacrebleu_options(metrics, sacrebleu_options)
     for m in metrics:                      # fail fast on bad options, before reading
         cls_name, family, _ = TRANSLATION_METRICS[m]

@@ -130,11 +130,16 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
 
     Parameters
     ----------
-    study : a study (``multistat.load`` / ``multistat.evaluation_units``)
-    alpha : significance level of the normality test (its own, not the study's)
-    pairs : ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
-    metrics, datasets : restrict to these names (default: all)
-    memory_limit : working-memory budget (bytes or e.g. ``"2GiB"``; default as
+    study : xarray.DataTree or path
+        a study (``multistat.load`` / ``multistat.evaluation_units``)
+    alpha : float, optional
+        significance level of the normality test (its own, not the study's)
+    pairs : str, optional
+        ``"all"``, ``"baseline:<system>"`` or a list of ``(a, b)`` names
+    metrics, datasets : optional
+        restrict to these names (default: all)
+    memory_limit : optional
+        working-memory budget (bytes or e.g. ``"2GiB"``; default as
         :func:`multistat.compare`): pairs are analysed in chunks within it
 
     Returns
@@ -146,7 +151,7 @@ def analyze(study, *, alpha: float = 0.05, pairs="all", metrics=None, datasets=N
         (of a - b, ``scipy.stats.skew`` with ``bias=True`` as NLPStatTest), ``normality_test``
         (``shapiro-wilk`` for n <= 5000, else ``dagostino-pearson`` — the Shapiro-Wilk
         p-value is not reliable above 5000 points), ``normality_p``, ``normal``
-        (p > alpha), ``test_statistic`` (mean if |skewness| < 0.5 else median),
+        (p > alpha), ``test_statistic`` (mean if ``|skewness| < 0.5`` else median),
         ``recommended``, ``non_preferred``, ``inappropriate`` (comma-separated test names
         following the manual's Table 2) and ``reasons`` (one reason per test).
 

@@ -190,16 +190,19 @@ def register_corpus_metric(name: str, fn: Callable[[np.ndarray], np.ndarray], n_
         n_stats)`` blocks; use numpy, no loop over rows).
     n_stats : int
         Number of per-instance statistics (>= 1).
-    higher_is_better : bool, default True
+    higher_is_better : bool, optional
+        bool, default True
     stat_names : sequence of str, optional
         Names of the statistics (default ``stat0, stat1, ...``).
     description : str, optional
+        str, optional
     overwrite : bool, default False
         Replace an existing registration of ``name`` (otherwise an error).
 
     Returns
     -------
     CorpusMetric
+        The registered metric (its name, statistics count and scoring function).
 
     Notes
     -----

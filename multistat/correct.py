@@ -123,13 +123,17 @@ def adjust(table: pd.DataFrame, *, method: str | None = "holm", family=None,
 
     Parameters
     ----------
-    table : DataFrame with a ``p_value`` column (e.g. :func:`multistat.compare` output)
-    method : a statsmodels ``multipletests`` method (``"holm"`` default, ``"bonferroni"``,
+    table : pandas.DataFrame
+        DataFrame with a ``p_value`` column (e.g. :func:`multistat.compare` output)
+    method : str, optional
+        a statsmodels ``multipletests`` method (``"holm"`` default, ``"bonferroni"``,
         ``"hommel"``, ``"sidak"``, ``"holm-sidak"``, ``"simes-hochberg"``, ``"fdr_bh"``,
         ``"fdr_by"``, ``"fdr_tsbh"``, ``"fdr_tsbky"``), or None for no correction
         (``p_adjusted = p_value``)
-    family : None (dataset x metric x test), ``"all"``, or column name(s)
-    alpha : family-wise error rate / false discovery rate
+    family : optional
+        None (dataset x metric x test), ``"all"``, or column name(s)
+    alpha : float, optional
+        Family-wise error rate / false discovery rate.
 
     Returns
     -------

@@ -261,6 +261,18 @@ def from_frame(frame: pd.DataFrame) -> xr.DataTree:
     Metric metadata comes from ``frame.attrs["metrics"]`` (``higher_is_better``, ``kind``).
     Within a dataset, instances missing for a metric (dropped) become NaN for all systems;
     every system must have every remaining instance.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The long score frame of :func:`multistat.read_scores` (one row per dataset x
+        system x metric x instance), with its ``attrs``.
+
+    Returns
+    -------
+    xarray.DataTree
+        The study: one group per dataset, each with a ``score`` variable over
+        ``system x metric x instance`` and the metric metadata.
     """
     need = ["dataset", "system", "metric", "instance", "score"]
     missing = [c for c in need if c not in frame.columns]
@@ -408,7 +420,19 @@ def chunk(study: xr.DataTree, *, system: int | None = None, metric: int = 1
 
 def save(study: xr.DataTree, path) -> Path:
     """Write the study to NetCDF-4 (one group per dataset); round-trip exact. Written
-    atomically (temporary file beside ``path``, renamed into place)."""
+    atomically (temporary file beside ``path``, renamed into place).
+
+    Parameters
+    ----------
+    study : xarray.DataTree
+        The study (:func:`multistat.load`, :func:`from_frame`).
+    path : str or path-like
+        The file to write; :func:`open_study` reads it back.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     enc = {}
@@ -443,6 +467,11 @@ def open_study(path, *, max_bytes: int | None = None) -> xr.DataTree:
         Refuse a file whose variables would take more memory than this once loaded
         (default: half of this machine's memory). A small file may declare huge
         dimensions; this check reads only the metadata.
+
+    Returns
+    -------
+    xarray.DataTree
+        The study, loaded into memory (the file is closed).
 
     Raises
     ------
@@ -593,6 +622,20 @@ def load(path, **read_options) -> xr.DataTree:
     read straight into the cube, without the long frame, with the same checks and
     messages (:mod:`multistat.io._wide_cube`; 200 systems x 10 metrics x 12,500
     instances: see ``benchmarks/bench_load.py``).
+
+    Parameters
+    ----------
+    path : str, path-like, mapping or list
+        A score file, a folder or glob of them, a mapping ``{metric: file}`` of wide
+        files, or a saved study (``.nc``).
+    **read_options
+        Options of :func:`multistat.read_scores` (``format``, ``system_col``,
+        ``missing``, ...); none for a ``.nc`` study.
+
+    Returns
+    -------
+    xarray.DataTree
+        The study (as :func:`from_frame` builds it).
     """
     if not isinstance(path, Mapping) and Path(str(path)).suffix == ".nc" and not read_options:
         return open_study(path)

@@ -399,8 +399,10 @@ def effect_sizes(x, y, *, confidence_level=0.95, info=None) -> dict[str, np.ndar
     ----------
     x, y : array_like
         Paired scores, instances on the last axis; leading axes are batch axes.
-    confidence_level : float
-    info : SignedRankInfo, optional
+    confidence_level : float, optional
+        float
+    info : optional
+        SignedRankInfo, optional
         :func:`multistat.significance.rank.signed_rank_info` of ``x - y`` (e.g. shared with
         the Wilcoxon test); computed here otherwise, once for Wilcoxon r and HL.
 

@@ -39,6 +39,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from multistat._budget import Budget
+from multistat._lazy import require_extra
 from multistat._scheduler import blas_core, check_task_blas, match_workers_blas
 from multistat._validation import check_int, check_seed
 
@@ -332,6 +333,7 @@ def get_client(scheduler):
                                           "sync", "single-threaded"):
         yield None
         return
+    require_extra("distributed")
     # heavy: distributed, dask, lazily
     from distributed import Client
 

@@ -69,6 +69,11 @@ class TestNotApplicableError(MultistatError):
     __test__ = False  # not a pytest class
 
 
+class MissingExtraError(MultistatError, ImportError):
+    """An optional dependency is not installed; the message names the extra that
+    installs it (``pip install 'multistat[report]'``)."""
+
+
 class PowerError(MultistatError):
     """Bad or infeasible power-analysis request."""
 

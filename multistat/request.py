@@ -139,6 +139,31 @@ class RunRequest:
     Build it with keywords (``RunRequest(tests=("t",), alpha=0.01)``), derive another with
     :meth:`with_options`; both validate. ``confidence_level=None`` means ``1 - alpha``
     (:attr:`level`); ``memory_limit`` is held as a :class:`~multistat._budget.Budget`.
+
+    Parameters
+    ----------
+    tests, pairs, metrics, datasets : optional
+        What is compared: the tests (names in the registry
+        :mod:`multistat.significance`), the pairs of systems, and the metrics and
+        datasets to keep.
+    alternative, null_value, alpha, confidence_level, statistic : optional
+        The hypothesis: its direction and margin on the difference a - b, the level of
+        the decisions and of the intervals, and what the resampling tests compare.
+    n_resamples, seed, ci_method, bootstrap_pvalue, cluster : optional
+        The resampling: the shared plan's size and seed, the bootstrap interval and
+        p-value, and resampling whole groups.
+    correction, family : optional
+        The multiple-testing correction and its families.
+    effect_sizes, power, mde_power, equivalence_margin, test_options : optional
+        Extra columns (effect sizes, power, the minimum detectable difference, TOST)
+        and the options of single tests.
+    scheduler, n_chunks, memory_limit, max_cost, progress : optional
+        How the run is executed; none of them changes a result (``max_cost`` stops a
+        run before it starts).
+
+    See Also
+    --------
+    multistat.compare : every field in detail; ``compare(study, request)`` runs it.
     """
 
     # selection

@@ -191,16 +191,22 @@ def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | N
 
     Parameters
     ----------
-    study : the study (:func:`multistat.load`)
-    size : instances per unit ``m`` (``1`` returns the study unchanged); give ``size`` or
+    study : xarray.DataTree or path
+        the study (:func:`multistat.load`)
+    size : optional
+        instances per unit ``m`` (``1`` returns the study unchanged); give ``size`` or
         ``by``
-    by : ``"group"``: one unit per value of the instances' ``group`` coordinate
+    by : optional
+        ``"group"``: one unit per value of the instances' ``group`` coordinate
         (documents, talks, dialogues: ``read_scores(..., group_col=...)``), units labelled
         by the group, sorted; a metric's missing instances are left out of their group
-    statistic : ``"mean"`` or ``"median"`` of the instances in a unit
-    seed : None (no shuffle, NLPStatTest's default) or a non-negative int: shuffle the
+    statistic : str, optional
+        ``"mean"`` or ``"median"`` of the instances in a unit
+    seed : optional
+        None (no shuffle, NLPStatTest's default) or a non-negative int: shuffle the
         instances with this seed first, identically for every system and metric
-    remainder : ``"spread"`` (``numpy.array_split`` into ``n // size`` units that share
+    remainder : str, optional
+        ``"spread"`` (``numpy.array_split`` into ``n // size`` units that share
         the remainder, NLPStatTest-compatible) or ``"drop"`` (only full units)
 
     Returns

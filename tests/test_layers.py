@@ -95,7 +95,14 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for module, path in modules.items():
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        # the public facade (the root package) names every public object for type
+        # checkers in an `if TYPE_CHECKING:` block that never runs (its names load lazily)
+        facade = {id(n) for n in (type_checking_imports(tree) if module == "multistat"
+                                  else ())}
+        for node in ast.walk(tree):
+            if id(node) in facade:
+                continue
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -110,6 +117,14 @@ def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
                 if owner is not None and owner != module:
                     graph[module].add(owner)
     return graph
+
+
+def type_checking_imports(tree: ast.Module) -> list[ast.stmt]:
+    """The import statements inside the module-level ``if TYPE_CHECKING:`` blocks."""
+    return [stmt for node in tree.body
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+            for stmt in node.body if isinstance(stmt, (ast.Import, ast.ImportFrom))]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

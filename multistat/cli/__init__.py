@@ -15,13 +15,20 @@ import os
 import re
 import sys
 import warnings
+from typing import Annotated
 
-import click
 import typer
 
+# typer (>= 0.26) vendors click: its usage errors are typer's own classes, and click
+# itself is neither imported nor a dependency
+from typer._click import exceptions as _click_exceptions
+
+from multistat import __version__
 from multistat._blas import pin_kernels
+from multistat.cli._conventions import conventions
 from multistat.cli.across import friedman_command, replicability_command
 from multistat.cli.compare import compare_cmd
+from multistat.cli.compare import fill_library_choices as fill_compare_choices
 from multistat.cli.corpus import load_labels_command, load_mt_command
 from multistat.cli.human import (
     AGREEMENT_HELP,
@@ -35,63 +42,97 @@ from multistat.cli.meta import meta_command
 from multistat.cli.metaeval import meta_evaluate_command
 from multistat.cli.power import power_app
 from multistat.cli.preferences import preferences_command
+from multistat.cli.rank import fill_library_choices as fill_rank_choices
 from multistat.cli.rank import rank_command
 from multistat.cli.report import report_command
 from multistat.cli.study import analyze, demo_data, load, units
 from multistat.errors import MultistatError
 
-try:  # recent typer vendors its own click: its usage errors are not click's classes
-    from typer._click.exceptions import UsageError as _TyperUsageError
-except ImportError:  # pragma: no cover - typer that uses click itself
-    _TyperUsageError = click.exceptions.UsageError
-
 app = typer.Typer(
     name="multistat", no_args_is_help=True, add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every subcommand too
     help="Paired significance tests, effect sizes and power for whole NLP evaluation "
          "studies (many systems x metrics x test sets).")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"multistat {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="print the version and exit")] = False) -> None:
+    """Paired significance tests, effect sizes and power for whole NLP evaluation
+    studies (many systems x metrics x test sets)."""
+
+
+#: the mounted command functions whose help the library completes (fill_library_choices)
+_MOUNTED: dict = {}
 
 
 def _mount_commands():
     """One module per command group; the commands in the order ``--help`` lists them."""
 
-    app.command()(load)
-    app.command()(units)
-    app.command()(analyze)
-    app.command("demo-data")(demo_data)
-    app.command("compare")(compare_cmd)
+    app.command()(conventions(load, "load"))
+    app.command()(conventions(units, "units"))
+    app.command()(conventions(analyze, "analyze"))
+    app.command("demo-data")(conventions(demo_data, "demo-data"))
+    app.command("compare")(_MOUNTED.setdefault("compare", conventions(compare_cmd, "compare")))
     app.command("load-mt", help="Machine-translation outputs + references -> a study of "
                 "corpus BLEU/chrF/TER sufficient statistics (sacrebleu), one dataset per "
                 "test set (--test-set); prints each system's corpus scores."
-                )(load_mt_command)
+                )(conventions(load_mt_command, "load-mt"))
     app.command("load-labels", help="Gold and predicted labels -> a study of accuracy, "
-                "precision/recall/F1 statistics.")(load_labels_command)
+                "precision/recall/F1 statistics.")(
+        conventions(load_labels_command, "load-labels"))
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
-                "self-contained HTML report from a compare table.")(report_command)
+                "self-contained HTML report from a compare table.")(
+        conventions(report_command, "report"))
     app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
-                "rank intervals (Parquet).")(rank_command)
+                "rank intervals (Parquet).")(
+        _MOUNTED.setdefault("rank", conventions(rank_command, "rank")))
     app.command("friedman", help="Friedman test across test sets x metrics with Nemenyi, "
                 "Bonferroni-Dunn or Wilcoxon-Holm post-hoc tests and a critical-difference "
-                "diagram.")(friedman_command)
+                "diagram.")(conventions(friedman_command, "friedman"))
     app.command("replicability", help="On how many test sets, and which, an effect holds "
-                "(Dror et al. 2017).")(replicability_command)
-    app.command("meta", help=META_HELP)(meta_command)
+                "(Dror et al. 2017).")(
+        conventions(replicability_command, "replicability"))
+    app.command("meta", help=META_HELP)(conventions(meta_command, "meta"))
     app.command("preferences", help="Bradley-Terry leaderboard (Elo scale) from pairwise "
                 "battles, with bootstrap score/rank intervals and clusters.")(
-        preferences_command)
-    app.command("agreement", help=AGREEMENT_HELP)(agreement_command)
-    app.command("components", help=COMPONENTS_HELP)(components_command)
+        conventions(preferences_command, "preferences"))
+    app.command("agreement", help=AGREEMENT_HELP)(conventions(agreement_command, "agreement"))
+    app.command("components", help=COMPONENTS_HELP)(
+        conventions(components_command, "components"))
     app.command("meta-evaluate", help="Metric meta-evaluation: each metric's agreement "
                 "with human scores, intervals, metric clusters (PERM-BOTH, bootstrap, "
-                "Williams).")(meta_evaluate_command)
+                "Williams).")(conventions(meta_evaluate_command, "meta-evaluate"))
     app.command("merge", help="Several studies -> one study with all their datasets "
-                "(test sets).")(merge_command)
+                "(test sets).")(conventions(merge_command, "merge"))
 
+    for info in power_app.registered_commands:  # --quiet (they have their own --json)
+        sub = info.name or info.callback.__name__.replace("_", "-")
+        info.callback = conventions(info.callback, f"power {sub}")
     app.add_typer(power_app, name="power", help="Prospective, retrospective and "
                   "simulation power analysis (Card et al. 2020 scenarios).")
 
 
 _mount_commands()
+
+
+def fill_library_choices(argv=None) -> None:
+    """The registry's tests and the run request's defaults written into the help of the
+    commands that take them (``compare``, ``rank``): for the commands ``argv`` names, or
+    all of them (None). They import numpy, so the command line calls this after pinning
+    the BLAS kernels, and only for those commands (``multistat --help`` stays fast)."""
+    fillers = {"compare": fill_compare_choices, "rank": fill_rank_choices}
+    for name, fill in fillers.items():
+        if argv is None or name in argv:
+            fill(_MOUNTED[name])
 
 
 def _invoked_options(argv) -> dict[str, str]:
@@ -149,6 +190,7 @@ def main(argv=None) -> int:
 
     pin_kernels()  # before numpy loads OpenBLAS: products bit-identical for every chunk
     args = list(sys.argv[1:] if argv is None else argv)
+    fill_library_choices(args)
 
     def show_warning(message, category, filename, lineno, file=None, line=None):
         typer.echo(f"multistat: warning: {cli_message(message, args)}", err=True)
@@ -161,14 +203,14 @@ def main(argv=None) -> int:
             raise KeyboardInterrupt
     except MultistatError as exc:
         _fail(cli_message(exc, args))
-    except (click.exceptions.UsageError, _TyperUsageError) as exc:
+    except _click_exceptions.UsageError as exc:
         if exc.format_message():  # empty when no arguments: the help was shown
             _fail(cli_message(exc.format_message()))
         sys.exit(2)
-    except (click.exceptions.Abort, typer.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):
         typer.echo("multistat: aborted", err=True)
         sys.exit(130)
-    except (click.exceptions.Exit, typer.Exit) as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except MemoryError:
         _fail("out of memory; lower --memory-limit, or compare fewer pairs/metrics/"

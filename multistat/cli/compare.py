@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
+import dataclasses
+import inspect
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat.cli._common import (
     OUT_TABLE_HELP,
     PairOpt,
@@ -20,7 +20,41 @@ from multistat.cli._common import (
     table_kind,
     write_table,
 )
+from multistat.cli._conventions import record, show_progress
 from multistat.errors import ParameterError
+
+#: compare's options whose default is the run request's (RunRequest field = parameter)
+REQUEST_DEFAULTS = ("tests", "statistic", "pairs", "alternative", "null_value", "alpha",
+                    "n_resamples", "seed", "correction", "scheduler", "ci_method",
+                    "bootstrap_pvalue", "max_cost")
+
+
+def fill_library_choices(command) -> None:
+    """Write the library's choices and defaults into ``compare --help``: the registered
+    tests (:data:`multistat.significance.REGISTRY`) and the defaults of
+    :class:`multistat.request.RunRequest`. Called once the command line has pinned the
+    BLAS kernels (it imports numpy), so that ``multistat --help`` stays fast."""
+    # lazily: numpy loads with the library, after the command line pins BLAS kernels
+    from multistat.request import RunRequest
+
+    # lazily: as above (the registry imports every test module)
+    from multistat.significance import REGISTRY
+
+    defaults = {f.name: f.default for f in dataclasses.fields(RunRequest)}
+    hints = {name: p.annotation for name, p in inspect.signature(command).parameters.items()}
+    for name in REQUEST_DEFAULTS:
+        info = hints[name].__metadata__[0]
+        value = defaults[name]
+        info.show_default = (",".join(value) if isinstance(value, tuple) else
+                             format(value, "g") if isinstance(value, float) else str(value))
+    hints["tests"].__metadata__[0].help = (
+        "comma-separated tests of the registry (multistat.significance): "
+        + ", ".join(REGISTRY))
+
+
+def pd_unique(column) -> list[str]:
+    """The distinct values of a table column, in their order of appearance, as str."""
+    return [str(v) for v in dict.fromkeys(column.tolist())]
 
 
 def parse_test_options(items) -> dict | None:
@@ -59,43 +93,43 @@ def compare_cmd(
     systems_out: Annotated[Path | None, typer.Option(
         help="also write per-system scores with bootstrap intervals (.parquet, .csv or "
              ".jsonl)")] = None,
-    tests: Annotated[str, typer.Option(
-        help="comma-separated: t, wilcoxon, sign, bootstrap, permutation, mcnemar, aso "
-             "(Almost Stochastic Order over runs)")] =
-    "t,wilcoxon,sign,bootstrap,permutation",
-    statistic: Annotated[str, typer.Option(help="mean | median (bootstrap/permutation)")] =
-    "mean",
-    pairs: Annotated[str, typer.Option(
+    tests: Annotated[str | None, typer.Option(
+        help="comma-separated tests of the registry (multistat.significance)")] = None,
+    statistic: Annotated[str | None, typer.Option(
+        help="mean | median (bootstrap/permutation)")] = None,
+    pairs: Annotated[str | None, typer.Option(
         help="all | baseline:<system> | explicit pairs 'a,b;c,d' (estimates are a - b)")] =
-    "all",
+    None,
     pair: PairOpt = None,
     metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
-    alternative: Annotated[str, typer.Option(help="two-sided | less | greater (a - b)")] =
-    "two-sided",
-    null_value: Annotated[float, typer.Option(help="margin delta of H0 (finite)")] = 0.0,
-    alpha: Annotated[float, typer.Option(help="significance level, in (0, 1)")] = 0.05,
-    n_resamples: Annotated[int, typer.Option(help="bootstrap/permutation resamples")] =
-    DEFAULT_N_RESAMPLES,
-    seed: Annotated[int, typer.Option(help="random seed, 0 to 2**64-1 (0 is a seed)")] = 0,
-    correction: Annotated[str, typer.Option(
+    alternative: Annotated[str | None, typer.Option(
+        help="two-sided | less | greater (a - b)")] = None,
+    null_value: Annotated[float | None, typer.Option(
+        help="margin delta of H0 (finite)")] = None,
+    alpha: Annotated[float | None, typer.Option(
+        help="significance level, in (0, 1)")] = None,
+    n_resamples: Annotated[int | None, typer.Option(
+        help="bootstrap/permutation resamples")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="random seed, 0 to 2**64-1 (0 is a seed)")] = None,
+    correction: Annotated[str | None, typer.Option(
         help="statsmodels multipletests method, westfall-young (step-down over the shared "
-             "resampling plan; bootstrap/permutation only), or none")] = "holm",
+             "resampling plan; bootstrap/permutation only), or none")] = None,
     family: Annotated[str | None, typer.Option(
         help="columns defining correction families (comma-separated) or 'all'; default "
              "dataset,metric,test")] = None,
-    scheduler: Annotated[str, typer.Option(
+    scheduler: Annotated[str | None, typer.Option(
         help="threads | processes | synchronous | tcp://host:port (dask.distributed; the "
              "scheduler and its workers exchange pickled tasks: use only a scheduler you "
              "trust, on a network you trust; checked before the run, and workers whose "
              "BLAS kernels differ from this process's are restarted with "
-             "OPENBLAS_CORETYPE=Haswell)")] =
-    "threads",
-    ci_method: Annotated[str, typer.Option(
-        help="bootstrap interval: basic (default; inverts the p-value, so decision and "
-             "interval agree) | bca | percentile | studentized")] = "basic",
-    bootstrap_pvalue: Annotated[str, typer.Option(
-        help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = "shifted",
+             "OPENBLAS_CORETYPE=Haswell)")] = None,
+    ci_method: Annotated[str | None, typer.Option(
+        help="bootstrap interval: basic (inverts the p-value, so decision and interval "
+             "agree) | bca | percentile | studentized")] = None,
+    bootstrap_pvalue: Annotated[str | None, typer.Option(
+        help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = None,
     power: Annotated[float | None, typer.Option(
         "--power", help="add a power column: power of the paired t test to detect this "
                         "difference (metric units, finite)")] = None,
@@ -114,10 +148,10 @@ def compare_cmd(
         "--test-option", help="an option of one test as TEST.OPTION=VALUE, repeatable, "
                               "e.g. --test-option wilcoxon.zero_method=pratt "
                               "--test-option wilcoxon.correction=true")] = None,
-    max_cost: Annotated[float, typer.Option(
+    max_cost: Annotated[float | None, typer.Option(
         "--max-cost", help="stop before starting when the estimated work exceeds this many "
-                           "operations (default 1e13, hours of work; 'inf': no limit)")] =
-    1e13,
+                           "operations (the default is hours of work; 'inf': no limit)")] =
+    None,
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
                                          "a terminal)")] = None,
@@ -139,19 +173,22 @@ def compare_cmd(
     # the flags become one run request, validated once (its messages name the flags);
     # then the outputs, the scheduler and what the request asks of this study, all
     # before any work
+    # an option left out keeps the run request's default (none is written here)
+    given = {"tests": split_names(tests, "--tests"), "statistic": statistic,
+             "alternative": alternative, "null_value": null_value, "alpha": alpha,
+             "n_resamples": n_resamples, "seed": seed, "correction": correction,
+             "scheduler": scheduler, "ci_method": ci_method,
+             "bootstrap_pvalue": bootstrap_pvalue, "max_cost": max_cost,
+             "pairs": parse_pairs(pairs, pair) if pairs is not None or pair else None}
     req = build_request(
-        tests=split_names(tests) or (), statistic=statistic, pairs=parse_pairs(pairs, pair),
         metrics=split_names(metrics, "--metrics"),
-        datasets=split_names(datasets, "--datasets"), alternative=alternative,
-        null_value=null_value, alpha=alpha, n_resamples=n_resamples, seed=seed,
-        correction=correction,
+        datasets=split_names(datasets, "--datasets"),
         family=family if family in (None, "all") else split_names(family, "--family"),
-        scheduler=scheduler, ci_method=ci_method, bootstrap_pvalue=bootstrap_pvalue,
         power=power if power is not None else observed_power,
-        progress=sys.stderr.isatty() if progress is None else progress,
+        progress=show_progress(progress),
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
         memory_limit=memory_limit, test_options=parse_test_options(test_option),
-        max_cost=max_cost, cluster=cluster)
+        cluster=cluster, **{k: v for k, v in given.items() if v is not None})
     guard_outputs([study], {"--out": out, "--systems-out": systems_out})
     table_kind(out)
     if systems_out is not None:
@@ -165,6 +202,11 @@ def compare_cmd(
     if systems_out is not None:
         write_table(systems, systems_out, metadata=meta, flag="--systems-out")
     shown = table[table["reject"]]
+    record(comparisons=len(table), tests=list(pd_unique(table["test"])),
+           significant=int(table["reject"].sum()),
+           significant_by_test={str(t): int(g["reject"].sum())
+                                for t, g in table.groupby("test", sort=False)},
+           correction=meta["correction"], alpha=req.alpha)
     typer.echo(f"{len(table)} comparisons ({table['test'].nunique()} tests); "
                f"{int(table['reject'].sum())} significant after {meta['correction']} at "
                f"alpha={req.alpha}")

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli import _common as common
+from multistat.cli._conventions import record, working
 from multistat.errors import ParameterError
 
 
@@ -90,19 +91,27 @@ def meta_evaluate_command(
             raise ParameterError(f"--epsilon must be a number >= 0 or 'optimal'; got "
                                  f"{epsilon!r}") from None
     start = time.perf_counter()
-    board, pairs, matrix = _meta_evaluation(
-        cube.load(study), human, metrics=common.split_names(metrics, "--metrics"), level=level,
-        statistic=statistic, average_by=average_by, epsilon=epsilon, test=test,
-        n_resamples=n_resamples, seed=seed, alpha=alpha,
-        correction=None if correction == "none" else correction,
-        confidence_level=confidence_level, datasets=common.split_names(datasets, "--datasets"),
-        scheduler=scheduler, cluster_rule=cluster_rule)
+    with working("meta-evaluate"):  # the resampling plans: elapsed seconds on stderr
+        board, pairs, matrix = _meta_evaluation(
+            cube.load(study), human, metrics=common.split_names(metrics, "--metrics"),
+            level=level, statistic=statistic, average_by=average_by, epsilon=epsilon,
+            test=test, n_resamples=n_resamples, seed=seed, alpha=alpha,
+            correction=None if correction == "none" else correction,
+            confidence_level=confidence_level,
+            datasets=common.split_names(datasets, "--datasets"), scheduler=scheduler,
+            cluster_rule=cluster_rule)
     meta = dict(board.attrs["multistat"], input=str(study), stage="meta-evaluate")
     common.write_table(board, out, metadata=meta)
     if pairs_out is not None:
         common.write_table(pairs, pairs_out, metadata=meta, flag="--pairs-out")
     if matrix_out is not None:
         common.write_table(matrix, matrix_out, metadata=meta, flag="--matrix-out")
+    record(level=level, statistic=statistic, test=test, correction=meta["correction"],
+           alpha=alpha, confidence_level=confidence_level, n_resamples=n_resamples,
+           seed=seed, clusters={str(ds): [[{"metric": str(m), "value": float(v)}
+                                            for m, v in zip(gc["metric"], gc["value"])]
+                                           for _, gc in g.groupby("cluster", sort=True)]
+                                for ds, g in board.groupby("dataset", sort=False)})
     for ds, g in board.groupby("dataset", sort=False):
         typer.echo(f"{ds} ({level} level, {statistic}):")
         for c, gc in g.groupby("cluster", sort=True):

@@ -35,6 +35,7 @@ from multistat.cli._common import (
     table_kind,
     write_table,
 )
+from multistat.cli._conventions import working
 from multistat.errors import PowerParameterError, show
 
 power_app = typer.Typer(
@@ -328,9 +329,11 @@ def curve_cmd(
         except ValueError:
             raise PowerParameterError(f"`--sample-sizes` must be comma-separated integers; "
                                       f"got {show(sample_sizes)}") from None
-    frame = power_curve(x, y, delta=delta, method=method, test=test, sample_sizes=sizes,
-                        n_points=n_points, n_simulations=n_simulations, alpha=alpha,
-                        alternative=alternative, seed=seed, sd=sd)
+    with working("power curve"):  # the simulations: elapsed seconds on stderr
+        frame = power_curve(x, y, delta=delta, method=method, test=test,
+                            sample_sizes=sizes, n_points=n_points,
+                            n_simulations=n_simulations, alpha=alpha,
+                            alternative=alternative, seed=seed, sd=sd)
     if out is not None:
         labelled = frame.copy()
         for col, value in (("system_b", b), ("system_a", a), ("metric", m),

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli import _common as cc
+from multistat.cli._conventions import record, working
 
 
 def _sha256(path: Path) -> str:
@@ -75,15 +76,20 @@ def preferences_command(
                      {"--report": (report, ("preferences.html", "figures", "tables"))})
     cc.table_kind(out)
     start = time.perf_counter()
-    board = bradley_terry(battles, model_a=model_a, model_b=model_b, winner=winner,
-                          ties=ties, n_resamples=n_resamples, seed=seed,
-                          confidence_level=confidence_level, anchor=anchor,
-                          correction=None if correction == "none" else correction,
-                          alpha=alpha, systems=cc.split_names(systems, "--systems"),
-                          item=item)
+    with working("preferences"):  # the bootstrap: elapsed seconds on stderr
+        board = bradley_terry(battles, model_a=model_a, model_b=model_b, winner=winner,
+                              ties=ties, n_resamples=n_resamples, seed=seed,
+                              confidence_level=confidence_level, anchor=anchor,
+                              correction=None if correction == "none" else correction,
+                              alpha=alpha, systems=cc.split_names(systems, "--systems"),
+                              item=item)
     meta = dict(board.attrs["multistat"], input=str(battles),
                 input_sha256=_sha256(battles), stage="preferences")
     cc.write_table(board, out, metadata=meta)
+    record(n_battles=meta["n_battles"], n_systems=meta["n_systems"], ties=ties,
+           n_resamples=n_resamples, seed=seed, correction=meta["correction"], alpha=alpha,
+           leaderboard=board[["system", "rank", "rank_ci_low", "rank_ci_high", "score",
+                              "ci_low", "ci_high", "cluster"]].to_dict("records"))
     width = max(len(s) for s in board["system"])
     typer.echo(f"{'cluster':>7}  {'rank':>4}  {'rank CI':>7}  {'system':<{width}}  "
                f"{'score':>6}  {100 * confidence_level:g}% CI")

@@ -7,55 +7,92 @@ Mounted in :mod:`multistat.cli` as ``app.command("rank")(rank_command)``. Errors
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat.cli._common import (
     guard_outputs,
     split_names,
     table_kind,
     write_table,
 )
+from multistat.cli._conventions import record, show_progress
+
+#: rank's options whose default is :func:`~multistat.leaderboard.ranking.rank_request`'s
+REQUEST_DEFAULTS = ("test", "correction", "alpha", "seed", "n_resamples",
+                    "confidence_level", "scheduler")
+
+
+def library_defaults() -> dict:
+    """The keyword defaults of :func:`multistat.leaderboard.ranking.rank_request`."""
+    # lazily: the library loads when the command runs (`multistat --help` stays fast)
+    from multistat.leaderboard.ranking import rank_request
+
+    return {name: p.default for name, p in inspect.signature(rank_request).parameters.items()}
+
+
+def fill_library_choices(command) -> None:
+    """Write the library's choices and defaults into ``rank --help``: the registered tests
+    and :func:`~multistat.leaderboard.ranking.rank_request`'s defaults (imports numpy:
+    called once the command line has pinned the BLAS kernels)."""
+
+    # lazily: numpy loads with the library, after the command line pins BLAS kernels
+    from multistat.significance import REGISTRY
+
+    defaults = library_defaults()
+    hints = {name: p.annotation for name, p in inspect.signature(command).parameters.items()}
+    for name in REQUEST_DEFAULTS:
+        value = defaults[name]
+        hints[name].__metadata__[0].show_default = (
+            format(value, "g") if isinstance(value, float) else str(value))
+    info = hints["test"].__metadata__[0]
+    if "registered tests:" not in info.help:
+        info.help += "; registered tests: " + ", ".join(REGISTRY)
 
 
 def rank_command(
     study: Annotated[Path, typer.Argument(help="study file (.nc) or score file")],
     out: Annotated[Path, typer.Option("--out", "-o", help="ranking table (Parquet)")] =
     Path("ranking.parquet"),
-    test: Annotated[str, typer.Option(
+    test: Annotated[str | None, typer.Option(
         help="pairwise test behind clusters and rank ranges: auto (= bootstrap of the "
-             "score difference, any metric kind), t, wilcoxon, sign, bootstrap, "
-             "permutation, or mannwhitney (WMT's rank-sum test of each system's own "
-             "scores, for studies loaded with --missing keep)")] = "auto",
-    correction: Annotated[str, typer.Option(
+             "score difference, any metric kind) or a registered test (mannwhitney: WMT's "
+             "rank-sum test of each system's own scores, for studies loaded with "
+             "--missing keep)")] = None,
+    correction: Annotated[str | None, typer.Option(
         help="correction within each dataset x metric: auto (westfall-young for the "
              "resampling tests, whose adjusted p is not multiplied by the number of "
              "pairs; holm for closed-form tests), holm, westfall-young, any statsmodels "
              "multipletests method, or none. A setting under which no pair can be "
-             "significant warns with the resamples needed")] = "auto",
-    alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
-    seed: Annotated[int, typer.Option(help="seed of the shared plan (0 is a seed)")] = 0,
-    n_resamples: Annotated[int, typer.Option(
-        help="resamples of the shared bootstrap plan (and of the resampling test)")] =
-    DEFAULT_N_RESAMPLES,
-    confidence_level: Annotated[float, typer.Option(
-        help="level of the score and rank intervals")] = 0.95,
+             "significant warns with the resamples needed")] = None,
+    alpha: Annotated[float | None, typer.Option(
+        help="level of the corrected decisions")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="seed of the shared plan (0 is a seed)")] = None,
+    n_resamples: Annotated[int | None, typer.Option(
+        help="resamples of the shared bootstrap plan (and of the resampling test)")] = None,
+    confidence_level: Annotated[float | None, typer.Option(
+        help="level of the score and rank intervals")] = None,
     equivalence_margin: Annotated[float | None, typer.Option(
         help="margin delta (metric units): adds equivalent_to_next (TOST within "
              "+-delta, corrected)")] = None,
     metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
-    scheduler: Annotated[str, typer.Option(
-        help="threads | processes | synchronous | tcp://host:port")] = "threads",
+    scheduler: Annotated[str | None, typer.Option(
+        help="threads | processes | synchronous | tcp://host:port")] = None,
     pairs_out: Annotated[Path | None, typer.Option(
         "--pairs-out", help="also write the pairwise decisions behind the clusters (the "
                             "compare rows of the ranking's test, correction and alpha); "
                             "`multistat report --ranking-pairs` shows them in every "
                             "section")] = None,
+    progress: Annotated[bool | None, typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
+                                         "a terminal)")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
@@ -68,11 +105,17 @@ def rank_command(
     from multistat.leaderboard.ranking import rank_request, run_ranking
 
     # the flags become one run request, validated once (messages name the flags)
-    req = rank_request(test=test, correction=correction, alpha=alpha, seed=seed,
-                       n_resamples=n_resamples, confidence_level=confidence_level,
-                       equivalence_margin=equivalence_margin,
+    # an option left out keeps rank_request's default (none is written here)
+    given = {k: v for k, v in {"test": test, "correction": correction, "alpha": alpha,
+                               "seed": seed, "n_resamples": n_resamples,
+                               "confidence_level": confidence_level,
+                               "scheduler": scheduler}.items() if v is not None}
+    req = rank_request(equivalence_margin=equivalence_margin,
                        metrics=split_names(metrics, "--metrics"),
-                       datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
+                       datasets=split_names(datasets, "--datasets"), **given)
+    test = given.get("test", library_defaults()["test"])
+    if show_progress(progress):
+        req = dataclasses.replace(req, progress=True)
     guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
     table_kind(out)
     if pairs_out is not None:
@@ -86,6 +129,14 @@ def rank_command(
         write_table(result.pairs, pairs_out, flag="--pairs-out",
                     metadata=dict(result.pairs.attrs["multistat"], input=str(study),
                                   stage="rank"))
+    record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
+           confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
+           notes=list(meta.get("floor_notes", ())),
+           leaderboards=[{"dataset": str(ds), "metric": str(metric), "clusters": [
+               [{"system": str(s), "rank_ci_low": float(lo), "rank_ci_high": float(hi)}
+                for s, lo, hi in zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"])]
+               for _, gc in g.groupby("cluster", sort=True)]}
+               for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False)])
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):

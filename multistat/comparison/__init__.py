@@ -248,86 +248,113 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
 
     Parameters
     ----------
-    study : a study (``multistat.load``, ``multistat.evaluation_units``,
-        ``multistat.load_translations``) or a path ``multistat.load`` reads
-    request : a :class:`~multistat.request.RunRequest` (default: every default below)
-    tests : registry names: ``"t"``, ``"wilcoxon"``, ``"sign"``, ``"bootstrap"``,
+    study : xarray.DataTree or path
+        A study (``multistat.load``, ``multistat.evaluation_units``,
+        ``multistat.load_translations``) or a path ``multistat.load`` reads.
+    request : RunRequest, optional
+        A :class:`~multistat.request.RunRequest` (default: every default below)
+    tests : tuple of str, optional
+        Registry names: ``"t"``, ``"wilcoxon"``, ``"sign"``, ``"bootstrap"``,
         ``"permutation"``, ``"mcnemar"`` (binary metrics only), ``"aso"`` (Almost
         Stochastic Order of the per-run scores when the study has runs, else of the
-        instance scores; ``statistic`` = eps_min of a over b, extra columns
-        ``eps_min``, ``eps_min_reverse``, ``violation_ratio``, no p-value:
-        :func:`multistat.aso`), or any test added with
-        :func:`multistat.significance.register` (it runs with the options given here).
-        With runs (``read_scores(..., run_col=...)``) every other test uses the
-        run-averaged scores: the ``n_runs`` column and the ``note`` say so
-    statistic : ``"mean"`` or ``"median"`` — what the bootstrap and permutation tests
-        compare (t is always about the mean; sign about the median; Wilcoxon about the
-        pseudo-median); corpus metrics always compare the corpus metric
-    pairs : ``"all"`` (every pair once), ``"baseline:<system>"`` or a list of ``(a, b)``
-    metrics, datasets : restrict to these names
-    alternative : ``"two-sided" | "less" | "greater"`` for theta(a - b) vs ``null_value``
-    null_value : delta, the margin of H0 (metric units)
-    alpha : level for ``reject`` (after correction) and the default interval level
-    confidence_level : interval level (default ``1 - alpha``)
-    n_resamples : resamples for bootstrap and permutation
-    seed : non-negative int, 0 included; the same seed gives bit-identical tables
-        whatever ``scheduler``, ``n_chunks`` and ``memory_limit``
-    correction : statsmodels ``multipletests`` method, ``"westfall-young"`` (resampling
-        step-down over the shared plan, :mod:`multistat.comparison.stepdown`: max-T for means,
+        instance scores; ``statistic`` = eps_min of a over b, extra columns ``eps_min``,
+        ``eps_min_reverse``, ``violation_ratio``, no p-value: :func:`multistat.aso`), or
+        any test added with :func:`multistat.significance.register` (it runs with the
+        options given here). With runs (``read_scores(..., run_col=...)``) every other
+        test uses the run-averaged scores: the ``n_runs`` column and the ``note`` say
+        so.
+    pairs : str or list of tuple, optional
+        ``"all"`` (every pair once), ``"baseline:<system>"`` or a list of ``(a, b)``.
+    metrics, datasets : list of str, optional
+        Restrict to these names.
+    alpha : float, optional
+        Level for ``reject`` (after correction) and the default interval level.
+    n_resamples : int, optional
+        Resamples for bootstrap and permutation.
+    seed : int, optional
+        Non-negative int, 0 included; the same seed gives bit-identical tables whatever
+        ``scheduler``, ``n_chunks`` and ``memory_limit``.
+    correction : str or None, optional
+        Statsmodels ``multipletests`` method, ``"westfall-young"`` (resampling step-down
+        over the shared plan, :mod:`multistat.comparison.stepdown`: max-T for means,
         min-P for corpus metrics; ``"westfall-young-maxT"``/``"-minP"`` to choose; only
-        with the bootstrap and permutation tests — closed-form tests are refused, as they
-        have no joint null on a shared plan), or ``"none"``/None
-    family : None (dataset x metric x test), ``"all"``, or column name(s)
-    scheduler : ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
-        address (``"tcp://..."``) or a ``distributed.Client``
-    n_chunks : dask tasks per resampling run (default one per block of 1000 resamples;
-        an integer >= 1)
-    max_cost : stop before starting when the estimated work
-        (:func:`multistat._cost.study_cost`, in elementary operations) exceeds this;
-        default 1e13 (about two days of bootstrap on one core); None or inf: no limit
-    ci_method : bootstrap interval: ``"basic"`` (default; the inversion of the shifted
-        p-value, so ``reject`` and the interval agree), ``"bca"``, ``"percentile"``,
-        ``"studentized"``
-    bootstrap_pvalue : ``"shifted"`` (correct, default), ``"berg-kirkpatrick"`` or
-        ``"sacrebleu"`` (compatibility; warns)
-    effect_sizes : add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals
-    power : False; True (power of the paired t test to detect the *observed* mean
-        difference — retrospective, says so in ``note``); or a number: the difference in
-        metric units the test should detect (column ``power``)
-    progress : show a progress bar (advances per slab of pairs and per resampling block,
-        with the time left); runs estimated over about 5 minutes first print what will
-        be computed and the estimate
-    return_systems : also return the per-system table (score with bootstrap percentile
-        interval), used by leaderboards; computed only when asked for (not a request
-        field: what to return, not how to test)
-    memory_limit : working-memory budget: bytes or a size such as ``"2GiB"``; default a
-        safe share of physical memory (:func:`multistat._budget.default_limit`). Slabs
-        of pairs and of resampling-plan rows are sized by it; results are bit-identical
-        for every limit when the BLAS's products do not depend on their shape
-        (OpenBLAS's Haswell kernels: ``OPENBLAS_CORETYPE=Haswell`` in the environment
-        before Python starts, as the command line does; :mod:`multistat._blas`)
-    test_options : ``{test: {option: value}}``, options of one test, e.g.
-        ``{"wilcoxon": {"zero_method": "pratt", "correction": True, "method": "approx"}}``
-        or ``{"bootstrap": {"ci_method": "percentile"}}``; recorded in the metadata
-    mde_power : the power at which column ``mde`` is computed (default 0.8)
-    equivalence_margin : delta > 0 (metric units): add TOST columns ``p_equivalence``,
-        ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
-        correction; :mod:`multistat.comparison.equivalence`) for the tests whose spec has
-        ``equivalence=True`` (t, Wilcoxon, bootstrap, permutation): their two one-sided
-        tests run in the same walk, on the same slabs, chunks of pairs and plans, with the test's options
+        with the bootstrap and permutation tests — closed-form tests are refused, as
+        they have no joint null on a shared plan), or ``"none"``/None.
+    return_systems : bool, optional
+        Also return the per-system table (score with bootstrap percentile interval),
+        used by leaderboards; computed only when asked for (not a request field: what to
+        return, not how to test)
+    **overrides
+        Any other field of :class:`~multistat.request.RunRequest`:
 
-    cluster : None, or ``"group"``: the bootstrap and permutation tests resample whole
-        groups of instances (documents; the study's ``group`` coordinate from
-        ``read_scores(..., group_col=...)``): the cluster bootstrap, and sign flips of
-        whole groups (:mod:`multistat._cluster`). Closed-form tests still treat
-        instances as independent (their ``note`` says so); for them make one unit per
-        group with ``evaluation_units(study, by="group")``.
-
-    A study read with ``missing="keep"`` whose systems lack some instances (an incomplete
-    design) runs every paired test on each pair's joint instances (``n`` per row; equal
-    to the test on the complete study restricted to them, resampling plans included)
-    and the unpaired and mixed tests on each system's own scores
-    (:mod:`multistat.significance._holes`); Westfall-Young corrections are refused.
+        ``statistic``
+            ``"mean"`` or ``"median"`` — what the bootstrap and permutation tests
+            compare (t is always about the mean; sign about the median; Wilcoxon about
+            the pseudo-median); corpus metrics always compare the corpus metric.
+        ``alternative``
+            ``"two-sided" | "less" | "greater"`` for theta(a - b) vs ``null_value``.
+        ``null_value``
+            Delta, the margin of H0 (metric units)
+        ``confidence_level``
+            Interval level (default ``1 - alpha``)
+        ``family``
+            None (dataset x metric x test), ``"all"``, or column name(s)
+        ``scheduler``
+            ``"threads"``, ``"processes"``, ``"synchronous"``, a dask.distributed
+            address (``"tcp://..."``) or a ``distributed.Client``.
+        ``n_chunks``
+            Dask tasks per resampling run (default one per block of 1000 resamples; an
+            integer >= 1)
+        ``max_cost``
+            Stop before starting when the estimated work
+            (:func:`multistat._cost.study_cost`, in elementary operations) exceeds this;
+            default 1e13 (about two days of bootstrap on one core); None or inf: no
+            limit.
+        ``ci_method``
+            Bootstrap interval: ``"basic"`` (default; the inversion of the shifted
+            p-value, so ``reject`` and the interval agree), ``"bca"``, ``"percentile"``,
+            ``"studentized"``.
+        ``bootstrap_pvalue``
+            ``"shifted"`` (correct, default), ``"berg-kirkpatrick"`` or ``"sacrebleu"``
+            (compatibility; warns)
+        ``effect_sizes``
+            Add Cohen's d_z, Hedges' g, Wilcoxon r, Hodges-Lehmann with intervals.
+        ``power``
+            False; True (power of the paired t test to detect the *observed* mean
+            difference — retrospective, says so in ``note``); or a number: the
+            difference in metric units the test should detect (column ``power``)
+        ``progress``
+            Show a progress bar (advances per slab of pairs and per resampling block,
+            with the time left); runs estimated over about 5 minutes first print what
+            will be computed and the estimate.
+        ``memory_limit``
+            Working-memory budget: bytes or a size such as ``"2GiB"``; default a safe
+            share of physical memory (:func:`multistat._budget.default_limit`). Slabs of
+            pairs and of resampling-plan rows are sized by it; results are bit-identical
+            for every limit when the BLAS's products do not depend on their shape
+            (OpenBLAS's Haswell kernels: ``OPENBLAS_CORETYPE=Haswell`` in the
+            environment before Python starts, as the command line does;
+            :mod:`multistat._blas`)
+        ``test_options``
+            ``{test: {option: value}}``, options of one test, e.g. ``{"wilcoxon":
+            {"zero_method": "pratt", "correction": True, "method": "approx"}}`` or
+            ``{"bootstrap": {"ci_method": "percentile"}}``; recorded in the metadata.
+        ``mde_power``
+            The power at which column ``mde`` is computed (default 0.8)
+        ``equivalence_margin``
+            Delta > 0 (metric units): add TOST columns ``p_equivalence``,
+            ``p_equivalence_adjusted`` and ``equivalent`` (tied within +-delta after the
+            correction; :mod:`multistat.comparison.equivalence`) for the tests whose
+            spec has ``equivalence=True`` (t, Wilcoxon, bootstrap, permutation): their
+            two one-sided tests run in the same walk, on the same slabs, chunks of pairs
+            and plans, with the test's options.
+        ``cluster``
+            None, or ``"group"``: the bootstrap and permutation tests resample whole
+            groups of instances (documents; the study's ``group`` coordinate from
+            ``read_scores(..., group_col=...)``): the cluster bootstrap, and sign flips
+            of whole groups (:mod:`multistat._cluster`). Closed-form tests still treat
+            instances as independent (their ``note`` says so); for them make one unit
+            per group with ``evaluation_units(study, by="group")``.
 
     Returns
     -------
@@ -353,6 +380,14 @@ def compare(study, request=None, *, tests=FROM_REQUEST, pairs=FROM_REQUEST,
         covers corpus metrics; ``score_a/score_b`` each system's mean (or corpus) score;
         ``note`` why a value is NaN or how it was computed. ``table.attrs["multistat"]``
         holds the run metadata.
+
+    Notes
+    -----
+    A study read with ``missing="keep"`` whose systems lack some instances (an incomplete
+    design) runs every paired test on each pair's joint instances (``n`` per row; equal
+    to the test on the complete study restricted to them, resampling plans included)
+    and the unpaired and mixed tests on each system's own scores
+    (:mod:`multistat.significance._holes`); Westfall-Young corrections are refused.
     """
     given = {k: v for k, v in (("tests", tests), ("pairs", pairs), ("metrics", metrics),
                                ("datasets", datasets), ("alpha", alpha),
@@ -767,8 +802,25 @@ def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_
     """Each system's score (mean or corpus metric) with a bootstrap percentile interval.
 
     Uses the same plans as :func:`compare`'s bootstrap (same seed, same resamples).
-    Columns: ``dataset, metric, system, score, ci_low, ci_high, confidence_level, n,
-    higher_is_better, n_resamples``.
+
+    Parameters
+    ----------
+    study : xarray.DataTree or path
+        A study or a path :func:`multistat.load` reads.
+    n_resamples, seed : int, optional
+        The bootstrap plan (as in :func:`compare`).
+    confidence_level : float, optional
+        Level of the percentile interval.
+    scheduler, memory_limit : optional
+        As in :func:`compare`.
+    metrics, datasets : list of str, optional
+        Restrict to these names.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset``, ``metric``, ``system``, ``score``, ``ci_low``, ``ci_high``,
+        ``confidence_level``, ``n``, ``higher_is_better``, ``n_resamples``.
     """
     if not hasattr(study, "children"):
         study = cube.load(study)

@@ -228,14 +228,18 @@ def krippendorff_alpha(data, level: str = "interval", *, n_resamples: int = 0, s
         Bootstrap resamples over units for the interval (0: none). The resamples are the
         engine's seeded count plans, so the same seed gives the same interval.
     seed : int
+        Seed of the bootstrap plans (0 is a seed).
     confidence_level : float
+        Level of the bootstrap interval, in (0, 1).
 
     Returns
     -------
-    KrippendorffResult (an array) or pandas.DataFrame (a study: columns ``dataset,
-    system, metric, alpha, ci_low, ci_high, confidence_level, level, n_units, n_values,
-    n_raters, n_resamples, seed, note``; a system none of whose items two raters rated
-    gets NaN and a note).
+    KrippendorffResult or pandas.DataFrame
+        For an array, a :class:`KrippendorffResult`; for a study, a DataFrame with
+        columns ``dataset``, ``system``, ``metric``, ``alpha``, ``ci_low``, ``ci_high``,
+        ``confidence_level``, ``level``, ``n_units``, ``n_values``, ``n_raters``,
+        ``n_resamples``, ``seed``, ``note`` (a system none of whose items two raters
+        rated gets NaN and a note).
 
     Notes
     -----

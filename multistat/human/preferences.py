@@ -1126,28 +1126,37 @@ def bradley_terry(battles, *, model_a="model_a", model_b="model_b", winner="winn
 
     Parameters
     ----------
-    battles : DataFrame or path (CSV, TSV, JSONL, Parquet) with one row per battle
-    model_a, model_b, winner : column names; ``winner`` holds ``model_a``, ``model_b``
+    battles : object
+        DataFrame or path (CSV, TSV, JSONL, Parquet) with one row per battle
+    model_a, model_b, winner : str, optional
+        column names; ``winner`` holds ``model_a``, ``model_b``
         or ``tie`` (Chatbot Arena's ``tie (bothbad)`` is a tie too)
-    ties : ``"half"`` (default): a tie is half a win for each side (the Bradley-Terry
+    ties : str, optional
+        ``"half"`` (default): a tie is half a win for each side (the Bradley-Terry
         likelihood with fractional wins, as Chatbot Arena's logistic regression);
         ``"davidson"``: Davidson's (1970) model ``P(i beats j) = pi_i / (pi_i + pi_j +
         nu sqrt(pi_i pi_j))``, ``P(tie) = nu sqrt(pi_i pi_j) / (...)``, one tie parameter
         ``nu`` fitted jointly (in ``attrs["multistat"]["davidson_nu"]``)
-    n_resamples, seed : bootstrap resamples and their seed
-    confidence_level : level of the score and rank intervals
-    anchor : a system name whose score is fixed at 1000 (its interval is then the point),
+    n_resamples, seed : int, optional
+        Bootstrap resamples and their seed.
+    confidence_level : float, optional
+        Level of the score and rank intervals.
+    anchor : optional
+        A system name whose score is fixed at 1000 (its interval is then the point),
         or None (default): the mean score of the systems is 1000 in the fit and in every
         resample (of the systems with a finite score in every resample, when some have
-        too few battles to have one; see Notes)
-    alpha, correction : level and correction (``"holm"`` default, any statsmodels
-        ``multipletests`` method, or None) of the pairwise decisions behind the clusters
-    systems : optional list of the systems expected; one that never plays is an error
-    item : optional column naming the item (prompt, segment, document) of each battle.
-        Given, the bootstrap resamples items -- all battles of an item together -- instead
-        of single battles: battles that share an item are not independent (one prompt
-        judged for many pairs of systems), and treating them as independent makes the
-        intervals too narrow and the clusters too many.
+        too few battles to have one; see Notes).
+    alpha, correction : float, optional
+        Level and correction (``"holm"`` default, any statsmodels ``multipletests``
+        method, or None) of the pairwise decisions behind the clusters.
+    systems : list of str, optional
+        The systems expected; one that never plays is an error.
+    item : str, optional
+        A column naming the item (prompt, segment, document) of each battle. Given, the
+        bootstrap resamples items -- all battles of an item together -- instead of single
+        battles: battles that share an item are not independent (one prompt judged for
+        many pairs of systems), and treating them as independent makes the intervals too
+        narrow and the clusters too many.
 
     Returns
     -------
@@ -1390,19 +1399,28 @@ def preference_test(judgments, *, winner_col="winner", a, b, item_col=None,
 
     Parameters
     ----------
-    judgments : DataFrame or path, one row per judgment
-    winner_col : column holding ``a``'s name, ``b``'s name or ``"tie"``
-    a, b : the two systems
-    item_col, rater_col : optional columns naming the item (and the rater) of each
-        judgment. The unit of the test is the item when ``item_col`` is given, else the
-        rater when ``rater_col`` is given, else the single judgment; the judgments of one
-        unit are not independent and stay together.
-    ties : ``"exclude"`` (default): ties are dropped, a unit's share is ``wins / (wins +
-        losses)`` (units with only ties are dropped and counted); ``"split"``: a tie is
-        half a win for each side, a unit's share is ``(wins + ties / 2) / judgments``.
-    alternative : ``"two-sided"``, ``"greater"`` (a preferred) or ``"less"``
-    confidence_level : level of the interval of a's win share
-    n_resamples, seed : random sign vectors of the Monte Carlo sign-flip test
+    judgments : DataFrame or path
+        The judgments, one row per judgment.
+    winner_col : str
+        Column holding ``a``'s name, ``b``'s name or ``"tie"``.
+    a, b : str
+        The two systems.
+    item_col, rater_col : str, optional
+        Columns naming the item (and the rater) of each judgment. The unit of the test
+        is the item when ``item_col`` is given, else the rater when ``rater_col`` is
+        given, else the single judgment; the judgments of one unit are not independent
+        and stay together.
+    ties : {"exclude", "split"}
+        ``"exclude"`` (default): ties are dropped, a unit's share is
+        ``wins / (wins + losses)`` (units with only ties are dropped and counted);
+        ``"split"``: a tie is half a win for each side, a unit's share is
+        ``(wins + ties / 2) / judgments``.
+    alternative : {"two-sided", "greater", "less"}
+        ``"greater"``: ``a`` is preferred.
+    confidence_level : float
+        Level of the interval of ``a``'s win share.
+    n_resamples, seed : int
+        Random sign vectors of the Monte Carlo sign-flip test, and their seed.
 
     Returns
     -------

@@ -43,7 +43,8 @@ def standardize(study, by: str = "rater", *, ddof: int = 1) -> xr.DataTree:
 
     Parameters
     ----------
-    study : a study with ratings by rater (``read_scores(..., rater_col=...)``)
+    study : xarray.DataTree or path
+        a study with ratings by rater (``read_scores(..., rater_col=...)``)
     by : {"rater"}
         What the z-scores are computed within: each rater's ratings of one metric in one
         dataset, over every system and item the rater rated.
@@ -161,12 +162,14 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
 
     Parameters
     ----------
-    study : a study with ratings by rater
+    study : xarray.DataTree or path
+        a study with ratings by rater
     dataset, metric : str, optional
         Which one; needed when the study has several.
     systems : list of str, optional
         At least two systems (default: all of the dataset's).
-    fits : a compare table, optional
+    fits : optional
+        a compare table, optional
         Its ``"mixed"`` rows of this dataset and metric (``compare(tests=("mixed",))``
         on the same study) hold every pair's fit (``intercept``, ``estimate``, ``sd_*``):
         they are pooled instead of fitting the pairs again (the same numbers; the report
@@ -175,6 +178,9 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     Returns
     -------
     VarianceComponents
+        The variance components of the pilot (``variance``: rater, item and residual
+        standard deviations, what :func:`multistat.power.simulate_likert` takes), the
+        fixed effects (``intercept``, ``effect``) and the pilot's sizes.
 
     Examples
     --------

@@ -83,6 +83,11 @@ def write_parquet(frame: pd.DataFrame, path, *, metadata: dict | None = None) ->
 def read_parquet(path) -> pd.DataFrame:
     """Read a Parquet file written by :func:`write_parquet`.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The Parquet file.
+
     Returns
     -------
     pandas.DataFrame

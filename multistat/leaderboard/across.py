@@ -197,20 +197,26 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
 
     Parameters
     ----------
-    scores : DataFrame with one row per block (a test set) and one column per system; or
+    scores : object
+        DataFrame with one row per block (a test set) and one column per system; or
         a study, whose per-system scores (:func:`multistat.system_scores`) of one metric
         make one block per dataset (the metric's own ``higher_is_better`` orients it, and
         the argument is ignored). Metrics are never blocks: one Friedman test per metric
         (:func:`blocks_per_metric`)
-    higher_is_better : whether larger scores are better (rank 1 = best)
-    alpha : level of the critical difference and of ``reject``
-    posthoc : ``"nemenyi"`` (all pairs, studentized range), ``"bonferroni-dunn"`` (each
+    higher_is_better : bool, optional
+        whether larger scores are better (rank 1 = best)
+    alpha : float, optional
+        level of the critical difference and of ``reject``
+    posthoc : str, optional
+        ``"nemenyi"`` (all pairs, studentized range), ``"bonferroni-dunn"`` (each
         system against ``control``, normal z with Bonferroni over k - 1 comparisons) or
         ``"wilcoxon-holm"`` (all pairs, Wilcoxon signed-rank test on the block scores,
         Holm-corrected; Benavoli et al. 2016)
-    control : system compared against with ``"bonferroni-dunn"`` (default: the best
+    control : optional
+        system compared against with ``"bonferroni-dunn"`` (default: the best
         mean rank)
-    metric : with a study: the metric whose test sets are the blocks (needed when the
+    metric : optional
+        with a study: the metric whose test sets are the blocks (needed when the
         study has several metrics)
 
     Returns
@@ -218,7 +224,7 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
     FriedmanResult
         ``pairwise`` columns: ``system_a, system_b, mean_rank_a, mean_rank_b,
         rank_difference`` (a - b; negative: a ranks better), ``statistic`` (Nemenyi:
-        studentized range q = |diff| / sqrt(k (k+1) / (6N)) * sqrt 2; Bonferroni-Dunn: z;
+        studentized range ``q = |diff| / sqrt(k (k+1) / (6N)) * sqrt 2``; Bonferroni-Dunn: z;
         Wilcoxon: the signed-rank statistic), ``p_value`` (raw), ``p_adjusted`` (Nemenyi's
         single-step p is already family-wise; Bonferroni or Holm otherwise), ``reject``
         (``p_adjusted <= alpha``), ``posthoc``, ``critical_difference`` (the rank
@@ -229,7 +235,7 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
     With R_j the mean rank of system j over N blocks and k systems,
     chi2_F = 12N / (k(k+1)) [sum_j R_j^2 - k(k+1)^2 / 4], divided by the tie correction
     1 - sum(t^3 - t) / (N k (k^2 - 1)) as in scipy; p = P(chi2_{k-1} >= chi2_F).
-    The Nemenyi p-value of a pair is P(Q_{k,inf} >= |R_a - R_b| sqrt 2 / SE) with
+    The Nemenyi p-value of a pair is ``P(Q_{k,inf} >= |R_a - R_b| sqrt 2 / SE)`` with
     SE = sqrt(k(k+1) / (6N)).
 
     Examples
@@ -435,13 +441,16 @@ def replicability(p_values, *, alpha=0.05, method="bonferroni"):
 
     Parameters
     ----------
-    p_values : one p-value per test set (the p-values of one comparison, e.g. "A better
+    p_values : object
+        one p-value per test set (the p-values of one comparison, e.g. "A better
         than B", on N test sets): a sequence (named ``dataset1..N``), a Series or mapping
         indexed by test set, or a compare table (:func:`multistat.compare`), in which case
         the analysis runs for every metric x pair x test across the table's datasets, for
         each claim "``better`` is the better system" (in the metric's direction)
-    alpha : family-wise level
-    method : how the partial conjunction p-values combine the N - u + 1 largest
+    alpha : float, optional
+        family-wise level
+    method : str, optional
+        how the partial conjunction p-values combine the N - u + 1 largest
         p-values: ``"bonferroni"`` (valid under any dependence between test sets) or
         ``"fisher"`` (independent test sets; more powerful)
 

@@ -202,15 +202,19 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
 
     Parameters
     ----------
-    study : a study or a path :func:`multistat.load` reads
-    test : the pairwise test behind the clusters and rank ranges. ``"auto"`` (default) is
+    study : xarray.DataTree or path
+        a study or a path :func:`multistat.load` reads
+    test : str, optional
+        the pairwise test behind the clusters and rank ranges. ``"auto"`` (default) is
         the paired **bootstrap** of the score difference (mean, or the corpus metric for
         corpus metrics): the leaderboard orders systems by that score, the bootstrap
         tests exactly that quantity for every kind of metric, runs on the same plan as
         the rank intervals and supports ``correction="westfall-young"``. Any registered
         test name is accepted (e.g. ``"wilcoxon"``, WMT's choice, or ``"t"``).
-    alpha : level of the corrected pairwise decisions
-    correction : correction of the pairwise p-values within each dataset x metric
+    alpha : float, optional
+        level of the corrected pairwise decisions
+    correction : str, optional
+        correction of the pairwise p-values within each dataset x metric
         (``compare``'s ``correction``, or None). ``"auto"`` (default): the
         Westfall-Young step-down for the resampling tests (bootstrap, permutation), Holm
         for closed-form tests (:func:`auto_correction`). A resampling p-value is at
@@ -221,13 +225,18 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
         warns (:class:`~multistat.errors.ResamplingFloorWarning`, with the number of
         resamples that would be needed; :mod:`multistat.pfloor`) and stores the sentence
         in ``table.attrs["multistat"]["floor_notes"]``.
-    n_resamples, seed : the shared bootstrap plan (and the resampling test's)
-    metrics, datasets : restrict to these names
-    confidence_level : level of the score and rank intervals
-    equivalence_margin : a margin delta > 0 in metric units: adds ``equivalent_to_next``
+    n_resamples, seed : int, optional
+        the shared bootstrap plan (and the resampling test's)
+    metrics, datasets : optional
+        restrict to these names
+    confidence_level : float, optional
+        level of the score and rank intervals
+    equivalence_margin : optional
+        a margin delta > 0 in metric units: adds ``equivalent_to_next``
         (TOST with ``compare(..., equivalence_margin=delta)``: the system and the next one
         down the leaderboard are equivalent within +-delta after correction)
-    scheduler, n_chunks : as in :func:`multistat.compare`
+    scheduler, n_chunks : optional
+        As in :func:`multistat.compare`.
 
     Returns
     -------
@@ -293,6 +302,13 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
                     confidence_level=0.95, equivalence_margin=None, scheduler="threads",
                     n_chunks=None) -> RankResult:
     """:func:`rank` (same parameters) and the compare rows of its decisions.
+
+    Parameters
+    ----------
+    study, test, alpha, correction, n_resamples, seed : optional
+        As in :func:`rank`.
+    metrics, datasets, confidence_level, equivalence_margin, scheduler, n_chunks : optional
+        As in :func:`rank`.
 
     Returns
     -------

@@ -447,10 +447,12 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
 
     Parameters
     ----------
-    human, metric : array_like, systems x items (2-D) or 1-D
+    human, metric : object
+        array_like, systems x items (2-D) or 1-D
         NaN in ``human`` is a missing judgment: that cell is left out. ``metric`` must be
         finite wherever ``human`` is not NaN.
-    statistic : {"pearson", "spearman", "kendall_b", "kendall_c", "kendall_23", "acc23",
+    statistic : str, optional
+        {"pearson", "spearman", "kendall_b", "kendall_c", "kendall_23", "acc23",
         "pairwise_accuracy", "soft_pairwise_accuracy"}
         Formulas in the module docstring. ``pairwise_accuracy`` (Kocmi et al. 2021) is the
         share of pairs ordered (or tied) alike; on system scores (1-D) it is the
@@ -464,8 +466,9 @@ def metric_correlation(human, metric, *, statistic="pearson", average_by="none",
         Metric differences ``|delta| <= epsilon`` count as ties (Kendall statistics).
         ``"optimal"`` (tau_23, acc23): tie calibration over every candidate threshold;
         the result's ``epsilon`` gives back ``value`` when passed in.
-    n_resamples, seed : permutations of ``soft_pairwise_accuracy`` only (all
-        ``n_resamples`` of them, drawn block by block from the engine's sign-flip plan)
+    n_resamples, seed : int, optional
+        Permutations of ``soft_pairwise_accuracy`` only (all ``n_resamples`` of them,
+        drawn block by block from the engine's sign-flip plan).
 
     Returns
     -------
@@ -1091,10 +1094,13 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
 
     Parameters
     ----------
-    human : array_like (systems x items, or 1-D), or the name of the human metric when
+    human : array_like or str
+        array_like (systems x items, or 1-D), or the name of the human metric when
         ``metrics`` is a study
-    metrics : mapping name -> array_like of ``human``'s shape, or a study of one dataset
-    statistic, average_by, epsilon : as in :func:`metric_correlation`
+    metrics : mapping or xarray.DataTree
+        mapping name -> array_like of ``human``'s shape, or a study of one dataset
+    statistic, average_by, epsilon : str, optional
+        as in :func:`metric_correlation`
         (``epsilon="optimal"``: each metric calibrated once on the observed scores and
         kept through the resamples; bootstrap only)
     test : {"auto", "perm-both", "perm-pairs", "bootstrap", "williams"}
@@ -1116,12 +1122,16 @@ def compare_metrics(human, metrics, *, statistic="pearson", average_by="none",
         bootstrap distribution. ``williams``: Williams' t test for dependent Pearson
         correlations sharing the human scores (``statistic="pearson"``,
         ``average_by="none"``); closed form, no resampling.
-    n_resamples, seed : the shared plans (keyed by seed; the dataset name for studies)
+    n_resamples, seed : int, optional
+        the shared plans (keyed by seed; the dataset name for studies)
     alternative : {"two-sided", "greater", "less"}
         On ``delta = value_a - value_b``; ``"greater"``: metric a agrees better.
-    correction : a :mod:`multistat.correct` method over all pairs, or "none"
-    alpha, confidence_level : level of ``reject`` and of the bootstrap interval
-    scheduler : as in :func:`multistat.compare` (resample blocks run concurrently)
+    correction : str, optional
+        a :mod:`multistat.correct` method over all pairs, or "none"
+    alpha, confidence_level : float, optional
+        level of ``reject`` and of the bootstrap interval
+    scheduler : str, optional
+        As in :func:`multistat.compare` (resample blocks run concurrently).
 
     Returns
     -------
@@ -1416,23 +1426,31 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
 
     Parameters
     ----------
-    study : a study or a path :func:`multistat.load` reads
-        Human judgments may be missing for some system x instance cells (NaN; read with
-        ``missing="keep"``): those cells are left out.
-    human : name of the human metric in the study; every other metric (or ``metrics``) is
-        evaluated against it in every dataset that has it
+    study : xarray.DataTree or path
+        A study or a path :func:`multistat.load` reads. Human judgments may be missing
+        for some system x instance cells (NaN; read with ``missing="keep"``): those
+        cells are left out.
+    human : str
+        Name of the human metric in the study; every other metric (or ``metrics``) is
+        evaluated against it in every dataset that has it.
+    metrics : list of str, optional
+        The metrics to evaluate (default: every metric but ``human``).
     level : {"segment", "system"}
         ``segment``: the statistic over the system x instance scores with ``average_by``
         (default ``"item"``: per instance over the systems, then the mean, WMT's
         grouping). ``system``: one score per system — the human mean over the instances
         the system has judgments for, each metric's mean over the same instances — and
         the statistic over the systems (``average_by`` is not used).
-    statistic, epsilon : as in :func:`metric_correlation`
-    test : the pairwise test behind the clusters (:func:`compare_metrics`; ``"auto"``:
+    statistic, average_by, epsilon : str, optional
+        As in :func:`metric_correlation`.
+    test : str, optional
+        The pairwise test behind the clusters (:func:`compare_metrics`; ``"auto"``:
         ``perm-pairs`` with a tie threshold, as WMT23/24, else ``perm-both``; at system
-        level PERM-BOTH swaps system scores, as mt-metrics-eval does)
-    n_resamples, seed : the shared plans of each dataset
-    alpha, correction : the pairwise decisions (all pairs of one dataset form a family).
+        level PERM-BOTH swaps system scores, as mt-metrics-eval does).
+    n_resamples, seed : int, optional
+        The shared plans of each dataset.
+    alpha, correction : float, optional
+        The pairwise decisions (all pairs of one dataset form a family).
         ``correction="auto"``: none with ``cluster_rule="wmt"`` (as WMT), Holm with
         ``"strict"``.
     cluster_rule : {"wmt", "strict"}
@@ -1445,9 +1463,12 @@ def meta_evaluate(study, human, *, metrics=None, level="segment", statistic="pea
         below, on the two-sided corrected decisions (``reject``); it never splits more
         than the WMT rule on the same decisions, and often less (three metrics where only
         the first beats the third: WMT [1, 1, 2], strict [1, 1, 1]).
-    confidence_level : of the bootstrap interval of each metric's value
-    datasets : restrict to these datasets
-    scheduler : as in :func:`multistat.compare`
+    confidence_level : float, optional
+        Of the bootstrap interval of each metric's value.
+    datasets : optional
+        Restrict to these datasets.
+    scheduler : str, optional
+        As in :func:`multistat.compare`.
 
     Returns
     -------

@@ -816,6 +816,9 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
     Returns
     -------
     MetaRegressionResult
+        The coefficients with their standard errors, tests and intervals, the residual
+        heterogeneity (``tau2``, ``i2``, ``qe``) and the omnibus test of the moderators
+        (``qm``).
 
     Notes
     -----

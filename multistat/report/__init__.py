@@ -5,6 +5,10 @@ matplotlib and seaborn are imported only inside this package.
 
 from importlib import import_module
 
+from multistat._lazy import require_extra
+
+require_extra("report")  # matplotlib, seaborn, pillow: one line naming the extra if missing
+
 from multistat.report.forest import forest_plot
 from multistat.report.html import write_report
 from multistat.report.plots import (

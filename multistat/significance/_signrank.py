@@ -24,6 +24,7 @@ import numpy as np
 
 from multistat._lazy import lazy_module
 from multistat.errors import ParameterError
+from multistat.significance._rank_numpy import numba_kernels
 from multistat.significance._walsh import row_blocks, walsh_order_statistics
 
 stats = lazy_module("scipy.stats")  # imported on first use (t path: never)
@@ -243,8 +244,10 @@ def _row_workers(rows, n):
 def _merge_integers_rows(sorted_flat):
     """:func:`~multistat.significance._rank_kernels.merge_integers` over all rows, blocks
     of rows on threads (each row on its own: the split changes nothing)."""
-    # heavy: numba, lazily
-    from multistat.significance._rank_kernels import merge_integers
+    kernels = numba_kernels()  # heavy: numba, lazily
+    if kernels is None:  # without the ``fast`` extra: the keys' sort, the same integers
+        return _key_sort_integers(sorted_flat)
+    merge_integers = kernels.merge_integers
 
     rows, n = sorted_flat.shape
     out = np.empty((rows, 4), dtype=np.int64)

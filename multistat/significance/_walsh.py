@@ -5,7 +5,8 @@ The engine behind the Hodges-Lehmann estimate and its distribution-free interval
 :func:`walsh_order_statistics` returns chosen order statistics of the ``n(n+1)/2``
 averages ``(d_i + d_j)/2, i <= j`` of every sorted row without materialising them, in
 O(n) working memory per row, by a numba-compiled kernel
-(:func:`multistat.significance._rank_kernels.select_rows`, imported on first use). Every
+(:func:`multistat.significance._rank_kernels.select_rows`, imported on first use; without
+numba, :mod:`multistat.significance._rank_numpy` gives the same numbers). Every
 average is evaluated with the one floating-point expression ``(d_i + d_j) / 2.0``, so the
 results are the order statistics of exactly the numbers ``np.sort((d[i] + d[j]) / 2.0)``
 would give (bit for bit; NaN sorts last, as in numpy). Everything here is a pure function
@@ -19,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from multistat.significance import _rank_numpy
 from multistat.significance._chunks import rows_per_chunk
 
 __all__ = ["walsh_order_statistics"]
@@ -108,8 +110,9 @@ def walsh_order_statistics(sorted_d, ranks, *, dense_row_max=None, memory_limit=
     if rows and uniq:
         kr = np.asarray(uniq, dtype=np.int64)
         cap = 0 if dense_row_max is None else max(int(dense_row_max), 1)
-        # heavy: numba, lazily
-        from multistat.significance._rank_kernels import select_rows
+        # heavy: numba, lazily (numpy, the same numbers, without the ``fast`` extra)
+        kernels = _rank_numpy.numba_kernels() or _rank_numpy
+        select_rows = kernels.select_rows
 
         fit = rows_per_chunk(n, WALSH_BYTES_PER_VALUE, memory_limit)
         workers = _WALSH_THREADS if rows >= 2 and rows * n >= _WALSH_THREAD_MIN else 1

@@ -259,14 +259,19 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
 
     Parameters
     ----------
-    scores_a, scores_b : scores of A and B along the last axis (e.g. one per training
+    scores_a, scores_b : object
+        scores of A and B along the last axis (e.g. one per training
         run; the two may differ in length). Leading axes broadcast: ``(P, n)`` and
         ``(P, m)`` compare P pairs at once.
-    confidence_level : level of the upper bound eps_min (deepsig's ``confidence_level``)
-    n_resamples : bootstrap resamples (deepsig's ``num_bootstrap_iterations``)
-    seed : non-negative int (0 is a seed); A and B are resampled from independent
+    confidence_level : float, optional
+        level of the upper bound eps_min (deepsig's ``confidence_level``)
+    n_resamples : int, optional
+        bootstrap resamples (deepsig's ``num_bootstrap_iterations``)
+    seed : int, optional
+        non-negative int (0 is a seed); A and B are resampled from independent
         streams
-    higher_is_better : False for error-like metrics (scores are negated first)
+    higher_is_better : bool, optional
+        False for error-like metrics (scores are negated first).
 
     Returns
     -------

@@ -1,0 +1,182 @@
+"""The conventions every ``multistat`` subcommand shares: ``--quiet``, ``--json`` and
+progress on stderr.
+
+:func:`conventions` wraps a command function when the app mounts it and adds two flags
+to its signature (typer reads the signature):
+
+- ``--quiet`` / ``-q``: no progress and no information lines. A command that writes files
+  then prints nothing on stdout; one whose printed result is its only output (a power
+  solver) still prints the result. Warnings and errors still go to stderr.
+- ``--json``: stdout is one JSON object instead of the text summary: ``command``,
+  ``multistat_version``, ``outputs`` (every output path the command was given, by flag),
+  the fields the command recorded with :func:`record` (the numbers of its summary), and
+  ``messages`` (its text lines, for commands that recorded nothing). Commands that
+  already print their result as JSON with their own ``--json`` (``power``) keep it.
+
+Commands ask :func:`show_progress` whether to draw a progress bar (``--progress`` when
+they have one, else when stderr is a terminal, never with ``--quiet`` or ``--json``), and
+run long library calls without their own bar inside :func:`working` (a line on stderr
+with the elapsed seconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import io
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from multistat import __version__
+
+QuietOpt = Annotated[bool, typer.Option(
+    "--quiet", "-q", help="no progress and no information lines (warnings and errors still "
+                          "go to stderr)")]
+JsonFlag = Annotated[bool, typer.Option(
+    "--json", help="print one JSON object summarising the run on stdout instead of the "
+                   "text summary")]
+
+
+class _State:
+    __slots__ = ("fields", "json", "quiet")
+
+    def __init__(self, quiet: bool = False, as_json: bool = False) -> None:
+        self.quiet = quiet
+        self.json = as_json
+        self.fields: dict = {}
+
+
+_STATE: contextvars.ContextVar[_State] = contextvars.ContextVar("multistat_cli_state")
+_OUTSIDE = _State()  # outside a command (the library called directly): the defaults
+
+
+def _state() -> _State:
+    return _STATE.get(_OUTSIDE)
+
+
+def record(**fields) -> None:
+    """Fields of the running command's ``--json`` summary (JSON-able values; NaN and
+    infinities become null)."""
+    _state().fields.update(fields)
+
+
+def show_progress(flag: bool | None = None) -> bool:
+    """Whether to draw progress on stderr: never with ``--quiet`` or ``--json``; else
+    ``flag`` when the command has a ``--progress/--no-progress`` flag and it was given;
+    else when stderr is a terminal."""
+    state = _state()
+    if state.quiet or state.json:
+        return False
+    return sys.stderr.isatty() if flag is None else bool(flag)
+
+
+@contextlib.contextmanager
+def working(label: str, enabled: bool | None = None):
+    """While the block runs, ``multistat LABEL: working, N s`` on stderr, redrawn each
+    second (when :func:`show_progress` allows, or ``enabled``), cleared at the end."""
+    enabled = show_progress() if enabled is None else enabled
+    if not enabled:
+        yield
+        return
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def draw():
+        while not stop.wait(1.0):
+            sys.stderr.write(f"\r\x1b[Kmultistat {label}: working, "
+                             f"{time.monotonic() - start:.0f} s")
+            sys.stderr.flush()
+
+    thread = threading.Thread(target=draw, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return _jsonable(value.item())
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _output_flags(sig: inspect.Signature) -> dict[str, str]:
+    """``{parameter: flag}`` of the parameters that name an output file or folder
+    (``out``, ``*_out``, ``out_*``)."""
+    out = {}
+    for name in sig.parameters:
+        if name == "out" or name.endswith("_out") or name.startswith("out_"):
+            out[name] = "--" + name.replace("_", "-")
+    return out
+
+
+def conventions(fn, name: str):
+    """``fn`` (a typer command function) with ``--quiet`` and, unless it has its own
+    (an ``as_json`` parameter), ``--json``. A function already wrapped is returned as
+    it is."""
+    if getattr(fn, "multistat_conventions", False):
+        return fn
+    sig = inspect.signature(fn, eval_str=True)
+    own_json = "as_json" in sig.parameters
+    extra = [inspect.Parameter("quiet", inspect.Parameter.KEYWORD_ONLY, default=False,
+                               annotation=QuietOpt)]
+    if not own_json:
+        extra.append(inspect.Parameter("json_summary", inspect.Parameter.KEYWORD_ONLY,
+                                       default=False, annotation=JsonFlag))
+    params = list(sig.parameters.values())
+    new_sig = sig.replace(parameters=params + extra)
+    outputs = _output_flags(sig)
+
+    @functools.wraps(fn)
+    def command(*args, quiet: bool = False, json_summary: bool = False, **kwargs):
+        as_json = json_summary or bool(kwargs.get("as_json"))
+        state = _State(quiet=quiet, as_json=as_json)
+        token = _STATE.set(state)
+        given_outputs = {flag: kwargs.get(p) for p, flag in outputs.items()
+                         if kwargs.get(p) is not None}
+        silence = json_summary or (quiet and not as_json and bool(given_outputs))
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text) if silence else contextlib.nullcontext():
+                result = fn(*args, **kwargs)
+        finally:
+            _STATE.reset(token)
+        if json_summary:
+            summary = {"command": name, "multistat_version": __version__,
+                       "outputs": given_outputs, **state.fields}
+            if not state.fields:
+                summary["messages"] = text.getvalue().splitlines()
+            typer.echo(json.dumps(_jsonable(summary), allow_nan=False))
+        return result
+
+    command.multistat_conventions = True
+    command.__signature__ = new_sig
+    command.__annotations__ = {p.name: p.annotation for p in new_sig.parameters.values()
+                               if p.annotation is not inspect.Parameter.empty}
+    if new_sig.return_annotation is not inspect.Signature.empty:
+        command.__annotations__["return"] = new_sig.return_annotation
+    return command
+
+
+__all__ = ["JsonFlag", "QuietOpt", "conventions", "record", "show_progress", "working"]
