@@ -325,7 +325,9 @@ def agreement(study, level: str = "interval", *, n_resamples: int = 1000, seed=0
     n_resamples : int
         Bootstrap resamples over units for each interval (0: none).
     seed : int
+        Seed of the bootstrap plans (0 is a seed).
     confidence_level : float
+        Level of the intervals.
 
     Returns
     -------
