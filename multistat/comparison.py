@@ -402,7 +402,8 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
     specs = req.specs
     base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
                        confidence_level=req.level, alpha=req.alpha,
-                       statistic=req.statistic, n_resamples=req.n_resamples, seed=req.seed,
+                       mde_power=req.mde_power, statistic=req.statistic,
+                       n_resamples=req.n_resamples, seed=req.seed,
                        scheduler=req.scheduler, n_chunks=req.n_chunks,
                        ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
                        budget=req.budget)
