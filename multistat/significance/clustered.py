@@ -194,8 +194,11 @@ def paired_t_cluster(x, y, *, groups=None, alternative="two-sided", null_value=0
         overflow = np.any(np.isinf(x - y) & np.isfinite(x) & np.isfinite(y), axis=-1)
     mean_s = d.mean(axis=-1)
     order, starts = _group_layout(codes)
-    U = _group_sums(d - mean_s[..., None], order, starts)
+    e = d - mean_s[..., None]
+    U = _group_sums(e, order, starts)
     ss = np.einsum("...g,...g->...", U, U)
+    mag = _group_sums(np.abs(e), order, starts)  # what the rounding of U is relative to
+    mag = np.einsum("...g,...g->...", mag, mag)
     few = np.full(shape, G < 2)
     if n >= 2:
         const = d.std(axis=-1, ddof=1) <= CONSTANT_RTOL * (top / scale)
@@ -203,7 +206,9 @@ def paired_t_cluster(x, y, *, groups=None, alternative="two-sided", null_value=0
         const = np.zeros(shape, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         se_s = np.sqrt(ss * (G / (G - 1))) / n if G >= 2 else np.full(shape, np.nan)
-    zero = ~few & ~const & ~(se_s > CONSTANT_RTOL * (top / scale))
+    # zero up to the rounding of the group sums (relative, so a shift or the units of
+    # the scores change nothing)
+    zero = ~few & ~const & ~(ss > CONSTANT_RTOL**2 * mag)
     bad = few | const | zero
     add_note(notes, few, ONE_GROUP_NOTE)
     add_note(notes, const & ~few, "all differences are equal (sd = 0 up to the rounding "
