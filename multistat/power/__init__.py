@@ -19,6 +19,11 @@ from multistat.power.analytic import (
     sign_test,
     two_proportions,
 )
+from multistat.power.clustered import (
+    design_effect,
+    mde_paired_t_cluster,
+    paired_t_cluster,
+)
 from multistat.power.retrospective import default_sample_sizes, power_curve
 from multistat.power.scenarios import (
     BLEU_B_ZERO,
@@ -37,6 +42,7 @@ __all__ = [
     "GLUE_AGREEMENT_MODEL", "SQUAD_AGREEMENT_MODEL", "ExactErrors", "LinearAgreementModel",
     "mcnemar", "mcnemar_discordant", "mcnemar_exact_errors", "mde_accuracy", "mde_paired_t",
     "paired_t", "sign_test", "two_proportions",
+    "design_effect", "mde_paired_t_cluster", "paired_t_cluster",
     "BLEU_B_ZERO", "BLEU_P_ZERO", "BLEU_TABLE3", "LIKERT_PRESETS", "LikertVariance",
     "simulate_bleu", "simulate_likert", "simulate_mcnemar", "simulate_preference",
     "SimulationResult", "registry_test", "simulate_power",
