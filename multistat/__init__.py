@@ -33,6 +33,7 @@ _LAZY = {
     "register_corpus_metric": ("multistat.corpus", "register_corpus_metric"),
     "CORPUS_METRICS": ("multistat.corpus", "CORPUS_METRICS"),
     "system_scores": ("multistat.comparison", "system_scores"),
+    "to_eee": ("multistat.export", "to_eee"),
     "friedman": ("multistat.across", "friedman"),
     "replicability": ("multistat.across", "replicability"),
     "aso": ("multistat.stochastic_order", "aso"),

@@ -15,9 +15,12 @@ import typer
 
 from multistat._typing import DEFAULT_N_RESAMPLES
 from multistat.cli._common import (
+    eee_file,
+    eee_folder,
     guard_outputs,
     split_names,
     table_kind,
+    write_eee,
     write_table,
 )
 
@@ -56,6 +59,11 @@ def rank_command(
                             "compare rows of the ranking's test, correction and alpha); "
                             "`multistat report --ranking-pairs` shows them in every "
                             "section")] = None,
+    eee_out: Annotated[Path | None, typer.Option(
+        "--eee-out", help="also write Every Eval Ever aggregate records, one per system "
+                          "(a .jsonl file, or a folder of <system>.json): scores with "
+                          "their intervals (Wilson for binary metrics), rank, rank "
+                          "interval, cluster, test, correction and seed")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
@@ -73,12 +81,14 @@ def rank_command(
                        equivalence_margin=equivalence_margin,
                        metrics=split_names(metrics, "--metrics"),
                        datasets=split_names(datasets, "--datasets"), scheduler=scheduler)
-    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
+    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
+                  folders=eee_folder(eee_out))
     table_kind(out)
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    result = run_ranking(cube.load(study), req, requested=test)
+    loaded = cube.load(study)
+    result = run_ranking(loaded, req, requested=test)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
@@ -86,6 +96,8 @@ def rank_command(
         write_table(result.pairs, pairs_out, flag="--pairs-out",
                     metadata=dict(result.pairs.attrs["multistat"], input=str(study),
                                   stage="rank"))
+    if eee_out is not None:
+        write_eee(board, eee_out, study=loaded)
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
@@ -97,5 +109,5 @@ def rank_command(
                f"(seed {req.seed})")
     for note in meta.get("floor_notes", ()):
         typer.echo(f"note: {note}")
-    written = f"{out} and {pairs_out}" if pairs_out is not None else f"{out}"
+    written = " and ".join(str(p) for p in (out, pairs_out, eee_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")
