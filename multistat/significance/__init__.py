@@ -7,7 +7,7 @@ Importing this package registers every test in
 * ``"sign"`` - :func:`~multistat.significance.rank.sign_test`
 * ``"wilcoxon"`` - :func:`~multistat.significance.rank.wilcoxon`
 * ``"mcnemar"`` - :func:`~multistat.significance.binary.mcnemar`
-* ``"t-cluster"`` - :func:`~multistat.significance.clustered.paired_t_cluster`
+* ``"t-cluster"`` - :func:`~multistat.significance.clustered_t.paired_t_cluster`
 * bootstrap / permutation tests from :mod:`~multistat.significance.resampling`
 """
 
@@ -22,7 +22,7 @@ from multistat.significance._base import (
 )
 from multistat.significance._batch import BatchResult, Context, Slab
 from multistat.significance.binary import mcnemar
-from multistat.significance.clustered import paired_t_cluster
+from multistat.significance.clustered_t import paired_t_cluster
 from multistat.significance.parametric import paired_t
 from multistat.significance.rank import sign_test, wilcoxon
 
@@ -64,6 +64,6 @@ from multistat.significance.unpaired import _register as _register_unpaired  # n
 _register_unpaired()
 
 # the paired t test with a cluster-robust standard error, registered as "t-cluster"
-from multistat.significance.clustered import _register as _register_clustered  # noqa: E402
+from multistat.significance.clustered_t import _register as _register_clustered  # noqa: E402
 
 _register_clustered()

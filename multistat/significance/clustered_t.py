@@ -154,7 +154,7 @@ def paired_t_cluster(x, y, *, groups=None, alternative="two-sided", null_value=0
     (Miller 2024, eq. 4, with the CR1 factor :math:`G/(G-1)` and :math:`G-1` degrees of
     freedom: statsmodels' ``OLS(d, 1).fit(cov_type="cluster", use_t=True)``). With
     groups of equal size this is the one-sample t test on the group means; see
-    :mod:`multistat.significance.clustered`. Rows with fewer than two groups, constant
+    :mod:`multistat.significance.clustered_t`. Rows with fewer than two groups, constant
     differences, or differences that sum to their mean in every group give NaN with a
     note and a warning.
 
