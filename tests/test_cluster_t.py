@@ -19,6 +19,7 @@ from scipy import stats
 import multistat
 from multistat import cube
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
+from multistat.power import mde_paired_t
 from multistat.significance import REGISTRY, paired_t, paired_t_cluster
 
 KW = {"effect_sizes": False, "correction": "none", "scheduler": "synchronous"}
@@ -177,6 +178,10 @@ def test_compare_rows_equal_the_function_and_statsmodels(holes):
         assert f"over {len(np.unique(gg))} groups" in row.note
         assert "treated as independent" not in row.note
         assert row.cluster == "group" and np.isfinite(row.mde) and row.mde > 0
+        # the mde of the t test on the groups at the clustered SE (its own, with holes too)
+        G = len(np.unique(gg))
+        want = mde_paired_t(n=G, sd=np.sqrt(G) * row.se, power=0.8, alpha=0.05)
+        np.testing.assert_allclose(row.mde, want, rtol=1e-8, err_msg="mde")
 
 
 def test_compare_without_cluster_gives_the_t_rows():
