@@ -51,10 +51,10 @@ def main(argv=None):
     def cell(p):
         return f"{p:.4f} ± {math.sqrt(p * (1 - p) / R):.4f}"
 
-    lines = [f"# Type I error at alpha = 0.05 (two-sided), {R} null studies per row, "
-             f"seed {a.seed}", "",
-             "| groups G | size m | ICC | t-cluster (CR1, t on G-1 df) | paired t "
-             "(ignores groups) | CR0 + normal (Miller as written) |",
+    lines = [(f"# Type I error at alpha = 0.05 (two-sided), {R} null studies per row, "
+              f"seed {a.seed}"), "",
+             ("| groups G | size m | ICC | t-cluster (CR1, t on G-1 df) | paired t "
+              "(ignores groups) | CR0 + normal (Miller as written) |"),
              "|---|---|---|---|---|---|"]
     for G, m, rho in SETTINGS:
         c, p, z = _rates(G, m, rho, R, a.seed)

@@ -33,9 +33,9 @@ from multistat._budget import Budget
 from multistat._centre import centred_means, levels, metric_centres
 from multistat._cluster import dataset_codes, group_codes
 from multistat._cost import check_cost, study_cost
-from multistat._proportion import BINARY_INTERVALS, METHOD_NAMES, binomial_interval, counts_of
 from multistat._progress import Progress as _Progress
 from multistat._progress import _Null as _NoProgress
+from multistat._proportion import BINARY_INTERVALS, METHOD_NAMES, binomial_interval, counts_of
 from multistat._table import Coded as _Coded
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes

@@ -153,9 +153,9 @@ def _compare_details(table) -> dict:
             better[win].append(lose)
             worse[lose].append(win)
         first = g.iloc[0]
-        for s in better:
+        for s, beaten in better.items():
             d = out.setdefault((str(ds), str(metric), s), {})
-            d[f"{test}.significantly_better_than"] = ",".join(sorted(better[s]))
+            d[f"{test}.significantly_better_than"] = ",".join(sorted(beaten))
             d[f"{test}.significantly_worse_than"] = ",".join(sorted(worse[s]))
             d[f"{test}.correction"] = _s(first.get("correction", "none"))
             d[f"{test}.alpha"] = _s(first.get("alpha", ""))

@@ -196,7 +196,7 @@ def test_compare_without_cluster_gives_the_t_rows():
 
 def test_ill_conditioned_pairs_fall_back_to_the_differences():
     # s1 = s0 + 0.1 up to the rounding of the scores (a few ulps): constant differences
-    study, score, g = _study()
+    study, _, _ = _study()
     ds = cube.datasets(study)["d"].copy(deep=True)
     vals = ds["score"].values
     vals[1, 0] = vals[0, 0] * 3.0 + 1e6
