@@ -72,6 +72,7 @@ from multistat.significance._common import (
     warn_rows,
 )
 from multistat.significance.parametric import (
+    GRAM_KAPPA_MAX,
     SUBNORMAL_SCALE,
     pair_constant,
     pair_mean_sd,
@@ -295,13 +296,34 @@ def _system_group_sums(slab):
     return memo["cluster_sums"]
 
 
+def _group_grams(slab):
+    """Gram matrices of the per-system group sums, once per slab: ``(H, HA, codes, G)``
+    with ``H[m] = U[:, m] @ U[:, m].T`` and ``HA`` the same of the absolute sums ``A``
+    (:func:`_system_group_sums`), each ``(M, S, S)``: one BLAS product per metric gives
+    every pair's :math:`\\sum_c (U_{ac} - U_{bc})^2 = H_{aa} + H_{bb} - 2 H_{ab}`."""
+    memo = slab._memo
+    if "cluster_grams" not in memo:
+        U, A, codes = _system_group_sums(slab)
+        S, M, G = U.shape
+        H, HA = np.empty((M, S, S)), np.empty((M, S, S))
+        for m in range(M):
+            Um, Am = np.ascontiguousarray(U[:, m]), np.ascontiguousarray(A[:, m])
+            H[m] = Um @ Um.T
+            HA[m] = Am @ Am.T
+        memo["cluster_grams"] = (H, HA, codes, G)
+        memo.pop("cluster_sums", None)  # (S, M, G) twice: not needed once reduced
+    return memo["cluster_grams"]
+
+
 def paired_t_cluster_batch(slab, ia, ib, ctx):
-    """Batch entry of ``"t-cluster"``: per-system group sums of the centred scores first
-    (:func:`_system_group_sums`, once per slab), each pair's group sums of differences
-    ``U_a - U_b`` last (``(pairs, metrics, G)``, within the pair slab ``compare`` sized by
-    the memory budget); the mean difference is the paired t test's
-    (:func:`~multistat.significance.parametric.pair_mean_sd`, shared with the effect
-    sizes). Degenerate or ill-conditioned pairs go through :func:`paired_t_cluster` on
+    """Batch entry of ``"t-cluster"``: per-system group sums of the centred scores and
+    their Gram matrix first (:func:`_group_grams`, once per slab), each pair's sum of
+    squared group sums of differences last, from three entries of it (as the paired t
+    test's variance comes from the Gram matrix of the scores); the mean difference is the
+    paired t test's (:func:`~multistat.significance.parametric.pair_mean_sd`, shared with
+    the effect sizes). Degenerate or ill-conditioned pairs (cancellation beyond
+    :data:`~multistat.significance.parametric.GRAM_KAPPA_MAX` in the Gram form or
+    :data:`CLUSTER_KAPPA_MAX` in the group sums) go through :func:`paired_t_cluster` on
     their differences (same numbers to about 1e-11 relative, and its notes)."""
     if ctx.options:
         raise ParameterTypeError(
@@ -312,21 +334,25 @@ def paired_t_cluster_batch(slab, ia, ib, ctx):
     shape = (len(ia), slab.shape[1])
     n = slab.n
     alternative, null_value, level = ctx.alternative, ctx.null_value, ctx.confidence_level
-    U, A, codes = _system_group_sums(slab)
-    G = U.shape[-1]
+    H, HA, codes, G = _group_grams(slab)
     mean, sd = pair_mean_sd(slab, ia, ib)
     c = slab.scales()
     ca, cb = c[ia], c[ib]
     cp = np.maximum(ca, cb)
-    ra, rb = (ca / cp)[..., None], (cb / cp)[..., None]
-    diff = U[ia] * ra - U[ib] * rb  # (p, M, G): the pair's group sums over its scale
-    ss = np.einsum("pmg,pmg->pm", diff, diff)
-    mag = A[ia] * ra + A[ib] * rb
-    mag = np.einsum("pmg,pmg->pm", mag, mag)
-    del diff
+    ra, rb = ca / cp, cb / cp  # each pair at the larger of its two scales (exact)
+    haa = H[:, ia, ia].T * (ra * ra)
+    hbb = H[:, ib, ib].T * (rb * rb)
+    hab = H[:, ia, ib].T * (ra * rb)
+    ss = haa + hbb - 2.0 * hab  # sum_c (U_ac - U_bc)^2
+    # sum_c (A_ac + A_bc)^2: the magnitudes the rounding of the group sums is relative to
+    mag = (HA[:, ia, ia].T * (ra * ra) + HA[:, ib, ib].T * (rb * rb)
+           + 2.0 * HA[:, ia, ib].T * (ra * rb))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        se = np.sqrt(ss * (G / (G - 1))) * cp / n if G >= 2 else np.full(shape, np.nan)
-        ill = ~(ss * CLUSTER_KAPPA_MAX > mag)
+        se = (np.sqrt(np.maximum(ss, 0.0) * (G / (G - 1))) * cp / n if G >= 2
+              else np.full(shape, np.nan))
+        # cancellation in the Gram form (as the t test's), or in the group sums
+        ill = ~(ss * GRAM_KAPPA_MAX > haa + hbb + 2.0 * np.abs(hab))
+        ill |= ~(ss * CLUSTER_KAPPA_MAX > mag)
     bad = ill | (pair_constant(slab, ia, ib, mean, sd) if n >= 2 else True)
     ps = pair_scale(slab, ia, ib)
     bad |= ((ps < SUBNORMAL_SCALE) & (ps > 0)) | ~np.isfinite(sd) | ~np.isfinite(mean)
