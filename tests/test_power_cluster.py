@@ -89,6 +89,11 @@ def test_power_matches_a_simulation_of_the_test(sizes, icc, d, alternative):
 def test_errors_name_the_parameter():
     with pytest.raises(PowerParameterError, match=r"`icc` must be in \[0, 1\]"):
         design_effect(1.5, 4)
+    with pytest.raises(PowerParameterError, match=r"`cluster_size` must be >= 1; got 0.5"):
+        design_effect(0.1, 0.5)
+    # singleton groups: no design effect, the t test on n instances
+    assert paired_t_cluster(n_clusters=30, cluster_size=1, icc=0.7, effect_size=0.5) == \
+        pytest.approx(TTestPower().power(effect_size=0.5, nobs=30, alpha=0.05), rel=1e-9)
     with pytest.raises(PowerParameterError, match="every group size must be a finite"):
         design_effect(0.1, [3, 0])
     with pytest.raises(PowerParameterError, match="disagrees with the 3 group sizes"):
@@ -97,3 +102,21 @@ def test_errors_name_the_parameter():
         paired_t_cluster(cluster_size=[2, 3, 4], icc=0.1, effect_size=0.3, power=0.8)
     with pytest.raises(PowerParameterError, match="exactly one of"):
         paired_t_cluster(n_clusters=5, cluster_size=3, icc=0.1, effect_size=0.3, power=0.8)
+
+
+def test_cli_solves_the_number_of_groups(capsys):
+    import json
+
+    from conftest import run_cli
+
+    status, out, err = run_cli(["power", "t-cluster", "--cluster-size", "5", "--icc", "0.3",
+                                "--effect-size", "0.2", "--power", "0.8", "--json"], capsys)
+    assert status == 0, err
+    got = json.loads(out)
+    want = paired_t_cluster(cluster_size=5, icc=0.3, effect_size=0.2, power=0.8)
+    assert got["solved"] == "n_clusters" and got["n_clusters"] == pytest.approx(want,
+                                                                               rel=1e-12)
+    assert got["n_clusters_ceil"] == math.ceil(want) and got["design_effect"] == 2.2
+    status, _, err = run_cli(["power", "t-cluster", "--icc", "2", "--n-clusters", "10",
+                              "--effect-size", "0.3"], capsys)
+    assert status == 2 and err.count("\n") == 1 and "`--icc` must be in [0, 1]" in err

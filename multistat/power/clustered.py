@@ -51,7 +51,9 @@ __all__ = ["design_effect", "mde_paired_t_cluster", "paired_t_cluster"]
 def _sizes(cluster_size) -> tuple[float, float | None, int | None]:
     """``(mean size, sum m^2 / n, number of groups or None)`` from a size or sizes."""
     if np.ndim(cluster_size) == 0:
-        m = c.positive("cluster_size", cluster_size, minimum=1.0)
+        m = c.real("cluster_size", cluster_size)
+        if not m >= 1.0:
+            raise PowerParameterError(f"`cluster_size` must be >= 1; got {cluster_size!r}")
         return m, m, None
     sizes = np.asarray(cluster_size, dtype=float)
     if sizes.ndim != 1 or sizes.size == 0:
