@@ -100,6 +100,10 @@ def test_errors_name_the_parameter():
         paired_t_cluster(n_clusters=4, cluster_size=[2, 3, 4], icc=0.1, effect_size=0.3)
     with pytest.raises(PowerParameterError, match="number of groups is fixed"):
         paired_t_cluster(cluster_size=[2, 3, 4], icc=0.1, effect_size=0.3, power=0.8)
+    with pytest.raises(PowerParameterError, match=r"`n_clusters` must be >= 2 \(the test"):
+        paired_t_cluster(n_clusters=1, cluster_size=3, icc=0.1, effect_size=0.3)
+    assert 0.05 < paired_t_cluster(n_clusters=2, cluster_size=3, icc=0.1,
+                                   effect_size=0.3) < 1
     with pytest.raises(PowerParameterError, match="exactly one of"):
         paired_t_cluster(n_clusters=5, cluster_size=3, icc=0.1, effect_size=0.3, power=0.8)
 

@@ -75,6 +75,14 @@ def _icc(icc) -> float:
     return icc
 
 
+def _at_least_two(name: str, value) -> float:
+    v = c.real(name, value)
+    if not v >= 2.0:
+        raise PowerParameterError(f"`{name}` must be >= 2 (the test has G - 1 degrees of "
+                                  f"freedom); got {value!r}")
+    return v
+
+
 def design_effect(icc, cluster_size) -> float:
     r"""Design effect of groups of instances: the variance of a mean over grouped
     instances divided by its variance over as many independent ones.
@@ -163,8 +171,7 @@ def paired_t_cluster(*, n_clusters=None, cluster_size, icc, effect_size=None, po
         n_clusters = G_sizes
     unknown = c.one_unknown(n_clusters=n_clusters, effect_size=effect_size, power=power,
                             alpha=alpha)
-    n_clusters, = c.given(n_clusters=(n_clusters, lambda k, v: c.positive(k, v,
-                                                                          minimum=2.0)))
+    n_clusters, = c.given(n_clusters=(n_clusters, _at_least_two))
     de = 1.0 + (m2 - 1.0) * icc
     per_group = math.sqrt(m / de)  # d_z of the group means per unit d_z of instances
     if unknown == "effect_size":
