@@ -150,3 +150,15 @@ def test_report_says_a_small_binary_benchmark_cannot_separate_its_systems(tmp_pa
     small = det_mod.smallest_detectable(det_mod.detectability(table, study=study)).iloc[0]
     assert not small.too_small
     assert "too small" not in det_mod.statement(small)
+
+
+def test_rank_gives_binary_metrics_the_same_interval_as_system_scores():
+    study, _ = _binary_study(n=20)
+    board = multistat.rank(study, n_resamples=300, seed=1)
+    ref = multistat.system_scores(study, n_resamples=300, seed=1)
+    merged = board.merge(ref, on=["dataset", "metric", "system"], suffixes=("", "_ref"))
+    assert len(merged) == 6
+    np.testing.assert_array_equal(merged["ci_low"], merged["ci_low_ref"])
+    np.testing.assert_array_equal(merged["ci_high"], merged["ci_high_ref"])
+    assert (merged.loc[merged.metric == "acc", "ci_method"] == "wilson").all()
+    assert "Wilson" in board.attrs["multistat"]["score_interval"]
