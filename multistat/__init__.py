@@ -93,6 +93,7 @@ _LAZY = {
     "pool_studies": ("multistat.meta.pooling", "pool_studies"),
     "bradley_terry": ("multistat.human.preferences", "bradley_terry"),
     "preference_test": ("multistat.human.preferences", "preference_test"),
+    "to_eee": ("multistat.leaderboard.export", "to_eee"),
     "power": ("multistat.power", None),
     "report": ("multistat.report", None),
     "significance": ("multistat.significance", None),

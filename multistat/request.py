@@ -251,10 +251,14 @@ class RunRequest:
             else _names("family", self.family))
         if self.cluster is not None:
             put("cluster", check_choice("cluster", self.cluster, ("group",)))
-            if correction in STEPDOWN_CORRECTIONS or self.equivalence_margin is not None:
+            # the TOST of a closed-form test (t-cluster) runs on the same groups
+            resampled = [t for t in tests if REGISTRY[t].resampling]
+            if correction in STEPDOWN_CORRECTIONS or (self.equivalence_margin is not None
+                                                      and resampled):
                 raise ParameterError("cluster='group' is not available with Westfall-Young "
-                                     "corrections or equivalence margins (their resampling "
-                                     "plans are iid); use correction='holm'")
+                                     "corrections or equivalence margins of resampling "
+                                     "tests (their resampling plans are iid); use "
+                                     "correction='holm'")
         put("effect_sizes", bool(self.effect_sizes))
         put("power", _power(self.power))
         if self.equivalence_margin is not None:

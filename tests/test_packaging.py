@@ -156,7 +156,7 @@ rng = np.random.default_rng(0)
 study = multistat.load(sys.argv[1])
 table = multistat.compare(study, tests=("t", "wilcoxon", "bootstrap"), n_resamples=999)
 board = multistat.rank(study, n_resamples=999)
-power = multistat.power.paired_t(effect_size=0.3, n=100)
+power = multistat.power.power_paired_t(effect_size=0.3, n=100)
 assert "numba" not in sys.modules and "matplotlib" not in sys.modules
 print(len(table), len(board), round(float(power), 4))
 """

@@ -343,3 +343,26 @@ def show_frame(fn):
     with pd.option_context("display.width", 200, "display.max_colwidth", 40,
                            "display.float_format", "{:.4g}".format):
         fn()
+
+
+def eee_file(path) -> dict:
+    """``{"--eee-out": path}`` for :func:`guard_outputs` when the Every Eval Ever output
+    is one ``.jsonl`` file, else ``{}``."""
+    return {"--eee-out": path} if path is not None and Path(path).suffix == ".jsonl" else {}
+
+
+def eee_folder(path) -> dict | None:
+    """``{"--eee-out": (path, ())}`` for :func:`guard_outputs` when the Every Eval Ever
+    output is a folder of one record per system, else None."""
+    if path is None or Path(path).suffix == ".jsonl":
+        return None
+    return {"--eee-out": (path, ())}
+
+
+def write_eee(table, path, **keywords) -> None:
+    """The table's Every Eval Ever records (:func:`multistat.leaderboard.export.to_eee`), written
+    atomically."""
+    # lazily: the exporter loads only when --eee-out is given
+    from multistat.leaderboard.export import to_eee
+
+    to_eee(table, path, **keywords)

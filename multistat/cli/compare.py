@@ -12,12 +12,15 @@ import typer
 from multistat.cli._common import (
     OUT_TABLE_HELP,
     PairOpt,
+    eee_file,
+    eee_folder,
     guard_outputs,
     open_study,
     parse_pairs,
     show_frame,
     split_names,
     table_kind,
+    write_eee,
     write_table,
 )
 from multistat.cli._conventions import record, show_progress
@@ -158,7 +161,12 @@ def compare_cmd(
     cluster: Annotated[str | None, typer.Option(
         "--cluster", help="group: the bootstrap and permutation tests resample whole "
                           "groups (documents from load --group-col): the cluster "
-                          "bootstrap")] = None,
+                          "bootstrap; t-cluster uses them in its standard error")] = None,
+    eee_out: Annotated[Path | None, typer.Option(
+        "--eee-out", help="also write Every Eval Ever aggregate records, one per system "
+                          "(a .jsonl file, or a folder of <system>.json): scores with "
+                          "their intervals (Wilson for binary metrics) and the "
+                          "significant pairs, test, correction and seed")] = None,
 ):
     """Paired tests for every pair x metric x dataset; writes the tidy results table."""
     # lazily: the library loads when the command runs (`multistat --help` stays fast)
@@ -189,18 +197,23 @@ def compare_cmd(
         effect_sizes=effect_sizes, equivalence_margin=equivalence_margin,
         memory_limit=memory_limit, test_options=parse_test_options(test_option),
         cluster=cluster, **{k: v for k, v in given.items() if v is not None})
-    guard_outputs([study], {"--out": out, "--systems-out": systems_out})
+    guard_outputs([study], {"--out": out, "--systems-out": systems_out,
+                            **eee_file(eee_out)}, folders=eee_folder(eee_out))
     table_kind(out)
     if systems_out is not None:
         table_kind(systems_out, "--systems-out")
     probe(req.scheduler)  # a dask.distributed address answers, even if no test uses it
-    result = run(open_study(study), req, return_systems=systems_out is not None)
+    opened = open_study(study)
+    result = run(opened, req, return_systems=systems_out is not None)
     table, systems = result if systems_out is not None else (result, None)
     # compare's metadata already holds the sacrebleu signatures of load-mt studies
     meta = dict(table.attrs["multistat"], input=str(study), stage="compare")
     write_table(table, out, metadata=meta)
     if systems_out is not None:
         write_table(systems, systems_out, metadata=meta, flag="--systems-out")
+    if eee_out is not None:
+        write_eee(table, eee_out, study=opened if systems is None else None,
+                  systems=systems)
     shown = table[table["reject"]]
     record(comparisons=len(table), tests=list(pd_unique(table["test"])),
            significant=int(table["reject"].sum()),
@@ -214,4 +227,4 @@ def compare_cmd(
             "ci_high", "p_adjusted"]
     if len(shown):
         show_frame(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
-    typer.echo(f"wrote {out}" + (f" and {systems_out}" if systems_out else ""))
+    typer.echo(f"wrote {out}" + "".join(f" and {p}" for p in (systems_out, eee_out) if p))

@@ -129,6 +129,44 @@ def paired_t_cmd(
                   power=power, alpha=alpha, alternative=alternative)
 
 
+@power_app.command("t-cluster")
+def t_cluster_cmd(
+    n_clusters: Annotated[float | None, typer.Option(
+        "--n-clusters", help="number of groups (passages, documents); leave out to "
+                             "solve")] = None,
+    cluster_size: Annotated[float, typer.Option(
+        "--cluster-size", help="instances per group")] = 1.0,
+    icc: Annotated[float, typer.Option(
+        "--icc", help="intra-group correlation of the paired differences, in [0, 1]")] =
+    0.0,
+    effect_size: Annotated[float | None, typer.Option(
+        "--effect-size", help="standardized effect d = delta / sd of the differences")] =
+    None,
+    power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
+    as_json: JsonOpt = False,
+) -> None:
+    """Clustered paired t test (t-cluster): solve the number of groups, the effect size
+    or the power, with the design effect 1 + (m - 1) ICC."""
+    # lazily: the power package only when the command runs
+    from multistat.power import design_effect, power_paired_t_cluster
+
+    unknown = [k for k, v in (("n_clusters", n_clusters), ("effect_size", effect_size),
+                              ("power", power)) if v is None]
+    value = power_paired_t_cluster(n_clusters=n_clusters, cluster_size=cluster_size, icc=icc,
+                             effect_size=effect_size, power=power, alpha=alpha,
+                             alternative=alternative)
+    out = {"n_clusters": n_clusters, "cluster_size": cluster_size, "icc": icc,
+           "effect_size": effect_size, "power": power, "alpha": alpha,
+           "alternative": alternative}
+    solved = unknown[0] if len(unknown) == 1 else None
+    if solved is not None:
+        out[solved] = value
+    if solved == "n_clusters":
+        out["n_clusters_ceil"] = math.ceil(value - 1e-9)
+    out["design_effect"] = design_effect(icc, cluster_size)
+    _emit("clustered paired t test", out, as_json, solved=solved)
+
+
 @power_app.command("two-proportions")
 def two_proportions_cmd(
     n: Annotated[float | None, typer.Option("--n", help="items per group")] = None,

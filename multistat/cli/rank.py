@@ -16,9 +16,12 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import (
+    eee_file,
+    eee_folder,
     guard_outputs,
     split_names,
     table_kind,
+    write_eee,
     write_table,
 )
 from multistat.cli._conventions import record, show_progress
@@ -93,6 +96,11 @@ def rank_command(
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
                                          "a terminal)")] = None,
+    eee_out: Annotated[Path | None, typer.Option(
+        "--eee-out", help="also write Every Eval Ever aggregate records, one per system "
+                          "(a .jsonl file, or a folder of <system>.json): scores with "
+                          "their intervals (Wilson for binary metrics), rank, rank "
+                          "interval, cluster, test, correction and seed")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
@@ -116,12 +124,14 @@ def rank_command(
     test = given.get("test", library_defaults()["test"])
     if show_progress(progress):
         req = dataclasses.replace(req, progress=True)
-    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out})
+    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
+                  folders=eee_folder(eee_out))
     table_kind(out)
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    result = run_ranking(cube.load(study), req, requested=test)
+    loaded = cube.load(study)
+    result = run_ranking(loaded, req, requested=test)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
@@ -129,6 +139,8 @@ def rank_command(
         write_table(result.pairs, pairs_out, flag="--pairs-out",
                     metadata=dict(result.pairs.attrs["multistat"], input=str(study),
                                   stage="rank"))
+    if eee_out is not None:
+        write_eee(board, eee_out, study=loaded)
     record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
            confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
            notes=list(meta.get("floor_notes", ())),
@@ -148,5 +160,5 @@ def rank_command(
                f"(seed {req.seed})")
     for note in meta.get("floor_notes", ()):
         typer.echo(f"note: {note}")
-    written = f"{out} and {pairs_out}" if pairs_out is not None else f"{out}"
+    written = " and ".join(str(p) for p in (out, pairs_out, eee_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")

@@ -36,12 +36,13 @@ from multistat._cluster import dataset_codes, group_codes
 from multistat._cost import check_cost, study_cost
 from multistat._progress import Progress as _Progress
 from multistat._progress import _Null as _NoProgress
+from multistat.significance._proportion import BINARY_INTERVALS, METHOD_NAMES, binomial_interval, counts_of
 from multistat._table import Coded as _Coded
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes
 from multistat._table import labels as _labels
 from multistat._typing import DEFAULT_N_RESAMPLES
-from multistat._validation import check_int, check_probability, check_seed
+from multistat._validation import check_choice, check_int, check_probability, check_seed
 from multistat.comparison import _holes, equivalence, stepdown
 from multistat.comparison._groups import (
     EFFECT_COLUMNS,
@@ -466,7 +467,8 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
     specs = req.specs
     base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
                        confidence_level=req.level, alpha=req.alpha,
-                       statistic=req.statistic, n_resamples=req.n_resamples, seed=req.seed,
+                       mde_power=req.mde_power, statistic=req.statistic,
+                       n_resamples=req.n_resamples, seed=req.seed,
                        scheduler=req.scheduler, n_chunks=req.n_chunks,
                        ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
                        budget=req.budget)
@@ -534,8 +536,10 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                     walked.kept.update(stepdown.metric_nulls(spec.name, res, slab))
                 if want_systems and res.systems is not None and not have_systems:
                     have_systems = True
-                    walked.systems.append(_system_rows(name, ds, ms, sysnames, sys_obs,
-                                                       res.systems, req.level, slab.n))
+                    walked.systems.append(_system_rows(
+                        name, ds, ms, sysnames, sys_obs, res.systems, req.level, slab.n,
+                        binary=slab.scores if _has_binary(ds, kind, ms) and n_runs == 1
+                        else None))
                 walked.parts.append(_block(spec, res, base, extra, ctxs[spec.name], slab,
                                            mult, n_runs, req.cluster, len(ia) * len(ms)))
                 # the block's default families (dataset x metric x test): one per metric
@@ -715,16 +719,35 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
     return slab
 
 
-def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n):
+def _has_binary(ds, kind, ms) -> bool:
+    """A per-instance metric group with a binary (0/1) metric in it."""
+    return kind != "corpus" and bool(np.any(np.asarray(ds.kind.values[ms]) == "binary"))
+
+
+def _system_rows(name, ds, ms, sysnames, sys_obs, sysdist, confidence_level, n,
+                 binary=None, binary_interval="wilson"):
+    """The per-system table of one metric group: bootstrap percentile intervals, and for
+    a binary metric whose scores are 0/1 counts (``binary``: the group's ``(S, M, n)``
+    scores, NaN where not scored) the ``binary_interval`` of its count
+    (:mod:`multistat.significance._proportion`), which keeps its coverage on few questions."""
     lo_q, hi_q = (1 - confidence_level) / 2, 1 - (1 - confidence_level) / 2
     lo, hi = np.quantile(sysdist, [lo_q, hi_q], axis=0)  # (S, M)
     S, M = sys_obs.shape
+    method = np.full((S, M), METHOD_NAMES["bootstrap"], dtype=object)
+    if binary is not None and binary_interval != "bootstrap":
+        k, n_s, ok = counts_of(binary)
+        ok &= (np.asarray(ds.kind.values[ms]) == "binary")[None, :]
+        if ok.any():
+            blo, bhi = binomial_interval(np.where(ok, k, 0.0), np.maximum(n_s, 1),
+                                         confidence_level, binary_interval)
+            lo, hi = np.where(ok, blo, lo), np.where(ok, bhi, hi)
+            method[ok] = METHOD_NAMES[binary_interval]
     return pd.DataFrame({
         "dataset": name, "metric": np.tile(ds.metric.values[ms].astype(str), S),
         "system": np.repeat(sysnames, M), "score": sys_obs.ravel(),
         "ci_low": lo.ravel(), "ci_high": hi.ravel(), "confidence_level": confidence_level,
         "n": n, "higher_is_better": np.tile(ds.higher_is_better.values[ms].astype(bool), S),
-        "n_resamples": sysdist.shape[0]})
+        "n_resamples": sysdist.shape[0], "ci_method": method.ravel()})
 
 
 def _corpus_stats(ds, ms, valid):
@@ -797,9 +820,10 @@ def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metr
 
 
 def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_level=0.95,
-                  scheduler="threads", metrics=None, datasets=None, memory_limit=None
-                  ) -> pd.DataFrame:
-    """Each system's score (mean or corpus metric) with a bootstrap percentile interval.
+                  scheduler="threads", metrics=None, datasets=None, memory_limit=None,
+                  binary_interval="wilson") -> pd.DataFrame:
+    """Each system's score (mean or corpus metric) with a confidence interval: the
+    bootstrap percentile interval, or for a binary (0/1) metric the interval of its count.
 
     Uses the same plans as :func:`compare`'s bootstrap (same seed, same resamples).
 
@@ -810,18 +834,26 @@ def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_
     n_resamples, seed : int, optional
         The bootstrap plan (as in :func:`compare`).
     confidence_level : float, optional
-        Level of the percentile interval.
+        Level of the intervals.
     scheduler, memory_limit : optional
         As in :func:`compare`.
     metrics, datasets : list of str, optional
         Restrict to these names.
+    binary_interval : {"wilson", "exact", "bootstrap"}
+        The interval of a binary (0/1) metric (per-instance 0/1 scores without runs;
+        averaged runs are not counts and keep the bootstrap): Wilson (default),
+        Clopper-Pearson (``"exact"``) or the percentile bootstrap. On few questions the
+        percentile bootstrap of an accuracy undercovers and collapses to a point at 0 % or
+        100 %; the binomial intervals keep their level (:mod:`multistat.significance._proportion`).
 
     Returns
     -------
     pandas.DataFrame
         Columns ``dataset``, ``metric``, ``system``, ``score``, ``ci_low``, ``ci_high``,
-        ``confidence_level``, ``n``, ``higher_is_better``, ``n_resamples``.
+        ``confidence_level``, ``n``, ``higher_is_better``, ``n_resamples`` and
+        ``ci_method`` (which interval each row has).
     """
+    binary_interval = check_choice("binary_interval", binary_interval, BINARY_INTERVALS)
     if not hasattr(study, "children"):
         study = cube.load(study)
     confidence_level = check_probability("confidence_level", confidence_level)
@@ -834,8 +866,12 @@ def system_scores(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, confidence_
         for kind, ms, valid in d.groups(metrics):
             obs, dist, n = _group_bootstrap(d, kind, ms, valid, n_resamples=n_resamples,
                                             seed=seed, scheduler=scheduler, budget=budget)
+            counted = (_has_binary(d.ds, kind, ms) and binary_interval != "bootstrap"
+                       and cube.RUN_SCORE not in d.ds)
             parts.append(_system_rows(d.name, d.ds, ms, d.sysnames, obs, dist,
-                                      confidence_level, n))
+                                      confidence_level, n,
+                                      binary=d.group_scores(ms, valid) if counted else None,
+                                      binary_interval=binary_interval))
     return pd.concat(parts, ignore_index=True)
 
 

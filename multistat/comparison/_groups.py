@@ -96,7 +96,7 @@ def _power_column(mean_d, sd, n: int, alpha: float, alternative: str, target):
     the observed mean difference) given each pair's sd of differences
     (:func:`multistat.power.analytic` noncentral-t power, robust in the far tails)."""
     # heavy: multistat.power (scipy.stats), lazily (first-call time)
-    from multistat.power.analytic import _t_power
+    from multistat.significance._t_power import t_power as _t_power
 
     delta = mean_d if target is None else np.full(sd.shape, float(target))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -111,7 +111,7 @@ def mde_multiplier(n: int, alpha: float, power: float, alternative: str) -> floa
     """``d_z`` the paired t test detects with probability ``power`` at ``n`` (NaN if none):
     :func:`multistat.power.analytic.mde_dz`, cached per design."""
     # lazily: the power package, only when a table has an mde column to fill
-    from multistat.power.analytic import mde_dz
+    from multistat.significance._t_power import mde_dz
 
     return mde_dz(n, alpha, power, alternative)
 

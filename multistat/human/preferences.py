@@ -950,7 +950,7 @@ def bootstrap_fits(bt: Battles, beta_hat, theta_hat, davidson, n_resamples, seed
     Examples
     --------
     >>> import pandas as pd
-    >>> from multistat import preferences as P
+    >>> from multistat.human import preferences as P
     >>> battles = pd.DataFrame({"model_a": ["x", "y", "z", "y", "x", "x"] * 10,
     ...                         "model_b": ["y", "z", "x", "x", "z", "y"] * 10,
     ...                         "winner": (["model_a"] * 5 + ["tie"]) * 10})

@@ -242,8 +242,9 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
     -------
     pandas.DataFrame
         One row per dataset x metric x system, best first within each dataset x metric:
-        ``score`` (mean or corpus metric) with ``ci_low/ci_high`` (bootstrap percentile
-        interval, the same numbers as :func:`multistat.system_scores`); ``rank`` (1 best,
+        ``score`` (mean or corpus metric) with ``ci_low/ci_high`` (the same numbers as
+        :func:`multistat.system_scores`: bootstrap percentile interval, Wilson's for a
+        binary metric); ``rank`` (1 best,
         follows ``higher_is_better``, ties averaged); ``rank_ci_low/rank_ci_high`` (the
         equal-tailed bootstrap interval of the rank) and ``expected_rank``; ``p_best``
         (share of resamples in which the system is first, ties shared);
@@ -373,7 +374,7 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
             pairs = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
                                 pairs, req.level, req.equivalence_margin))
-    out = pd.concat(parts, ignore_index=True)
+    out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
     out.attrs["multistat"] = {
         **{k: v for k, v in table.attrs.get("multistat", {}).items()
            if k in ("multistat_version", "alternative", "alpha", "family", "input_sha256")},
@@ -387,6 +388,8 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
                 f"alpha {req.alpha})",
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
                          "averaged) over the shared plan, inverted-cdf quantiles",
+        "score_interval": "Wilson interval of the count for binary (0/1) metrics, "
+                          "bootstrap percentile interval otherwise (as system_scores)",
         "input_sha256": study_hash(study), "floor_notes": notes}
     pairs = table.copy()
     pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
@@ -394,6 +397,28 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
                                     if k not in ("kind", "rule", "rank_interval")},
                                  "kind": "ranking_pairs"}}
     return RankResult(out, pairs)
+
+
+def _binary_score_intervals(board: pd.DataFrame, study, level: float) -> pd.DataFrame:
+    """The score interval of every binary (0/1) metric replaced by the Wilson interval of
+    its count, as :func:`multistat.system_scores` gives it (a binary metric averaged over
+    runs is not a count and keeps the bootstrap's)."""
+    # lazily: scipy.special, as system_scores
+    from multistat.significance._proportion import binomial_interval, counts_of
+
+    nodes = cube.datasets(study)
+    for (name, metric), rows in board.groupby(["dataset", "metric"], sort=False):
+        ds = nodes[name]
+        if str(ds.kind.sel(metric=metric).values) != "binary" or cube.RUN_SCORE in ds:
+            continue
+        X = ds[cube.SCORE].sel(metric=metric, system=list(rows["system"])).values
+        k, n, ok = counts_of(np.asarray(X, dtype=float)[:, None, :])
+        k, n, ok = k[:, 0], n[:, 0], ok[:, 0]
+        lo, hi = binomial_interval(np.where(ok, k, 0.0), np.maximum(n, 1), level, "wilson")
+        idx = rows.index.to_numpy()
+        board.loc[idx, "ci_low"] = np.where(ok, lo, board.loc[idx, "ci_low"].to_numpy())
+        board.loc[idx, "ci_high"] = np.where(ok, hi, board.loc[idx, "ci_high"].to_numpy())
+    return board
 
 
 def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,

@@ -22,6 +22,11 @@ from multistat.power.analytic import (
     power_two_proportions,
 )
 from multistat.power.analytic import DEPRECATED as _DEPRECATED
+from multistat.power.clustered import (
+    design_effect,
+    mde_paired_t_cluster,
+    power_paired_t_cluster,
+)
 from multistat.power.retrospective import default_sample_sizes, power_curve
 from multistat.power.scenarios import (
     BLEU_B_ZERO,
@@ -40,6 +45,7 @@ __all__ = [
     "GLUE_AGREEMENT_MODEL", "SQUAD_AGREEMENT_MODEL", "ExactErrors", "LinearAgreementModel",
     "power_mcnemar", "power_mcnemar_discordant", "mcnemar_exact_errors", "mde_accuracy",
     "mde_paired_t", "power_paired_t", "power_sign_test", "power_two_proportions",
+    "design_effect", "mde_paired_t_cluster", "power_paired_t_cluster",
     "BLEU_B_ZERO", "BLEU_P_ZERO", "BLEU_TABLE3", "LIKERT_PRESETS", "LikertVariance",
     "simulate_bleu", "simulate_likert", "simulate_mcnemar", "simulate_preference",
     "SimulationResult", "registry_test", "simulate_power",

@@ -176,11 +176,15 @@ def detectability(results: pd.DataFrame, *, study=None, leaderboard=None, test=N
 
 def smallest_detectable(det: pd.DataFrame) -> pd.DataFrame:
     """Per dataset × metric: the smallest MDE over its pairs (differences smaller than it
-    are not detectable for any pair with this test set), and the median MDE.
+    are not detectable for any pair with this test set), the median MDE, the largest
+    observed difference ``max_difference`` (absolute), the test set's size ``n`` (the
+    largest over its pairs) and ``too_small``: every observed difference is below the
+    smallest MDE, so the benchmark is too small to separate these systems at the observed
+    variance.
 
     Degenerate pairs -- identical systems or differences of zero variance, whose MDE is
-    0 -- say nothing about the test set and are left out of both; ``degenerate`` counts
-    them."""
+    0 -- say nothing about the test set and are left out of the MDEs; ``degenerate``
+    counts them."""
     out = []
     for (ds, metric), g in det.groupby(["dataset", "metric"], sort=False):
         m = pd.to_numeric(g["mde"], errors="coerce")
@@ -188,19 +192,28 @@ def smallest_detectable(det: pd.DataFrame) -> pd.DataFrame:
               else pd.Series(np.nan, index=g.index))
         degenerate = (m <= 0) | (sd == 0)
         m = m[~degenerate].dropna()
-        out.append({"dataset": ds, "metric": metric,
-                    "mde_min": float(m.min()) if len(m) else float("nan"),
+        diff = (pd.to_numeric(g["difference"], errors="coerce").abs().dropna()
+                if "difference" in g else pd.Series(dtype=float))
+        mde_min = float(m.min()) if len(m) else float("nan")
+        biggest = float(diff.max()) if len(diff) else float("nan")
+        n = pd.to_numeric(g["n"], errors="coerce").max() if "n" in g and len(g) else 0
+        out.append({"dataset": ds, "metric": metric, "mde_min": mde_min,
                     "mde_median": float(m.median()) if len(m) else float("nan"),
                     "mde_source": ", ".join(sorted(set(g["mde_source"]) - {""})),
                     "power_level": float(g["power_level"].iloc[0]),
-                    "pairs": len(g), "degenerate": int(degenerate.sum())})
+                    "pairs": len(g), "degenerate": int(degenerate.sum()),
+                    "max_difference": biggest, "n": int(n) if np.isfinite(n) else 0,
+                    "too_small": bool(np.isfinite(mde_min) and np.isfinite(biggest)
+                                      and biggest < mde_min)})
     return pd.DataFrame(out, columns=["dataset", "metric", "mde_min", "mde_median",
-                                      "mde_source", "power_level", "pairs", "degenerate"])
+                                      "mde_source", "power_level", "pairs", "degenerate",
+                                      "max_difference", "n", "too_small"])
 
 
 def statement(row) -> str:
     """"differences smaller than X are not detectable with this test set" for one row of
-    :func:`smallest_detectable`."""
+    :func:`smallest_detectable`, preceded, when every observed difference is below X, by
+    "this benchmark (n instances) is too small to separate these systems"."""
     x = row["mde_min"]
     k = int(row.get("degenerate", 0) or 0)
     left = (f"; {k} pair(s) of identical systems or constant differences left out"
@@ -208,8 +221,14 @@ def statement(row) -> str:
     if not np.isfinite(x):
         return ("the smallest detectable difference could not be computed (no study and no "
                 f"t test rows, or no pair whose difference varies{left})")
-    return (f"differences smaller than {_tables._fmt(x, 3)} are not detectable with this "
+    text = (f"differences smaller than {_tables._fmt(x, 3)} are not detectable with this "
             f"test set ({100 * row['power_level']:g} % power; {row['mde_source']}{left})")
+    if bool(row.get("too_small", False)):
+        size = f" ({int(row['n'])} instances)" if row.get("n") else ""
+        text = (f"this benchmark{size} is too small to separate these systems: the largest "
+                f"observed difference, {_tables._fmt(row['max_difference'], 3)}, is below "
+                f"the smallest difference it can detect at the observed variance; {text}")
+    return text
 
 
 def power_curves(det: pd.DataFrame, *, points: int = 41) -> pd.DataFrame:

@@ -231,7 +231,8 @@ def leaderboard_scores(results: pd.DataFrame, *, study=None,
     -----
     Sources, first that applies: ``scores``; the study, through the statistics layer's
     :func:`multistat.comparison.system_scores` (each system's mean or corpus score with the
-    bootstrap percentile interval of compare's own plans: the results' seed and number of
+    bootstrap percentile interval of compare's own plans, or for a binary metric the
+    Wilson interval of its count: the results' seed and number of
     resamples); the ``score_a``/``score_b`` columns of the compare table (no interval).
     Without any of these the score is NaN and systems are ordered by their mean signed
     difference against the others. The report computes no interval of its own.
@@ -311,7 +312,8 @@ def _study_scores(results, study, level) -> dict:
         return {}
     sc = _system_scores(study, n_resamples=nres, seed=seed, confidence_level=level,
                         datasets=have, metrics=set(results["metric"].astype(str)))
-    sc = sc.assign(ci_method="bootstrap percentile")
+    if "ci_method" not in sc:  # (binary metrics: the interval of their count)
+        sc = sc.assign(ci_method="bootstrap percentile")
     return {(str(r["dataset"]), str(r["metric"]), str(r["system"])): r
             for r in sc.to_dict("records")}
 

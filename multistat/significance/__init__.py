@@ -7,6 +7,7 @@ Importing this package registers every test in
 * ``"sign"`` - :func:`~multistat.significance.rank.sign_test`
 * ``"wilcoxon"`` - :func:`~multistat.significance.rank.wilcoxon`
 * ``"mcnemar"`` - :func:`~multistat.significance.binary.mcnemar`
+* ``"t-cluster"`` - :func:`~multistat.significance.clustered_t.paired_t_cluster`
 * bootstrap / permutation tests from :mod:`~multistat.significance.resampling`
 """
 
@@ -21,6 +22,7 @@ from multistat.significance._base import (
 )
 from multistat.significance._batch import BatchResult, Context, Slab
 from multistat.significance.binary import mcnemar
+from multistat.significance.clustered_t import paired_t_cluster
 from multistat.significance.parametric import paired_t
 from multistat.significance.rank import sign_test, wilcoxon
 
@@ -35,6 +37,7 @@ __all__ = [
     "get_test",
     "mcnemar",
     "paired_t",
+    "paired_t_cluster",
     "parametric",
     "rank",
     "register",
@@ -59,3 +62,8 @@ _register_mixed()
 from multistat.significance.unpaired import _register as _register_unpaired  # noqa: E402
 
 _register_unpaired()
+
+# the paired t test with a cluster-robust standard error, registered as "t-cluster"
+from multistat.significance.clustered_t import _register as _register_clustered  # noqa: E402
+
+_register_clustered()

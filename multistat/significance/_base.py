@@ -146,9 +146,10 @@ class TestSpec:
         multiple of the built-in tests' unit (:mod:`multistat._cost`)
     uses_runs : it reads the per-run scores of a study with runs (ASO); the other tests
         use the run means and their note says so
-    cluster_resampling : with ``cluster="group"`` it resamples whole groups (the
-        bootstrap and permutation tests); the others treat instances as independent and
-        their note says so
+    cluster_resampling : with ``cluster="group"`` it respects the groups: it resamples
+        whole groups (the bootstrap and permutation tests) or uses them in its standard
+        error (``"t-cluster"``); the others treat instances as independent and their
+        note says so
     label : the report's name of the test (default: the registry name)
     missing : what ``compare`` gives the test on a study with holes (``missing="keep"``,
         instances only some systems have; :mod:`multistat.significance._holes`):

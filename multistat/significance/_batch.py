@@ -102,6 +102,7 @@ class Context:
     Attributes
     ----------
     alternative, null_value, confidence_level, alpha : the hypothesis and levels
+    mde_power : the power at which a test that fills its own ``mde`` column solves it
     statistic : ``"mean"`` or ``"median"`` for tests that compare either
     n_resamples, seed : the resampling plan: blocks of 1000 resamples, one generator per
         ``(seed, dataset, kind, block)`` (:mod:`multistat.engine`)
@@ -122,6 +123,7 @@ class Context:
     null_value: float = 0.0
     confidence_level: float = 0.95
     alpha: float = 0.05
+    mde_power: float = 0.8
     statistic: str = "mean"
     n_resamples: int = DEFAULT_N_RESAMPLES
     seed: Any = 0
