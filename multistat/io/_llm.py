@@ -1,0 +1,592 @@
+"""Per-sample logs of language-model evaluation tools read into the long score frame.
+
+Four formats (``format=``):
+
+``"inspect"``
+    inspect_ai logs, ``.eval`` archives or ``.json`` logs (:mod:`._llm_inspect`).
+``"lm-eval"``
+    lm-evaluation-harness ``--log_samples`` output, ``samples_<task>_<time>.jsonl``
+    beside ``results_<time>.json`` (:mod:`._llm_lmeval`).
+``"helm"``
+    HELM run folders with ``run_spec.json`` and ``per_instance_stats.json``
+    (:mod:`._llm_helm`).
+``"eee"``
+    Every Eval Ever instance-level JSON lines (:mod:`._llm_eee`).
+
+Each reader turns one log file into a :class:`LogRows` (one row per score: dataset,
+system, metric, instance, run, group, score, and where in the file it came from);
+:func:`read_llm_logs` puts them through the same checks as every other score file
+(:func:`multistat.io._model.validate`: duplicates, completeness, the missing policy, at
+least two systems and two instances) and returns the same long frame as
+:func:`multistat.io.read_scores`, which :func:`multistat.cube.from_frame` turns into a
+study. Nothing here imports an evaluation framework: the formats are read with the
+standard library (and ``zstandard`` for the members of ``.eval`` archives).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import re
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from multistat._validation import check_choice
+from multistat.errors import (
+    DataValidationError,
+    DroppedDataWarning,
+    InputFileError,
+    ParameterError,
+    ParameterTypeError,
+)
+from multistat.io._layouts import Raw
+from multistat.io._model import validate
+from multistat.io._sources import _names, plural, show
+
+#: The log formats of :func:`read_llm_logs` (also accepted by ``read_scores(format=)``).
+LLM_FORMATS: tuple[str, ...] = ("inspect", "lm-eval", "helm", "eee")
+#: What to do with repeated samples (inspect epochs, repeated lm-eval runs, HELM trials).
+EPOCHS = ("runs", "mean")
+_GLOB = set("*?[")
+_PEEK = 4096  # characters read from a .json file to recognise an inspect log
+_INSPECT_JSON = re.compile(r'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
+LMEVAL_SAMPLES = re.compile(
+    r"^samples_(?P<task>.+)_(?P<time>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.jsonl$")
+LMEVAL_RESULTS = re.compile(
+    r"^results_(?P<time>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$")
+_EEE_KEYS = {"schema_version", "evaluation_id", "model_id", "sample_id", "evaluation"}
+
+
+# ----------------------------------------------------------------------------- records
+@dataclass
+class LogRows:
+    """The scores of one log file, one entry per score, and where each came from.
+
+    ``place[k]`` locates row ``k`` in the file for messages (``"sample 'q3'"``,
+    ``"line 7"``), :meth:`where` adds its run (``"sample 'q3', epoch 2"``); ``run`` is
+    ``None`` where a sample is not repeated.
+    """
+
+    path: Path
+    dataset: list = field(default_factory=list)
+    system: list = field(default_factory=list)
+    metric: list = field(default_factory=list)
+    instance: list = field(default_factory=list)
+    run: list = field(default_factory=list)
+    group: list = field(default_factory=list)
+    score: list = field(default_factory=list)
+    place: list = field(default_factory=list)
+    higher_is_better: dict = field(default_factory=dict)  # metric -> bool, when known
+    notes: list = field(default_factory=list)  # what the reader left out, one line each
+    run_word: str | None = None  # "epoch", "trial": how messages name a run in the file
+
+    def where(self, k: int) -> str:
+        """Row ``k``'s place, with its run when the file has several."""
+        if self.run_word is None or self.run[k] is None:
+            return self.place[k]
+        return f"{self.place[k]}, {self.run_word} {self.run[k]}"
+
+    def add(self, *, dataset, system, metric, instance, run, group, score, place):
+        self.dataset.append(dataset)
+        self.system.append(system)
+        self.metric.append(metric)
+        self.instance.append(instance)
+        self.run.append(run)
+        self.group.append(group)
+        self.score.append(score)
+        self.place.append(place)
+
+
+class LogSource:
+    """One log file as :func:`multistat.io._model.validate` names places in it."""
+
+    def __init__(self, path: Path, places: Sequence[str]):
+        self.path = Path(path)
+        self.places = list(places)
+
+    def place(self, row: int) -> str:
+        return self.places[row] if 0 <= row < len(self.places) else f"row {row + 1}"
+
+    def where(self, row: int, column: str | None = None, *, label: str | None = None) -> str:
+        return f"{self.path}, {self.place(row)}"
+
+
+def dataset_name(name: str) -> str:
+    """A task or evaluation name as a dataset name: path separators (``/``, ``\\``),
+    which a dataset name cannot hold (it names a NetCDF group and files), become ``_``
+    (``inspect_evals/gpqa`` -> ``inspect_evals_gpqa``)."""
+    return str(name).replace("/", "_").replace("\\", "_")
+
+
+def scalar_text(value, path: Path, place: str, what: str) -> str:
+    """A sample id or metadata value as a label (str, int, float or bool)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str | int | float) and value is not None:
+        return str(value)
+    raise InputFileError(f"{path}, {place}: {what} is {show(json.dumps(value))}, not a "
+                         f"string or number")
+
+
+def group_of(meta, group_col: str | None, path: Path, place: str, where: str):
+    """The group label of a sample from its metadata mapping ``meta``."""
+    if group_col is None:
+        return None
+    if not isinstance(meta, Mapping) or group_col not in meta:
+        have = sorted(meta) if isinstance(meta, Mapping) else []
+        raise InputFileError(
+            f"{path}, {place}: no field {group_col!r} in the {where} (group_col); it has "
+            f"{_names(have, 10) if have else 'no fields'}")
+    return scalar_text(meta[group_col], path, place, f"{where} field {group_col!r}")
+
+
+def finite_or_nan(value: float, path: Path, place: str, metric: str) -> float:
+    if math.isinf(value):
+        raise InputFileError(f"{path}, {place}: metric {metric!r} is infinite ({value})")
+    return float(value)
+
+
+def load_json(path: Path, text: str | bytes | None = None, member: str | None = None):
+    """JSON of a file (or of an archive member), a one-line error if it is not JSON."""
+    inside = f" (member {member})" if member else ""
+    try:
+        if text is None:
+            with open(path, "rb") as fh:
+                text = fh.read()
+        return json.loads(text)
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}{inside}: not UTF-8 text ({exc.reason} at byte "
+                             f"{exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}{inside}: not valid JSON ({exc.msg} at line "
+                             f"{exc.lineno}, column {exc.colno})") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def json_lines(path: Path):
+    """``(line number, object)`` for every non-blank line of a JSON-lines file."""
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputFileError(f"{path}, line {lineno}: not valid JSON ({exc.msg} "
+                                         f"at column {exc.colno}): {show(line.strip())}"
+                                         ) from None
+                if not isinstance(obj, dict):
+                    raise InputFileError(f"{path}, line {lineno}: a JSON "
+                                         f"{type(obj).__name__}, not an object")
+                yield lineno, obj
+        except UnicodeDecodeError as exc:
+            raise InputFileError(f"{path}: not UTF-8 text ({exc.reason} at byte "
+                                 f"{exc.start})") from None
+
+
+def need(obj, key: str, kind, path: Path, where: str):
+    """``obj[key]`` of JSON type ``kind``, or a one-line error naming the file."""
+    if not isinstance(obj, Mapping) or key not in obj:
+        raise InputFileError(f"{path}{where}: no {key!r} field")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = {dict: "an object", list: "a list", str: "a string"}
+        raise InputFileError(f"{path}{where}: {key!r} is {show(json.dumps(value))}, not "
+                             f"{names.get(kind, getattr(kind, '__name__', str(kind)))}")
+    return value
+
+
+# ----------------------------------------------------------------------------- files
+def expand(path) -> list[Path]:
+    """Files of ``path``: a file, a folder (walked recursively, hidden entries skipped,
+    sorted), a glob pattern, or a list of those."""
+    if isinstance(path, str | Path):
+        entries = [path]
+    elif isinstance(path, Sequence) and not isinstance(path, bytes):
+        entries = list(path)
+        if not entries:
+            raise ParameterError("`path` is an empty list; give at least one log")
+    else:
+        raise ParameterTypeError(f"`path` must be a log file or folder (str or "
+                                 f"pathlib.Path), a glob pattern or a list of those; got "
+                                 f"{type(path).__name__}")
+    files: list[Path] = []
+    for entry in entries:
+        if not isinstance(entry, str | Path):
+            raise ParameterTypeError(f"`path` entries must be file paths; got "
+                                     f"{type(entry).__name__}: {show(entry)}")
+        p = Path(entry)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file() and not any(
+                part.startswith(".") for part in f.relative_to(p).parts))
+            if not found:
+                raise InputFileError(f"{p}: the folder holds no files")
+            files.extend(found)
+        elif not p.exists() and _GLOB & set(str(entry)):
+            found = sorted(Path(f) for f in glob.glob(str(entry)) if Path(f).is_file())
+            if not found:
+                raise InputFileError(f"{entry}: no file matches this pattern")
+            files.extend(found)
+        elif not p.exists():
+            raise InputFileError(f"{p}: no such file")
+        else:
+            files.append(p)
+    seen: set = set()
+    out = []
+    for f in files:
+        key = f.resolve()
+        if key in seen:
+            raise ParameterError(f"{f}: the same file is given twice")
+        seen.add(key)
+        out.append(f)
+    return out
+
+
+def sniff(path: Path) -> str | None:
+    """The log format of one file, from its name and first bytes, or None."""
+    name = path.name
+    suffix = path.suffix.lower()
+    if suffix == ".eval":
+        return "inspect"
+    if name == "per_instance_stats.json":
+        return "helm"
+    if LMEVAL_SAMPLES.match(name) or LMEVAL_RESULTS.match(name):
+        return "lm-eval"
+    if suffix == ".json":
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                head = fh.read(_PEEK)
+        except OSError:
+            return None
+        return "inspect" if _INSPECT_JSON.match(head) else None
+    if suffix in (".jsonl", ".ndjson"):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                first = next((line for line in fh if line.strip()), "")
+            obj = json.loads(first) if first else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if isinstance(obj, dict):
+            if _EEE_KEYS <= set(obj):
+                return "eee"
+            if {"doc_id", "doc", "filter"} <= set(obj):
+                return "lm-eval"
+    return None
+
+
+def detect_llm(path) -> str | None:
+    """The log format of ``path`` (a file, folder, pattern or list), or None when no file
+    is a recognised log (then it is an ordinary score file).
+
+    A file is recognised by its name and first bytes: ``*.eval`` and ``.json`` files that
+    open with inspect's ``{"version": N, "status": ...}`` are inspect logs;
+    ``samples_<task>_<time>.jsonl`` and ``results_<time>.json`` (or JSON lines whose
+    first object has ``doc_id``, ``doc`` and ``filter``) lm-evaluation-harness output;
+    ``per_instance_stats.json`` HELM; JSON lines whose first object has
+    ``schema_version``, ``evaluation_id``, ``model_id``, ``sample_id`` and
+    ``evaluation`` Every Eval Ever. Logs of several tools at once are an error.
+    """
+    if isinstance(path, Mapping):
+        return None
+    try:
+        files = expand(path)
+    except (InputFileError, ParameterError, ParameterTypeError):
+        return None  # the ordinary readers say what is wrong with the path
+    found: dict[str, Path] = {}
+    for f in files:
+        fmt = sniff(f)
+        if fmt is not None:
+            found.setdefault(fmt, f)
+    if len(found) > 1:
+        listed = "; ".join(f"{k}: {v}" for k, v in found.items())
+        raise InputFileError(f"the input holds logs of several tools ({listed}); read each "
+                             f"tool's logs on its own or pass format=")
+    return next(iter(found), None)
+
+
+# ----------------------------------------------------------------------------- public
+def read_llm_logs(path, *, format=None, group_col=None, epochs="runs", missing="raise",
+                  lower_is_better=(), metrics=None) -> pd.DataFrame:
+    """Read per-sample logs of language-model evaluations into the long score frame.
+
+    Models become systems, tasks (evaluations) datasets, scorers (metrics) metrics and
+    sample ids instances, each named as the log names it (a ``/`` in a dataset name
+    becomes ``_``). Repeated samples -- inspect's epochs, several lm-evaluation-harness
+    runs of one model and task, HELM's train trials -- become runs (the study's
+    ``run_score``, with ``score`` their mean) unless ``epochs="mean"``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path, folder, glob pattern, or list of those
+        Log files, or folders searched recursively for them.
+    format : {"inspect", "lm-eval", "helm", "eee"} or None
+        The tool that wrote the logs; detected from the file names and first bytes when
+        None (:func:`detect_llm`).
+    group_col : str, optional
+        A sample metadata field naming each instance's group (the passage, image or
+        document the question shares with others), for the cluster bootstrap and
+        clustered tests: inspect's sample ``metadata``, a field of lm-evaluation-
+        harness's ``doc``, Every Eval Ever's ``metadata``. HELM's per-instance stats
+        carry no metadata. The frame gets a ``group`` column (the study a ``group``
+        coordinate).
+    epochs : {"runs", "mean"}
+        ``"runs"``: each repeat is a run; ``"mean"``: the mean over a sample's repeats
+        is its one score (no run axis).
+    missing : {"raise", "drop", "keep"}
+        A sample without a score (or with a null one) is a one-line error naming the file
+        and the sample unless ``"keep"`` (the cell stays NaN) or ``"drop"`` (the
+        instance is dropped for every system, listed in ``attrs["dropped"]``). Systems
+        with different sample sets are an error unless ``"keep"`` (an incomplete design,
+        compared on each pair's joint instances) or ``"drop"``.
+    lower_is_better : str or sequence of str
+        Metrics for which smaller is better, in addition to those the logs mark so
+        (lm-evaluation-harness's ``higher_is_better``).
+    metrics : sequence of str, optional
+        Keep only these metrics (HELM logs many statistics per instance).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, system, metric, instance, score`` as from
+        :func:`multistat.io.read_scores`, then ``run`` (with repeated samples and
+        ``epochs="runs"``) and ``group`` (with ``group_col``); ``attrs`` as there, with
+        ``attrs["source"]["format"]`` the tool and ``attrs["dropped"]`` every score the
+        reader left out (non-numeric per-sample values of corpus-level metrics, HELM's
+        perturbed instances).
+
+    Raises
+    ------
+    InputFileError
+        A log that is not of the format (not JSON, not a zip archive, a field missing or
+        of the wrong type), a score that no convention turns into a number; the message
+        names the file and the sample.
+    DataValidationError
+        A sample without a score (``missing="raise"``), systems with different samples,
+        duplicated samples, fewer than 2 systems or instances.
+
+    Examples
+    --------
+    >>> from multistat.io._llm import read_llm_logs
+    >>> frame = read_llm_logs("logs/", format="inspect",
+    ...                       group_col="passage")  # doctest: +SKIP
+    """
+    if format is not None:
+        format = check_choice("format", format, LLM_FORMATS)
+    epochs = check_choice("epochs", epochs, EPOCHS)
+    missing = check_choice("missing", missing, ("raise", "drop", "keep"))
+    if group_col is not None and (not isinstance(group_col, str) or not group_col):
+        raise ParameterTypeError(f"`group_col` must be a metadata field name (str); got "
+                                 f"{group_col!r}")
+    if isinstance(lower_is_better, str):
+        lower_is_better = (lower_is_better,)
+    lower_is_better = tuple(lower_is_better or ())
+    if not all(isinstance(m, str) for m in lower_is_better):
+        raise ParameterTypeError(f"`lower_is_better` must be a metric name or a sequence of "
+                                 f"names; got {lower_is_better!r}")
+    if metrics is not None:
+        if isinstance(metrics, str):
+            metrics = (metrics,)
+        metrics = tuple(metrics)
+        if not metrics or not all(isinstance(m, str) for m in metrics):
+            raise ParameterTypeError(f"`metrics` must be a non-empty sequence of metric "
+                                     f"names; got {metrics!r}")
+    files = expand(path)
+    if format is None:
+        format = detect_llm(files)
+        if format is None:
+            raise InputFileError(f"{_names(map(str, files), 3)}: not a log of inspect, "
+                                 f"lm-eval, HELM or Every Eval Ever; pass format=")
+    reader = _reader(format)
+    logs = reader(files, group_col=group_col, missing=missing)
+    return assemble(logs, format=format, epochs=epochs, missing=missing,
+                    lower_is_better=lower_is_better, metrics=metrics,
+                    grouped=group_col is not None)
+
+
+def _reader(format: str):
+    # the one reader needed, imported on use
+    if format == "inspect":
+        from multistat.io._llm_inspect import read_inspect
+
+        return read_inspect
+    if format == "lm-eval":
+        from multistat.io._llm_lmeval import read_lmeval
+
+        return read_lmeval
+    if format == "helm":
+        from multistat.io._llm_helm import read_helm
+
+        return read_helm
+    from multistat.io._llm_eee import read_eee
+
+    return read_eee
+
+
+def assemble(logs: list[LogRows], *, format, epochs, missing, lower_is_better, metrics,
+             grouped) -> pd.DataFrame:
+    """The validated long frame of the rows of every log."""
+    logs = [log for log in logs if log.score or log.notes]
+    notes = [n for log in logs for n in log.notes]
+    if metrics is not None:
+        have = {m for log in logs for m in log.metric}
+        unknown = [m for m in metrics if m not in have]
+        if unknown:
+            raise ParameterError(f"`metrics` names unknown metric(s) {_names(unknown)}; the "
+                                 f"logs have {_names(sorted(have), 20)}")
+        keep = set(metrics)
+        logs = [_subset(log, [k for k, m in enumerate(log.metric) if m in keep])
+                for log in logs]
+    logs = [log for log in logs if log.score]
+    if not logs:
+        raise InputFileError("the logs hold no scores")
+    repeated = _has_repeats(logs)
+    if epochs == "mean" and repeated:
+        logs = [log for log in _mean_over_runs(logs) if log.score]
+        repeated = False
+    raw = Raw()
+    sources = []
+    for k, log in enumerate(logs):
+        sources.append(LogSource(log.path, [log.where(k) for k in range(len(log.score))]))
+        ids = {role: _coded(getattr(log, role)) for role in ("dataset", "system", "metric",
+                                                             "instance")}
+        if repeated:
+            ids["run"] = _coded([r if r is not None else "1" for r in log.run])
+        if grouped:
+            ids["group"] = _coded(log.group)
+        raw.add(k, np.asarray(log.score, dtype=np.float64), np.arange(len(log.score)),
+                **ids)
+    lower = set(lower_is_better)
+    for log in logs:
+        lower.update(m for m, hib in log.higher_is_better.items() if hib is False)
+    present = {m for log in logs for m in log.metric}
+    unknown = [m for m in lower_is_better if m not in present]
+    if unknown:
+        raise ParameterError(f"`lower_is_better` names unknown metric(s) {_names(unknown)}; "
+                             f"the metrics are {_names(sorted(present), 20)}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DroppedDataWarning)
+        frame, meta, dropped = validate(raw.long(), sources, missing=missing,
+                                        lower_is_better=tuple(m for m in lower
+                                                              if m in present))
+    if notes:
+        warnings.warn(f"{plural(len(notes), 'score')} left out of the logs (e.g. "
+                      f"{notes[0]}); the list is in frame.attrs['dropped']",
+                      DroppedDataWarning, stacklevel=3)
+    for w in caught:  # validate's own warnings, re-issued from here
+        warnings.warn(w.message, w.category, stacklevel=3)
+    frame.attrs["metrics"] = meta
+    frame.attrs["dropped"] = notes + dropped
+    frame.attrs["missing"] = missing
+    frame.attrs["source"] = {"paths": [str(s.path) for s in sources], "format": format,
+                             "epochs": epochs}
+    return frame
+
+
+def _coded(values: list) -> tuple[np.ndarray, list[str]]:
+    codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False)
+    return codes.astype(np.int64), [str(u) for u in uniq]
+
+
+def _subset(log: LogRows, keep: list[int]) -> LogRows:
+    out = LogRows(log.path, higher_is_better=log.higher_is_better, notes=log.notes,
+                  run_word=log.run_word)
+    for k in keep:
+        out.add(dataset=log.dataset[k], system=log.system[k], metric=log.metric[k],
+                instance=log.instance[k], run=log.run[k], group=log.group[k],
+                score=log.score[k], place=log.place[k])
+    return out
+
+
+def _has_repeats(logs: list[LogRows]) -> bool:
+    """Whether some (dataset, system, metric, instance) has two runs."""
+    runs: dict = {}
+    for log in logs:
+        for key in zip(log.dataset, log.system, log.metric, log.instance, log.run):
+            runs.setdefault(key[:4], set()).add(key[4])
+    return any(len(r) > 1 for r in runs.values())
+
+
+def _mean_over_runs(logs: list[LogRows]) -> list[LogRows]:
+    """One row per (dataset, system, metric, instance) over all logs: the mean of its
+    runs' scores (NaN scores left out; NaN when every run's is), in the log and at the
+    place of its first run."""
+    first: dict = {}
+    values: dict = {}
+    for i, log in enumerate(logs):
+        for k, key in enumerate(zip(log.dataset, log.system, log.metric, log.instance)):
+            if key not in first:
+                first[key] = (i, k)
+                values[key] = []
+            if not np.isnan(log.score[k]):
+                values[key].append(log.score[k])
+    out = [LogRows(log.path, higher_is_better=log.higher_is_better, notes=log.notes)
+           for log in logs]
+    for key, (i, k) in first.items():
+        v = values[key]
+        out[i].add(dataset=key[0], system=key[1], metric=key[2], instance=key[3], run=None,
+                   group=logs[i].group[k], score=float(np.mean(v)) if v else np.nan,
+                   place=logs[i].place[k])
+    return out
+
+
+def number(value, path: Path, place: str, metric: str, *, convention: str,
+           missing: str) -> float:
+    """A JSON score as a float: numbers as they are, booleans 1/0; ``None`` (no score) is
+    an error unless ``missing`` is ``"keep"`` or ``"drop"`` (NaN)."""
+    if value is None:
+        if missing == "raise":
+            raise DataValidationError(f"{path}, {place}: no score for metric {metric!r}; pass "
+                                      f"missing='keep' to keep the sample as missing")
+        return np.nan
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float):
+        return finite_or_nan(float(value), path, place, metric)
+    raise InputFileError(f"{path}, {place}: metric {metric!r} has the value "
+                         f"{show(json.dumps(value))}, not a number ({convention})")
+
+
+#: options of :func:`multistat.io.read_scores` that describe tables, with their
+#: defaults; a log has no columns to name, so any other value is refused
+_TABLE_OPTIONS = {"system_col": None, "metric_col": None, "instance_col": None,
+                  "score_col": None, "dataset_col": None, "metric": None, "dataset": None,
+                  "sep": None, "systems": None, "run_col": None, "rater_col": None,
+                  "rater_aggregate": None, "dataset_from_filename": False}
+_LLM_OPTIONS = ("format", "group_col", "epochs", "missing", "lower_is_better", "metrics")
+
+
+def is_llm(path, format) -> bool:
+    """Whether ``path`` is read as language-model evaluation logs: ``format`` names a log
+    format, or is None and :func:`detect_llm` recognises the files."""
+    if format is not None:
+        return format in LLM_FORMATS
+    return detect_llm(path) is not None
+
+
+def read_llm(path, **options) -> pd.DataFrame:
+    """:func:`read_llm_logs` with the keywords of :func:`multistat.io.read_scores`:
+    table options left at their defaults are ignored, any other value is an error."""
+    llm = {k: options.pop(k) for k in _LLM_OPTIONS if k in options}
+    fmt = llm.get("format")
+    for key, value in options.items():
+        if key not in _TABLE_OPTIONS:
+            raise ParameterError(f"unknown option `{key}` for language-model evaluation "
+                                 f"logs; they take {', '.join(_LLM_OPTIONS)}")
+        if value is not None and value != _TABLE_OPTIONS[key] and value != ():
+            what = f"format={fmt!r}" if fmt else "detected as evaluation logs"
+            raise ParameterError(f"`{key}` does not apply to language-model evaluation logs "
+                                 f"({what}): systems, datasets, metrics and instances come "
+                                 f"from the logs")
+    return read_llm_logs(path, **llm)
