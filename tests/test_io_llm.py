@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_one_line_error, run_cli
 
 import multistat
 from multistat.errors import (
@@ -404,3 +405,84 @@ def test_lmeval_corpus_metrics_are_left_out_and_listed(tmp_path):
         frame = read_llm_logs(folder)
     assert "bleu" not in set(frame.metric)
     assert sum("'bleu'" in d for d in frame.attrs["dropped"]) == 4 * 8
+
+
+# ----------------------------------------------------------------------------- HELM
+def helm_by_hand(folder: Path) -> pd.DataFrame:
+    rows = []
+    for run in sorted(folder.iterdir()):
+        spec = json.loads((run / "run_spec.json").read_text())
+        for entry in json.loads((run / "per_instance_stats.json").read_text()):
+            if entry.get("perturbation"):
+                continue
+            for stat in entry["stats"]:
+                if stat["count"] == 0:
+                    continue
+                rows.append({"dataset": spec["name"].rsplit(",model=", 1)[0],
+                             "system": spec["adapter_spec"]["model"],
+                             "metric": stat["name"]["name"],
+                             "instance": entry["instance_id"],
+                             "run": str(entry["train_trial_index"]),
+                             "score": stat["sum"] / stat["count"]})
+    return pd.DataFrame(rows)
+
+
+def test_helm_values_equal_a_parse_by_hand():
+    with pytest.warns(DroppedDataWarning, match="left out of the logs"):
+        frame = read_llm_logs(HELM, format="helm",
+                              lower_is_better=["inference_runtime", "num_prompt_tokens"])
+    hand = helm_by_hand(HELM)
+    both = _merged(frame, hand, ["dataset", "system", "metric", "instance", "run"])
+    np.testing.assert_allclose(both["score"], both["score_hand"], rtol=0, atol=1e-12)
+    assert frame.attrs["metrics"]["inference_runtime"]["higher_is_better"] is False
+    assert frame.attrs["metrics"]["exact_match"]["kind"] == "binary"
+    dropped = " ".join(frame.attrs["dropped"])
+    assert "training_co2_cost" in dropped and "perturbed" in dropped
+    assert detect_llm(HELM) == "helm"
+
+
+def test_helm_has_no_group_metadata():
+    with pytest.raises(ParameterError, match="no sample metadata") as exc:
+        read_llm_logs(HELM, group_col="passage")
+    one_line(exc)
+
+
+def test_helm_run_without_run_spec(tmp_path):
+    run = next(HELM.iterdir())
+    shutil.copy(run / "per_instance_stats.json", tmp_path / "per_instance_stats.json")
+    with pytest.raises(InputFileError, match="no run_spec.json") as exc:
+        read_llm_logs(tmp_path)
+    one_line(exc)
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_load_writes_the_study(tmp_path, capsys):
+    out = tmp_path / "study.nc"
+    status, stdout, err = run_cli(["load", str(INSPECT_EVAL), "--format", "inspect",
+                                   "--group-col", "passage", "--out", str(out)], capsys)
+    assert status == 0, err
+    assert stdout.splitlines()[0] == ("dataset arith_capitals: 2 systems x 2 metrics x 6 "
+                                      "instances; metrics: match [binary], includes [binary]")
+    study = multistat.open_study(out)
+    ds = study["arith_capitals"]
+    assert ds.sizes["run"] == 2 and "group" in ds.coords
+    direct = multistat.load(INSPECT_EVAL, group_col="passage")["arith_capitals"]
+    np.testing.assert_array_equal(ds.run_score.values, direct.run_score.values)
+    # detected, with the mean over runs
+    status, _, err = run_cli(["load", str(LMEVAL), "--epochs", "mean", "--out",
+                              str(tmp_path / "l.nc")], capsys)
+    assert status == 0, err
+    assert "run" not in multistat.open_study(tmp_path / "l.nc")["toy_mc"].dims
+
+
+def test_cli_malformed_log_exits_2_with_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.eval"
+    bad.write_bytes(b"not a zip")
+    status, _, err = run_cli(["load", str(bad), "--out", str(tmp_path / "s.nc")], capsys)
+    assert_one_line_error(status, err, str(bad), "not an inspect .eval archive")
+    status, _, err = run_cli(["load", str(LMEVAL), "--format", "lm-eval", "--system-col",
+                              "x", "--out", str(tmp_path / "s.nc")], capsys)
+    assert_one_line_error(status, err, "does not apply")
+    status, _, err = run_cli(["load", str(DATA.parent / "realsumm"), "--epochs", "mean",
+                              "--out", str(tmp_path / "s.nc")], capsys)
+    assert_one_line_error(status, err, "--epochs applies to language-model evaluation logs")

@@ -13,8 +13,9 @@ arguments is the dataset (so the runs of several models on one scenario share it
 statistic (``name.name``) a metric, its ``mean`` (else ``sum / count``) the score;
 ``instance_id`` the instance; ``train_trial_index`` the run (HELM's repeated trials with
 other in-context examples). Entries with a ``perturbation`` (robustness and fairness
-variants of an instance) are left out and counted in ``attrs["dropped"]``; a statistic
-with ``count`` 0 is a missing score. HELM's per-instance stats carry no sample metadata
+variants of an instance) and statistics with ``count`` 0 (computed on nothing, such as
+``training_co2_cost``) are left out and counted in ``attrs["dropped"]``; a ``null``
+mean is a missing score. HELM's per-instance stats carry no sample metadata
 (no ``group_col``) and no metric direction: name lower-is-better statistics
 (``inference_runtime``, token counts...) with ``lower_is_better``.
 """
@@ -76,6 +77,7 @@ def _rows(path: Path, *, missing) -> LogRows:
         raise InputFileError(f"{path}: not HELM per-instance stats (a JSON list)")
     rows = LogRows(path, run_word="trial")
     perturbed = 0
+    empty: dict = {}
     for k, entry in enumerate(entries):
         where = f"entry {k}"
         if not isinstance(entry, dict):
@@ -100,10 +102,16 @@ def _rows(path: Path, *, missing) -> LogRows:
                                      f"({show(stat)})")
             if isinstance(name, dict) and name.get("perturbation"):
                 continue  # the perturbed variants' stats, counted with their entries
+            if stat.get("count") == 0:  # computed on nothing (e.g. training_co2_cost)
+                empty[metric] = empty.get(metric, 0) + 1
+                continue
             rows.add(dataset=dataset, system=model, metric=metric, instance=inst,
                      run=str(trial), group=None,
                      score=_value(stat, path, f"{place}, trial {trial}", metric, missing),
                      place=place)
+    for metric, n in empty.items():
+        rows.notes.append(f"{path}: statistic {metric!r} has count 0 (no value) in {n} "
+                          f"entr{'y' if n == 1 else 'ies'}, left out")
     if perturbed:
         rows.notes.append(f"{path}: {perturbed} perturbed instance entr"
                           f"{'y' if perturbed == 1 else 'ies'} (robustness/fairness "
@@ -113,8 +121,6 @@ def _rows(path: Path, *, missing) -> LogRows:
 
 def _value(stat: dict, path: Path, place: str, metric: str, missing: str) -> float:
     count = stat.get("count")
-    if count == 0:
-        return number(None, path, place, metric, convention=_CONVENTION, missing=missing)
     if "mean" in stat and stat["mean"] is not None:
         return number(stat["mean"], path, place, metric, convention=_CONVENTION,
                       missing=missing)
