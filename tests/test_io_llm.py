@@ -220,12 +220,16 @@ def test_compare_on_logs_equals_compare_on_a_long_csv(tmp_path, tool):
 @pytest.mark.parametrize("path, fmt", [
     (INSPECT_EVAL, "inspect"), (INSPECT_JSON, "inspect"),
     (next(INSPECT_JSON.iterdir()), "inspect"), (LMEVAL, "lm-eval"),
-    (DATA / "lm-eval", "lm-eval"),
+    (DATA / "lm-eval", "lm-eval"), (HELM, "helm"), (EEE, "eee"),
+    (next(EEE.rglob("*_samples.jsonl")), "eee"),
 ])
 def test_detection(path, fmt):
     assert detect_llm(path) == fmt
     if path.is_dir():
-        frame = read_scores(path, group_col="passage")  # the general reader routes them
+        group = {"group_col": "passage"} if fmt in ("inspect", "lm-eval") else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DroppedDataWarning)  # HELM's count-0 stats
+            frame = read_scores(path, **group)  # the general reader routes them
         assert frame.attrs["source"]["format"] == fmt
 
 
@@ -486,3 +490,65 @@ def test_cli_malformed_log_exits_2_with_one_line(tmp_path, capsys):
     status, _, err = run_cli(["load", str(DATA.parent / "realsumm"), "--epochs", "mean",
                               "--out", str(tmp_path / "s.nc")], capsys)
     assert_one_line_error(status, err, "--epochs applies to language-model evaluation logs")
+
+
+# ----------------------------------------------------------------------------- EEE
+def eee_by_hand(folder: Path) -> pd.DataFrame:
+    rows = []
+    for path in sorted(folder.rglob("*_samples.jsonl")):
+        for line in path.read_text().splitlines():
+            obj = json.loads(line)
+            rows.append({"dataset": obj["evaluation_name"], "system": obj["model_id"],
+                         "metric": obj["evaluation_result_id"],
+                         "instance": str(obj["sample_id"]),
+                         "run": obj["metadata"]["epoch"],
+                         "score": float(obj["evaluation"]["score"])})
+    return pd.DataFrame(rows)
+
+
+def test_eee_values_equal_a_parse_by_hand():
+    frame = read_llm_logs(EEE, format="eee")
+    hand = eee_by_hand(EEE)
+    both = _merged(frame, hand, ["dataset", "system", "metric", "instance", "run"])
+    np.testing.assert_allclose(both["score"], both["score_hand"], rtol=0, atol=1e-12)
+    assert sorted(frame.system.unique()) == ["multistat/alpha", "multistat/beta"]
+    assert detect_llm(EEE) == "eee"
+
+
+def test_eee_records_hold_inspects_epoch_means():
+    """The converter writes inspect's epoch-reduced score (the mean) on each epoch line:
+    the EEE study's scores equal the inspect logs' read with epochs='mean'."""
+    eee = read_llm_logs(EEE, epochs="mean")
+    ins = read_llm_logs(INSPECT_JSON, epochs="mean")
+    ins["system"] = ins["system"].str.replace("mockllm/", "multistat/")
+    ins["metric"] = ins["metric"] + ":accuracy"
+    both = eee.merge(ins, on=["dataset", "system", "metric", "instance"],
+                     suffixes=("", "_inspect"))
+    assert len(both) == len(eee) == 24
+    np.testing.assert_allclose(both["score"], both["score_inspect"], atol=1e-12)
+
+
+def test_eee_fixture_follows_the_published_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((EEE / "instance_level_eval.schema.json").read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    n = 0
+    for path in EEE.rglob("*_samples.jsonl"):
+        for line in path.read_text().splitlines():
+            validator.validate(json.loads(line))
+            n += 1
+    assert n == 48
+
+
+def test_malformed_eee_line(tmp_path):
+    src = next(EEE.rglob("*_samples.jsonl"))
+    lines = src.read_text().splitlines()
+    bad = json.loads(lines[2])
+    del bad["evaluation"]
+    lines[2] = json.dumps(bad)
+    p = tmp_path / "x_samples.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputFileError, match=r"line 3 \(sample 'q2'\): no 'evaluation' "
+                                             r"field") as exc:
+        read_llm_logs(p)
+    assert str(p) in one_line(exc)
