@@ -319,8 +319,8 @@ def test_dict_scores_give_one_metric_per_key(tmp_path):
     (b'{"version": 2, "status": "success"}', "no 'eval' field"),
     (b'{"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}}',
      "has no samples"),
-    (b'{"version": 2, "status": "error", "eval": {"task": "t", "model": "m"}, '
-     b'"samples": [{"id": 1, "epoch": 1, "scores": {"s": {"value": 1}}}]}',
+    ((b'{"version": 2, "status": "error", "eval": {"task": "t", "model": "m"}, '
+     b'"samples": [{"id": 1, "epoch": 1, "scores": {"s": {"value": 1}}}]}'),
      "did not finish"),
 ])
 def test_malformed_inspect_json(tmp_path, content, message):
@@ -373,7 +373,7 @@ def test_group_field_missing_is_an_error():
 def test_malformed_lmeval_lines(tmp_path):
     folder = tmp_path / "m"
     shutil.copytree(LMEVAL / "dummy-a", folder)
-    path = sorted(folder.glob("samples_toy_mc_*.jsonl"))[0]
+    path = min(folder.glob("samples_toy_mc_*.jsonl"))
     lines = path.read_text().splitlines()
     lines[3] = lines[3][:40]
     path.write_text("\n".join(lines) + "\n")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from multistat.errors import InputFileError
-from multistat.io._llm import (
+from multistat.io._llm_common import (
     LogRows,
     dataset_name,
     group_of,
@@ -35,7 +35,7 @@ _CONVENTION = "Every Eval Ever scores are numbers"
 
 
 def read_eee(files: list[Path], *, group_col=None, missing="raise") -> list[LogRows]:
-    """One :class:`~multistat.io._llm.LogRows` per instance-level JSON-lines file among
+    """One :class:`~multistat.io._llm_common.LogRows` per instance-level JSON-lines file among
     ``files`` (aggregate ``.json`` records are read for the metric directions)."""
     logs = [f for f in files if sniff(f) == "eee"]
     if not logs:

@@ -26,14 +26,14 @@ import math
 from pathlib import Path
 
 from multistat.errors import InputFileError, ParameterError
-from multistat.io._llm import LogRows, dataset_name, load_json, need, number, scalar_text
+from multistat.io._llm_common import LogRows, dataset_name, load_json, need, number, scalar_text
 from multistat.io._sources import show
 
 _CONVENTION = "HELM statistics have a numeric mean, or sum and count"
 
 
 def read_helm(files: list[Path], *, group_col=None, missing="raise") -> list[LogRows]:
-    """One :class:`~multistat.io._llm.LogRows` per ``per_instance_stats.json`` among
+    """One :class:`~multistat.io._llm_common.LogRows` per ``per_instance_stats.json`` among
     ``files`` (other files of the run folders are skipped)."""
     if group_col is not None:
         raise ParameterError("`group_col`: HELM's per_instance_stats.json carries no sample "

@@ -30,7 +30,7 @@ import zlib
 from pathlib import Path
 
 from multistat.errors import InputFileError
-from multistat.io._llm import (
+from multistat.io._llm_common import (
     LogRows,
     dataset_name,
     group_of,
@@ -51,7 +51,7 @@ _CONVENTION = ("inspect scores are numbers, booleans, 'C'/'P'/'I'/'N', yes/no/tr
 
 
 def read_inspect(files: list[Path], *, group_col=None, missing="raise") -> list[LogRows]:
-    """One :class:`~multistat.io._llm.LogRows` per inspect log among ``files``.
+    """One :class:`~multistat.io._llm_common.LogRows` per inspect log among ``files``.
 
     Other files (the ``logs.json`` index of a log folder, ...) are skipped; none being
     an inspect log is an error.

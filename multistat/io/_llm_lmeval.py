@@ -29,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from multistat.errors import InputFileError
-from multistat.io._llm import (
+from multistat.io._llm_common import (
     LMEVAL_RESULTS,
     LMEVAL_SAMPLES,
     LogRows,
@@ -47,7 +47,7 @@ _CONVENTION = "lm-eval per-sample metrics are numbers or booleans"
 
 
 def read_lmeval(files: list[Path], *, group_col=None, missing="raise") -> list[LogRows]:
-    """One :class:`~multistat.io._llm.LogRows` per samples file among ``files``
+    """One :class:`~multistat.io._llm_common.LogRows` per samples file among ``files``
     (``results_*.json`` are read for the model's name; other files, such as the task's
     own data, are skipped)."""
     samples = []

@@ -1,6 +1,5 @@
 """Produce the inspect_ai fixture logs: two mock "models", an inline dataset, two scorers
 (match, includes), epochs=2, sample metadata with a passage group; .eval and .json logs."""
-import itertools
 import sys
 
 from inspect_ai import Task, eval
