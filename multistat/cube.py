@@ -602,9 +602,10 @@ def load(path, **read_options) -> xr.DataTree:
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> import multistat
-    >>> study = multistat.load("tests/data/llm/inspect/eval", format="inspect",
-    ...                        group_col="passage")
+    >>> logs = Path(multistat.__file__).parents[1] / "tests" / "data" / "llm" / "inspect"
+    >>> study = multistat.load(logs / "eval", format="inspect", group_col="passage")
     >>> study["arith_capitals"].run_score.sizes["run"]  # the two epochs
     2
     """

@@ -37,7 +37,8 @@ DATA = Path(__file__).parent / "data" / "llm"
 INSPECT_EVAL = DATA / "inspect" / "eval"
 INSPECT_JSON = DATA / "inspect" / "json"
 LMEVAL = DATA / "lm-eval" / "output"
-HELM = DATA / "helm" / "runs"
+HELM = DATA / "helm" / "from-format"
+HELM_RUN = DATA / "helm" / "helm-run"
 EEE = DATA / "eee"
 
 #: inspect_ai.scorer.value_to_float's defaults for its letter values
@@ -220,7 +221,7 @@ def test_compare_on_logs_equals_compare_on_a_long_csv(tmp_path, tool):
 @pytest.mark.parametrize("path, fmt", [
     (INSPECT_EVAL, "inspect"), (INSPECT_JSON, "inspect"),
     (next(INSPECT_JSON.iterdir()), "inspect"), (LMEVAL, "lm-eval"),
-    (DATA / "lm-eval", "lm-eval"), (HELM, "helm"), (EEE, "eee"),
+    (DATA / "lm-eval", "lm-eval"), (HELM, "helm"), (HELM_RUN, "helm"), (EEE, "eee"),
     (next(EEE.rglob("*_samples.jsonl")), "eee"),
 ])
 def test_detection(path, fmt):
@@ -422,7 +423,8 @@ def helm_by_hand(folder: Path) -> pd.DataFrame:
             for stat in entry["stats"]:
                 if stat["count"] == 0:
                     continue
-                rows.append({"dataset": spec["name"].rsplit(",model=", 1)[0],
+                name = spec["name"].replace(":model=", ",model=")
+                rows.append({"dataset": name.rsplit(",model=", 1)[0],
                              "system": spec["adapter_spec"]["model"],
                              "metric": stat["name"]["name"],
                              "instance": entry["instance_id"],
@@ -443,6 +445,17 @@ def test_helm_values_equal_a_parse_by_hand():
     dropped = " ".join(frame.attrs["dropped"])
     assert "training_co2_cost" in dropped and "perturbed" in dropped
     assert detect_llm(HELM) == "helm"
+
+
+def test_helm_run_output_equals_a_parse_by_hand():
+    with pytest.warns(DroppedDataWarning, match="left out of the logs"):
+        frame = read_llm_logs(HELM_RUN)
+    hand = helm_by_hand(HELM_RUN)
+    both = _merged(frame, hand, ["dataset", "system", "metric", "instance", "run"])
+    np.testing.assert_allclose(both["score"], both["score_hand"], rtol=0, atol=1e-12)
+    assert sorted(frame.system.unique()) == ["simple/model1", "simple/model2"]
+    assert set(frame.dataset) == {"simple_classification"}
+    assert set(frame.run) == {"0", "1"} and frame.instance.nunique() == 8
 
 
 def test_helm_has_no_group_metadata():
@@ -552,3 +565,16 @@ def test_malformed_eee_line(tmp_path):
                                              r"field") as exc:
         read_llm_logs(p)
     assert str(p) in one_line(exc)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from multistat import cube
+    from multistat.io import _llm
+
+    for obj in (_llm.read_llm_logs, cube.load):
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        for test in doctest.DocTestFinder().find(obj, globs={}):
+            runner.run(test)
+        assert runner.failures == 0 and runner.tries >= 4

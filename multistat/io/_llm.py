@@ -108,9 +108,18 @@ def read_llm_logs(path, *, format=None, group_col=None, epochs="runs", missing="
 
     Examples
     --------
+    Two mock models, 6 questions in 3 passages, 2 scorers, 2 epochs (the test data):
+
+    >>> from pathlib import Path
+    >>> import multistat
     >>> from multistat.io._llm import read_llm_logs
-    >>> frame = read_llm_logs("logs/", format="inspect",
-    ...                       group_col="passage")  # doctest: +SKIP
+    >>> logs = Path(multistat.__file__).parents[1] / "tests" / "data" / "llm" / "inspect"
+    >>> frame = read_llm_logs(logs / "eval", group_col="passage")
+    >>> frame.attrs["source"]["format"], sorted(frame.system.unique())
+    ('inspect', ['mockllm/alpha', 'mockllm/beta'])
+    >>> frame.iloc[0].to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'dataset': 'arith_capitals', 'system': 'mockllm/alpha', 'metric': 'match',
+     'instance': 'q1', 'score': 1.0, 'run': '1', 'group': 'p1'}
     """
     if format is not None:
         format = check_choice("format", format, LLM_FORMATS)
