@@ -39,7 +39,7 @@ from multistat.io._llm_helm import read_helm
 from multistat.io._llm_inspect import read_inspect
 from multistat.io._llm_lmeval import read_lmeval
 from multistat.io._model import validate
-from multistat.io._sources import _names, plural
+from multistat.io._sources import _names
 
 __all__ = ["LLM_FORMATS", "detect_llm", "is_llm", "read_llm", "read_llm_logs"]
 _READERS = {"inspect": read_inspect, "lm-eval": read_lmeval, "helm": read_helm,
@@ -178,7 +178,7 @@ def assemble(logs: list[LogRows], *, format, epochs, missing, lower_is_better, m
     raw = Raw()
     sources = []
     for k, log in enumerate(logs):
-        sources.append(LogSource(log.path, [log.where(k) for k in range(len(log.score))]))
+        sources.append(LogSource(log.path, [log.where(j) for j in range(len(log.score))]))
         ids = {role: _coded(getattr(log, role)) for role in ("dataset", "system", "metric",
                                                              "instance")}
         if repeated:
@@ -201,9 +201,9 @@ def assemble(logs: list[LogRows], *, format, epochs, missing, lower_is_better, m
                                         lower_is_better=tuple(m for m in lower
                                                               if m in present))
     if notes:
-        warnings.warn(f"{plural(len(notes), 'score')} left out of the logs (e.g. "
-                      f"{notes[0]}); the list is in frame.attrs['dropped']",
-                      DroppedDataWarning, stacklevel=3)
+        more = f" and {len(notes) - 1} more" if len(notes) > 1 else ""
+        warnings.warn(f"left out of the logs: {notes[0]}{more} (the list is in "
+                      f"frame.attrs['dropped'])", DroppedDataWarning, stacklevel=3)
     for w in caught:  # validate's own warnings, re-issued from here
         warnings.warn(w.message, w.category, stacklevel=3)
     frame.attrs["metrics"] = meta

@@ -112,6 +112,7 @@ def _system(path: Path, info) -> str:
 def _rows(path: Path, task, system: str, info, run, *, group_col, missing) -> LogRows:
     rows = LogRows(path, run_word=None)
     hib_all = (info or {}).get("higher_is_better") or {}
+    corpus: dict = {}
     seen_task = task
     for lineno, obj in json_lines(path):
         place = f"line {lineno}"
@@ -139,9 +140,7 @@ def _rows(path: Path, task, system: str, info, run, *, group_col, missing) -> Lo
             else:
                 value = obj[name]
             if isinstance(value, list | str | dict):
-                rows.notes.append(f"{path}, {place}: metric {metric!r} has a "
-                                  f"{type(value).__name__} per sample (a corpus-level "
-                                  f"metric), not a score")
+                corpus[metric] = corpus.get(metric, 0) + 1
                 continue
             rows.add(dataset=dataset_name(seen_task), system=system, metric=metric,
                      instance=doc_id, run=run, group=group,
@@ -151,6 +150,9 @@ def _rows(path: Path, task, system: str, info, run, *, group_col, missing) -> Lo
             task_hib = hib_all.get(seen_task) if isinstance(hib_all, dict) else None
             if isinstance(task_hib, dict) and isinstance(task_hib.get(name), bool):
                 rows.higher_is_better[metric] = task_hib[name]
+    for metric, n in corpus.items():
+        rows.notes.append(f"{path}: metric {metric!r} has no number per sample ({n} "
+                          f"lines: the input of a corpus-level metric), left out")
     if not rows.score and not rows.notes:
         raise InputFileError(f"{path}: no samples")
     return rows
