@@ -22,7 +22,8 @@ from multistat.errors import (
 )
 from multistat.io._sources import _names, show
 
-#: The log formats of :func:`multistat.io._llm.read_llm_logs` (also accepted by ``read_scores(format=)``).
+#: The log formats of :func:`multistat.io._llm.read_llm_logs` (also accepted by
+#: ``read_scores(format=)``).
 LLM_FORMATS: tuple[str, ...] = ("inspect", "lm-eval", "helm", "eee")
 #: What to do with repeated samples (inspect epochs, repeated lm-eval runs, HELM trials).
 EPOCHS = ("runs", "mean")

@@ -46,6 +46,7 @@ from multistat.io._sources import show
 LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 _WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 _ZSTD = 93  # zip compression method of zstandard
+_KEEP = ("id", "epoch", "scores", "metadata", "error")  # the fields of a sample read here
 _CONVENTION = ("inspect scores are numbers, booleans, 'C'/'P'/'I'/'N', yes/no/true/false "
                "or numeric strings")
 
@@ -59,9 +60,9 @@ def read_inspect(files: list[Path], *, group_col=None, missing="raise") -> list[
     out = []
     logs = [path for path in files if sniff(path) == "inspect"]
     if not logs:
+        others = "" if len(files) == 1 else f", nor are the {len(files) - 1} other files"
         raise InputFileError(f"{files[0]}: not an inspect log (a .eval archive, or a .json "
-                             f"object opening with \"version\" and \"status\")"
-                             f"{'' if len(files) == 1 else f', nor are the {len(files) - 1} other files'}")
+                             f"object opening with \"version\" and \"status\"){others}")
     for path in logs:
         if path.suffix.lower() == ".eval":
             header, samples = _read_eval(path)
@@ -188,7 +189,10 @@ def _read_eval(path: Path):
         samples = []
         for name in names:
             if name.startswith("samples/") and name.endswith(".json"):
-                samples.append((name, load_json(path, member_bytes(zf, path, name), name)))
+                sample = load_json(path, member_bytes(zf, path, name), name)
+                if isinstance(sample, dict):  # keep what is read; drop messages, events
+                    sample = {k: sample[k] for k in _KEEP if k in sample}
+                samples.append((name, sample))
     return header, samples
 
 
