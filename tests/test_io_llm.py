@@ -579,3 +579,23 @@ def test_docstring_examples_run():
         for test in doctest.DocTestFinder().find(obj, globs={}):
             runner.run(test)
         assert runner.failures == 0 and runner.tries >= 4
+
+
+def test_one_model_and_task_over_two_logs(tmp_path):
+    """Samples of one model and task split over two logs read as one system; a sample in
+    both logs is a duplicate, named with both places."""
+    a, b = _copy_json_logs(tmp_path)
+    log = json.loads(a.read_text())
+    first = dict(log, samples=log["samples"][:5])
+    second = dict(log, samples=log["samples"][5:])
+    a.write_text(json.dumps(first))
+    part = tmp_path / "part2.json"
+    part.write_text(json.dumps(second))
+    whole = read_llm_logs(INSPECT_JSON)
+    split = read_llm_logs(tmp_path)
+    pd.testing.assert_frame_equal(whole.reset_index(drop=True), split.reset_index(drop=True))
+    part.write_text(json.dumps(dict(log, samples=log["samples"][4:])))
+    with pytest.raises(DataValidationError, match=r"duplicated row.*sample 'q5', epoch 1"
+                       ) as exc:
+        read_llm_logs(tmp_path)
+    one_line(exc)
