@@ -614,14 +614,20 @@ def pair_indices(systems, pairs="all") -> list[tuple[int, int]]:
 
 
 def load(path, **read_options) -> xr.DataTree:
-    """The study of a score file (:func:`multistat.read_scores` options) or a saved cube.
+    """The study of a score file (:func:`multistat.read_scores` options), of
+    language-model evaluation logs, or a saved cube.
 
-    A ``.nc`` path is reopened with :func:`open_study`; anything else is read with
-    :func:`multistat.io.read_scores` and turned into a study with :func:`from_frame`.
-    Wide files (a mapping ``{metric: file}`` or one file, one column per system) are
-    read straight into the cube, without the long frame, with the same checks and
-    messages (:mod:`multistat.io._wide_cube`; 200 systems x 10 metrics x 12,500
-    instances: see ``benchmarks/bench_load.py``).
+    A ``.nc`` path is reopened with :func:`open_study`. Logs of inspect_ai, lm-evaluation-
+    harness, HELM or Every Eval Ever (``format="inspect" | "lm-eval" | "helm" | "eee"``,
+    or recognised from the files when ``format`` is omitted) are read with
+    :func:`multistat.io._llm.read_llm_logs`, whose keywords (``group_col``, ``epochs``,
+    ``missing``, ``lower_is_better``, ``metrics``) pass through: models become systems,
+    tasks datasets, scorers metrics, sample ids instances and epochs runs. Anything else
+    is read with :func:`multistat.io.read_scores` and turned into a study with
+    :func:`from_frame`. Wide files (a mapping ``{metric: file}`` or one file, one column
+    per system) are read straight into the cube, without the long frame, with the same
+    checks and messages (:mod:`multistat.io._wide_cube`; 200 systems x 10 metrics x
+    12,500 instances: see ``benchmarks/bench_load.py``).
 
     Parameters
     ----------
@@ -630,15 +636,30 @@ def load(path, **read_options) -> xr.DataTree:
         files, or a saved study (``.nc``).
     **read_options
         Options of :func:`multistat.read_scores` (``format``, ``system_col``,
-        ``missing``, ...); none for a ``.nc`` study.
+        ``missing``, ...), or of the log readers (``group_col``, ``epochs``,
+        ``missing``, ``lower_is_better``, ``metrics``); none for a ``.nc`` study.
 
     Returns
     -------
     xarray.DataTree
         The study (as :func:`from_frame` builds it).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> import multistat
+    >>> logs = Path(multistat.__file__).parents[1] / "tests" / "data" / "llm" / "inspect"
+    >>> study = multistat.load(logs / "eval", format="inspect", group_col="passage")
+    >>> study["arith_capitals"].run_score.sizes["run"]  # the two epochs
+    2
     """
     if not isinstance(path, Mapping) and Path(str(path)).suffix == ".nc" and not read_options:
         return open_study(path)
+    # lazily: a t-only compare does not load it (first-call time)
+    from multistat.io._llm import is_llm, read_llm
+
+    if is_llm(path, read_options.get("format")):
+        return from_frame(read_llm(path, **read_options))
     wide = from_wide_files(path, **read_options)
     if wide is not None:
         return wide

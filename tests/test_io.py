@@ -543,7 +543,8 @@ class TestErrors:
     def test_bad_parameters(self, tmp_path):
         path = write(tmp_path, "x.csv", LONG_CSV)
         with pytest.raises(ParameterError, match=r"`format` must be one of 'long', 'wide', "
-                                                 r"'pairs', 'lines', 'comet'; got 'csv'"):
+                                                 r"'pairs', 'lines', 'comet', 'inspect', "
+                                                 r"'lm-eval', 'helm', 'eee'; got 'csv'"):
             read_scores(path, format="csv")
         with pytest.raises(ParameterError, match=r"`missing` must be one of 'raise', 'drop', "
                                                  r"'keep'; got 'omit'"):

@@ -44,8 +44,10 @@ from multistat.errors import DroppedDataWarning, ParameterError
 def load(
     paths: Annotated[list[Path], typer.Argument(
         help="score file(s) (CSV, TSV, whitespace, JSONL, Parquet, NLPStatTest "
-             "two-column, one score per line, comet-score output), folders or quoted globs; "
-             "several are read with the same options and validated together")],
+             "two-column, one score per line, comet-score output), language-model "
+             "evaluation logs (inspect .eval/.json, lm-eval --log_samples output, HELM run "
+             "folders, Every Eval Ever JSONL), folders or quoted globs; several are read "
+             "with the same options and validated together")],
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("study.nc"),
     format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
@@ -58,7 +60,8 @@ def load(
              "runs, the tests use run-averaged scores")] = None,
     group_col: Annotated[str | None, typer.Option(
         help="column holding the group (document, talk) of each instance, for `units "
-             "--by group`")] = None,
+             "--by group` and clustered tests; for evaluation logs a sample metadata "
+             "field (e.g. passage)")] = None,
     dataset_from_filename: Annotated[bool, typer.Option(
         "--dataset-from-filename", help="name each file's dataset after the file (name "
                                         "without its suffixes)")] = False,
@@ -68,6 +71,10 @@ def load(
     rater_aggregate: Annotated[str | None, typer.Option(
         help="'mean': average several ratings by one rater of one cell (otherwise an "
              "error)")] = None,
+    epochs: Annotated[str | None, typer.Option(
+        help="language-model evaluation logs: 'runs' (default): repeated samples "
+             "(inspect epochs, repeated lm-eval runs, HELM trials) are runs; 'mean': "
+             "their mean is the score")] = None,
 ):
     """Validate score file(s), write the study cube (NetCDF) and print a summary."""
 
@@ -87,6 +94,23 @@ def load(
                                  "without --dataset and --dataset-col")
         kw["dataset_from_filename"] = True
     source = paths[0] if len(paths) == 1 else [str(p) for p in paths]
+    # language-model evaluation logs (inspect, lm-eval, HELM, Every Eval Ever)
+    from multistat.io._llm import is_llm, read_llm
+
+    if is_llm(source, format):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
+            frame = read_llm(source, **kw, group_col=group_col, run_col=run_col,
+                             rater_col=rater_col, rater_aggregate=rater_aggregate,
+                             epochs="runs" if epochs is None else epochs)
+        study = cube.from_frame(frame)
+        save_study(study, out)
+        echo_summary(study, frame.attrs.get("dropped", []))
+        typer.echo(f"wrote {out}")
+        return
+    if epochs is not None:
+        raise ParameterError("--epochs applies to language-model evaluation logs "
+                             "(--format inspect, lm-eval, helm or eee)")
     # one plain wide file: straight into the cube (no long frame, nothing dropped);
     # ratings by rater go the long route
     study = None if rater_col or rater_aggregate else cube.from_wide_files(

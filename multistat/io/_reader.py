@@ -48,8 +48,14 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         hidden ones skipped), a pattern such as ``"scores/*.txt"`` for the files it
         matches; the rows of all files are validated together. With ``format="wide"`` a
         mapping ``{metric: path}`` reads one wide file per metric.
-    format : {"long", "wide", "pairs", "lines", "comet"} or None
-        Layout of every file; detected per file when None (see Notes). ``"lines"``: one
+    format : str or None
+        ``"long"``, ``"wide"``, ``"pairs"``, ``"lines"`` or ``"comet"``: the layout of
+        every file, detected per file when None (see Notes). ``"inspect"``,
+        ``"lm-eval"``, ``"helm"``, ``"eee"``: per-sample logs of language-model
+        evaluations, read by :func:`multistat.io._llm.read_llm_logs` (``group_col``
+        names a sample metadata field there, ``missing`` and ``lower_is_better`` work as
+        here, the column options do not apply; :func:`multistat.load` also passes its
+        ``epochs`` and ``metrics``). ``"lines"``: one
         score per line, the file is one system named after the file (``sysA.txt`` ->
         ``sysA``), instances are line numbers from 0. ``"comet"``: the output of COMET's
         ``comet-score`` (per-segment lines ``FILE<tab>Segment i<tab>score: x``; one system
@@ -147,6 +153,10 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     -----
     Format detection (``format=None``):
 
+    0. files that :func:`multistat.io._llm.detect_llm` recognises as language-model
+       evaluation logs (``*.eval``, inspect ``.json`` logs, lm-eval's
+       ``samples_<task>_<time>.jsonl``, HELM's ``per_instance_stats.json``, Every Eval
+       Ever JSON lines) are read as those;
     1. a mapping ``{metric: path}`` is ``"wide"``;
     2. a text file whose first non-blank line is a ``comet-score`` segment (or system
        score) line is ``"comet"``;
@@ -179,6 +189,17 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     ...             instance_col="seg_id", metric="mqm")  # doctest: +SKIP
     """
     fmt = None if format is None else check_choice("format", format, FORMATS)
+    # language-model evaluation logs (inspect, lm-eval, HELM, Every Eval Ever)
+    from multistat.io._llm import is_llm, read_llm
+
+    if is_llm(path, fmt):
+        return read_llm(path, format=fmt, missing=missing, lower_is_better=lower_is_better,
+                        group_col=group_col, system_col=system_col, metric_col=metric_col,
+                        instance_col=instance_col, score_col=score_col,
+                        dataset_col=dataset_col, metric=metric, dataset=dataset,
+                        systems=systems, sep=sep, run_col=run_col,
+                        dataset_from_filename=dataset_from_filename, rater_col=rater_col,
+                        rater_aggregate=rater_aggregate)
     missing = check_choice("missing", missing, ("raise", "drop", "keep"))
     sep = normalise_sep(sep)
     if isinstance(lower_is_better, str):

@@ -21,8 +21,10 @@ from multistat.errors import InputFileError, ParameterError, ParameterTypeError
 
 #: Columns of the validated long frame, in this order.
 COLUMNS: tuple[str, ...] = ("dataset", "system", "metric", "instance", "score")
-#: Layouts understood by :func:`read_scores`.
-FORMATS: tuple[str, ...] = ("long", "wide", "pairs", "lines", "comet")
+#: Layouts understood by :func:`read_scores` (the last four: language-model evaluation
+#: logs, :mod:`multistat.io._llm`).
+FORMATS: tuple[str, ...] = ("long", "wide", "pairs", "lines", "comet", "inspect", "lm-eval",
+                            "helm", "eee")
 #: Schema-metadata key under which :func:`write_parquet` stores the JSON metadata.
 PARQUET_METADATA_KEY = b"multistat"
 #: Separator used when ``system_col``/``instance_col`` name several columns.
