@@ -21,7 +21,20 @@ NOT_YET = {
 
 def _data(dist, n, rows, seed):
     rng = np.random.default_rng(seed)
+    if dist == "small":  # continuous, no ties: Mann-Whitney's p-value is exact for n <= 8
+        return rng.normal(0.8, 1.0, (rows, n)), rng.normal(0.0, 1.0, (rows, n))
+    if dist == "separated":  # every a above every b (odd rows: below)
+        b = rng.normal(0.0, 1.0, (rows, n))
+        a = b.max(-1, keepdims=True) + 0.1 + rng.exponential(1.0, (rows, n))
+        flip = np.arange(rows) % 2 == 1
+        a[flip], b[flip] = b[flip].copy(), a[flip].copy()
+        return a, b
     return C.draw(dist, n, rows, rng)
+
+
+# sample sizes per kind of data: the small ones cross scipy's exact/asymptotic switch of
+# Mann-Whitney (a sample of at most 8 without ties: exact)
+SIZES = {"small": tuple(range(5, 13)), "separated": (5, 8, 12)}
 
 
 def _mismatch(spec_name, a, b, alternative, null_value):
@@ -33,6 +46,16 @@ def _mismatch(spec_name, a, b, alternative, null_value):
                       confidence_level=1 - ALPHA, **kw)
     p, lo, hi = (np.atleast_1d(np.asarray(v, float)) for v in (r.p_value, r.ci_low,
                                                               r.ci_high))
+    # never a silent NaN: a row without a p-value says why in its note
+    notes = np.atleast_1d(np.asarray(r.note, dtype=object))
+    silent = np.isnan(p) & np.array([not str(x) for x in np.broadcast_to(notes, p.shape)])
+    assert not silent.any(), (spec_name, alternative, null_value)
+    if "relative_effect_ci_low" in r.extra:
+        # Brunner-Munzel: its interval is for the relative effect, whose null value is
+        # 1/2 (at the shift null_value)
+        lo = np.atleast_1d(np.asarray(r.extra["relative_effect_ci_low"], float))
+        hi = np.atleast_1d(np.asarray(r.extra["relative_effect_ci_high"], float))
+        null_value = 0.5
     if np.all(np.isnan(lo)) and np.all(np.isnan(hi)):
         return None  # no interval (permutation: says so in its note)
     reject = p <= ALPHA
@@ -44,7 +67,7 @@ def _mismatch(spec_name, a, b, alternative, null_value):
 
 
 @pytest.mark.parametrize("test", sorted(REGISTRY))
-@pytest.mark.parametrize("dist", ["skewed", "likert", "binary"])
+@pytest.mark.parametrize("dist", ["skewed", "likert", "binary", "small", "separated"])
 def test_reject_iff_interval_excludes_null(test, dist, request):
     if REGISTRY[test].binary_only and dist != "binary":
         pytest.skip("binary-only test")
@@ -53,8 +76,10 @@ def test_reject_iff_interval_excludes_null(test, dist, request):
     # resampling tests and the unpaired ones (their interval scans the p-value over all
     # differences a_i - b_j) are slower per row
     rows = 60 if REGISTRY[test].resampling or test in UNPAIRED else 300
+    sizes = SIZES.get(dist, (12, 40))
+    rows = 12 if dist in SIZES else rows  # per size
     total_rejections = 0
-    for n in (12, 40):
+    for n in sizes:
         a, b = _data(dist, n, rows, seed=n)
         for alternative in ("two-sided", "greater", "less"):
             for null_value in ((0.0, 0.5) if dist != "binary" else (0.0,)):
