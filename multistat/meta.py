@@ -567,7 +567,8 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     se : array_like, optional
         Standard errors; ``v_i = se_i^2``.
     method : {"reml", "ml", "pm", "dl", "fixed"}
-        tau^2 estimator: restricted or full maximum likelihood (Fisher scoring),
+        tau^2 estimator: restricted or full maximum likelihood (Fisher scoring, checked
+        against the likelihood at tau^2 = 0 and on a log grid; see Notes),
         Paule-Mandel, DerSimonian-Laird, or the fixed-effect model (tau^2 = 0).
     test : {"z", "knha"}
         Normal inference, or the Hartung-Knapp-Sidik-Jonkman adjustment with t on
@@ -606,7 +607,12 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     :math:`\hat\mu = \sum w_i y_i / \sum w_i`, :math:`SE = (\sum w_i)^{-1/2}`. DL:
     :math:`\hat\tau^2 = \max(0, (Q - (k-1)) / (\sum w_i - \sum w_i^2/\sum w_i))` with
     fixed-effect weights; PM solves :math:`Q_{gen}(\tau^2) = k - 1`; ML and REML maximise
-    the (restricted) likelihood. Knapp-Hartung:
+    the (restricted) likelihood: Fisher scoring from DL finds a stationary point, which
+    can be a local maximum (or 0 where the likelihood rises further out); its
+    log-likelihood is compared with tau^2 = 0 and a log grid of :data:`GRID_PER_DECADE`
+    points per decade up to ten times ``k range(y)^2 + max v``, and where one is higher
+    the best grid bracket is refined and the iteration rerun from it; the result is the
+    best of these (``note`` gives both log-likelihoods when tau^2 moved). Knapp-Hartung:
     :math:`SE^2 = \sum w_i (y_i - \hat\mu)^2 / ((k-1) \sum w_i)`, t on k - 1 df.
     Q-profile interval: the :math:`\tau^2` where :math:`Q_{gen}` equals the
     :math:`1-\alpha/2` and :math:`\alpha/2` chi-square quantiles (0 when
@@ -901,7 +907,9 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
 
     Notes
     -----
-    REML/ML by Fisher scoring with :math:`P = W - W X (X'WX)^{-1} X'W`; DL uses the
+    REML/ML by Fisher scoring with :math:`P = W - W X (X'WX)^{-1} X'W`, checked against
+    tau^2 = 0 and a log grid of the profile likelihood as in :func:`meta_analysis`
+    (``note`` says when tau^2 moved); DL uses the
     residual :math:`Q_E` with the fixed-effect weights and
     :math:`\mathrm{tr}(P_0)` (metafor's generalization). Knapp-Hartung scales the
     covariance by :math:`\sum w_i e_i^2/(k - p)` and uses t (F) on k - p df.

@@ -37,7 +37,7 @@ def _data(dist, n, rows, seed):
 SIZES = {"small": tuple(range(5, 13)), "separated": (5, 8, 12)}
 
 
-def _mismatch(spec_name, a, b, alternative, null_value):
+def _mismatch(spec_name, a, b, alternative, null_value, finite=False):
     spec = REGISTRY[spec_name]
     kw = {"n_resamples": 999} if spec.resampling else {}
     with warnings.catch_warnings():
@@ -50,6 +50,9 @@ def _mismatch(spec_name, a, b, alternative, null_value):
     notes = np.atleast_1d(np.asarray(r.note, dtype=object))
     silent = np.isnan(p) & np.array([not str(x) for x in np.broadcast_to(notes, p.shape)])
     assert not silent.any(), (spec_name, alternative, null_value)
+    # completely separated samples have a p-value in every test (a limit where the
+    # statistic's variance estimate is 0)
+    assert not (finite and np.isnan(p).any()), (spec_name, alternative, null_value)
     if "relative_effect_ci_low" in r.extra:
         # Brunner-Munzel: its interval is for the relative effect, whose null value is
         # 1/2 (at the shift null_value)
@@ -66,6 +69,35 @@ def _mismatch(spec_name, a, b, alternative, null_value):
     return int(np.sum(reject != excludes)), int(reject.sum())
 
 
+def _end_probes(spec_name, a, b, alternative):
+    """Mismatches of the decision just inside and just outside each finite end of every
+    row's interval (the row's test at null ``delta`` is its test of ``a - delta``
+    against ``b`` at null 0): an interval that inverts another test than the row's
+    (e.g. asymptotic where the p-value is exact) shows at its ends, which null values
+    drawn independently of the data seldom hit. Returns ``(mismatches, probes)``."""
+    spec = REGISTRY[spec_name]
+
+    def run(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return spec.func(x, b, alternative=alternative, null_value=0.0,
+                             confidence_level=1 - ALPHA)
+
+    r = run(a)
+    lo, hi = (np.atleast_1d(np.asarray(v, float)) for v in (r.ci_low, r.ci_high))
+    bad = probes = 0
+    for end, inward in ((lo, 1.0), (hi, -1.0)):
+        ok = np.isfinite(end)
+        eps = 1e-9 * (1.0 + np.abs(np.where(ok, end, 0.0)))
+        ok &= hi - lo > 2 * eps
+        for step, want_reject in ((inward, False), (-inward, True)):
+            delta = np.where(ok, np.where(ok, end, 0.0) + step * eps, 0.0)
+            p = np.atleast_1d(np.asarray(run(a - delta[:, None]).p_value, float))
+            bad += int(np.count_nonzero(ok & ((p <= ALPHA) != want_reject)))
+            probes += int(ok.sum())
+    return bad, probes
+
+
 @pytest.mark.parametrize("test", sorted(REGISTRY))
 @pytest.mark.parametrize("dist", ["skewed", "likert", "binary", "small", "separated"])
 def test_reject_iff_interval_excludes_null(test, dist, request):
@@ -78,20 +110,28 @@ def test_reject_iff_interval_excludes_null(test, dist, request):
     rows = 60 if REGISTRY[test].resampling or test in UNPAIRED else 300
     sizes = SIZES.get(dist, (12, 40))
     rows = 12 if dist in SIZES else rows  # per size
-    total_rejections = 0
+    total_rejections = total_probes = 0
     for n in sizes:
         a, b = _data(dist, n, rows, seed=n)
         for alternative in ("two-sided", "greater", "less"):
             for null_value in ((0.0, 0.5) if dist != "binary" else (0.0,)):
                 if REGISTRY[test].binary_only and null_value != 0:
                     continue
-                got = _mismatch(test, a, b, alternative, null_value)
+                got = _mismatch(test, a, b, alternative, null_value,
+                                # (ASO reports eps_min, never a p-value)
+                                finite=dist == "separated" and test != "aso")
                 if got is None:
                     pytest.skip(f"{test} reports no interval")
                 bad, rej = got
                 total_rejections += rej
                 assert bad == 0, (test, dist, n, alternative, null_value, bad)
+            if dist in SIZES and not REGISTRY[test].resampling:
+                bad, probes = _end_probes(test, a, b, alternative)
+                assert bad == 0, (test, dist, n, alternative, "ends", bad, probes)
+                total_probes += probes
     assert total_rejections > 0  # the data exercise both decisions
+    if dist in SIZES and not REGISTRY[test].resampling and test != "brunner-munzel":
+        assert total_probes > 0  # (Brunner-Munzel's interval is not on the shift scale)
 
 
 def test_bootstrap_basic_interval_inverts_shifted_pvalue():

@@ -7,15 +7,22 @@ cells left out) as two independent samples:
 
 * ``"mannwhitney"`` -- the Wilcoxon-Mann-Whitney rank-sum test, the test behind WMT's
   human-evaluation clusters; ``p_value`` is ``scipy.stats.mannwhitneyu``'s (two-sided by
-  default, tie-corrected, exact for small samples without ties);
+  default, tie-corrected, exact when a sample has at most 8 scores and there are no ties:
+  scipy's own rule, applied here and named in the note);
 * ``"brunner-munzel"`` -- Brunner and Munzel's test of the relative effect
   ``P(B < A) + P(A = B) / 2 = 1/2``, which unlike Mann-Whitney does not assume equal
-  shapes; ``p_value`` is ``scipy.stats.brunnermunzel``'s (t distribution).
+  shapes; ``p_value`` is ``scipy.stats.brunnermunzel``'s (t distribution). On completely
+  separated samples (every a above every b, or below) its variance estimate is 0 and
+  scipy returns NaN; the row gives the limit instead (p 0 on the side the data lie, 1 on
+  the other; the relative effect's interval the point 1 or 0) and says so in its note.
 
 Both report as ``estimate`` the Hodges-Lehmann shift of a over b (the median of all
 differences ``a_i - b_j``, in metric units). Mann-Whitney's interval is the set of shifts
-its own p-value does not reject (the exact inversion of scipy's test, ties and all, so
-decision and interval agree; Moses' interval is its no-tie normal approximation);
+its own p-value does not reject, with the row's method: where the p-value is exact, the
+exact Hodges-Lehmann interval (order statistics of the differences, R's
+``wilcox.test(conf.int = TRUE)``); else the exact inversion of scipy's asymptotic test,
+ties and all (Moses' interval is its no-tie normal approximation). Decision and interval
+agree for every null value between the differences;
 Brunner-Munzel's interval is for its own
 parameter, the relative effect, in the extra columns ``relative_effect``,
 ``relative_effect_ci_low`` and ``relative_effect_ci_high`` (``ci_low``/``ci_high`` are
