@@ -21,10 +21,23 @@ NOT_YET = {
 
 def _data(dist, n, rows, seed):
     rng = np.random.default_rng(seed)
+    if dist == "small":  # continuous, no ties: Mann-Whitney's p-value is exact for n <= 8
+        return rng.normal(0.8, 1.0, (rows, n)), rng.normal(0.0, 1.0, (rows, n))
+    if dist == "separated":  # every a above every b (odd rows: below)
+        b = rng.normal(0.0, 1.0, (rows, n))
+        a = b.max(-1, keepdims=True) + 0.1 + rng.exponential(1.0, (rows, n))
+        flip = np.arange(rows) % 2 == 1
+        a[flip], b[flip] = b[flip].copy(), a[flip].copy()
+        return a, b
     return C.draw(dist, n, rows, rng)
 
 
-def _mismatch(spec_name, a, b, alternative, null_value):
+# sample sizes per kind of data: the small ones cross scipy's exact/asymptotic switch of
+# Mann-Whitney (a sample of at most 8 without ties: exact)
+SIZES = {"small": tuple(range(5, 13)), "separated": (5, 8, 12)}
+
+
+def _mismatch(spec_name, a, b, alternative, null_value, finite=False):
     spec = REGISTRY[spec_name]
     kw = {"n_resamples": 999} if spec.resampling else {}
     with warnings.catch_warnings():
@@ -33,6 +46,19 @@ def _mismatch(spec_name, a, b, alternative, null_value):
                       confidence_level=1 - ALPHA, **kw)
     p, lo, hi = (np.atleast_1d(np.asarray(v, float)) for v in (r.p_value, r.ci_low,
                                                               r.ci_high))
+    # never a silent NaN: a row without a p-value says why in its note
+    notes = np.atleast_1d(np.asarray(r.note, dtype=object))
+    silent = np.isnan(p) & np.array([not str(x) for x in np.broadcast_to(notes, p.shape)])
+    assert not silent.any(), (spec_name, alternative, null_value)
+    # completely separated samples have a p-value in every test (a limit where the
+    # statistic's variance estimate is 0)
+    assert not (finite and np.isnan(p).any()), (spec_name, alternative, null_value)
+    if "relative_effect_ci_low" in r.extra:
+        # Brunner-Munzel: its interval is for the relative effect, whose null value is
+        # 1/2 (at the shift null_value)
+        lo = np.atleast_1d(np.asarray(r.extra["relative_effect_ci_low"], float))
+        hi = np.atleast_1d(np.asarray(r.extra["relative_effect_ci_high"], float))
+        null_value = 0.5
     if np.all(np.isnan(lo)) and np.all(np.isnan(hi)):
         return None  # no interval (permutation: says so in its note)
     reject = p <= ALPHA
@@ -43,8 +69,37 @@ def _mismatch(spec_name, a, b, alternative, null_value):
     return int(np.sum(reject != excludes)), int(reject.sum())
 
 
+def _end_probes(spec_name, a, b, alternative):
+    """Mismatches of the decision just inside and just outside each finite end of every
+    row's interval (the row's test at null ``delta`` is its test of ``a - delta``
+    against ``b`` at null 0): an interval that inverts another test than the row's
+    (e.g. asymptotic where the p-value is exact) shows at its ends, which null values
+    drawn independently of the data seldom hit. Returns ``(mismatches, probes)``."""
+    spec = REGISTRY[spec_name]
+
+    def run(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return spec.func(x, b, alternative=alternative, null_value=0.0,
+                             confidence_level=1 - ALPHA)
+
+    r = run(a)
+    lo, hi = (np.atleast_1d(np.asarray(v, float)) for v in (r.ci_low, r.ci_high))
+    bad = probes = 0
+    for end, inward in ((lo, 1.0), (hi, -1.0)):
+        ok = np.isfinite(end)
+        eps = 1e-9 * (1.0 + np.abs(np.where(ok, end, 0.0)))
+        ok &= hi - lo > 2 * eps
+        for step, want_reject in ((inward, False), (-inward, True)):
+            delta = np.where(ok, np.where(ok, end, 0.0) + step * eps, 0.0)
+            p = np.atleast_1d(np.asarray(run(a - delta[:, None]).p_value, float))
+            bad += int(np.count_nonzero(ok & ((p <= ALPHA) != want_reject)))
+            probes += int(ok.sum())
+    return bad, probes
+
+
 @pytest.mark.parametrize("test", sorted(REGISTRY))
-@pytest.mark.parametrize("dist", ["skewed", "likert", "binary"])
+@pytest.mark.parametrize("dist", ["skewed", "likert", "binary", "small", "separated"])
 def test_reject_iff_interval_excludes_null(test, dist, request):
     if REGISTRY[test].binary_only and dist != "binary":
         pytest.skip("binary-only test")
@@ -53,20 +108,30 @@ def test_reject_iff_interval_excludes_null(test, dist, request):
     # resampling tests and the unpaired ones (their interval scans the p-value over all
     # differences a_i - b_j) are slower per row
     rows = 60 if REGISTRY[test].resampling or test in UNPAIRED else 300
-    total_rejections = 0
-    for n in (12, 40):
+    sizes = SIZES.get(dist, (12, 40))
+    rows = 12 if dist in SIZES else rows  # per size
+    total_rejections = total_probes = 0
+    for n in sizes:
         a, b = _data(dist, n, rows, seed=n)
         for alternative in ("two-sided", "greater", "less"):
             for null_value in ((0.0, 0.5) if dist != "binary" else (0.0,)):
                 if REGISTRY[test].binary_only and null_value != 0:
                     continue
-                got = _mismatch(test, a, b, alternative, null_value)
+                got = _mismatch(test, a, b, alternative, null_value,
+                                # (ASO reports eps_min, never a p-value)
+                                finite=dist == "separated" and test != "aso")
                 if got is None:
                     pytest.skip(f"{test} reports no interval")
                 bad, rej = got
                 total_rejections += rej
                 assert bad == 0, (test, dist, n, alternative, null_value, bad)
+            if dist in SIZES and not REGISTRY[test].resampling:
+                bad, probes = _end_probes(test, a, b, alternative)
+                assert bad == 0, (test, dist, n, alternative, "ends", bad, probes)
+                total_probes += probes
     assert total_rejections > 0  # the data exercise both decisions
+    if dist in SIZES and not REGISTRY[test].resampling and test != "brunner-munzel":
+        assert total_probes > 0  # (Brunner-Munzel's interval is not on the shift scale)
 
 
 def test_bootstrap_basic_interval_inverts_shifted_pvalue():

@@ -609,3 +609,229 @@ def test_pool_studies_names_a_text_cell_in_a_numeric_column(table):
     with pytest.raises(MultistatError, match=r"column `se` must hold numbers; row 1 has "
                                              r"'0.1 \(approx\)'"):
         pool_studies(t)
+
+
+# ------------------------------------------------------- the likelihood's global maximum
+# datasets on which Fisher scoring from DerSimonian-Laird stops at a local maximum or at
+# 0 (found by a random search: k studies with log-normal variances, t(2) outliers); the
+# reference is the maximum of the profile likelihood on a dense grid of 20,001 tau^2
+# values, refined by scipy's bounded scalar optimiser -- independent of the code here
+LOCAL_STOPS = {
+    # Fisher scoring: an interior local maximum at 0.016; the maximum is at 0 (ML)
+    "interior_but_max_at_0": (
+        [0.9563, 0.0185, 0.1206, -0.0708, 0.1863, 0.0103, -0.4799, -0.0258, 0.2987,
+         0.354, -0.1479, -0.1152, -0.051, 0.4317],
+        [0.1162, 0.1046, 0.107, 0.09431, 0.02429, 0.00111, 0.04004, 0.009977, 0.4319,
+         0.02794, 0.05883, 0.009102, 0.01793, 0.04865], ("ml",)),
+    # a local maximum at 0.021; the maximum at 0.277 (ML)
+    "two_interior_maxima": (
+        [-0.218, -0.254, 1.2621, 0.0033, -0.1663, -1.8997, 0.039, -0.0341, 3.146],
+        [0.004843, 0.008095, 0.1224, 8.316e-05, 0.005598, 0.2444, 0.0154, 0.001925,
+         2.342], ("ml",)),
+    # stops at 0 (the score is negative there); the maximum at 5.7 (ML) / 6.4 (REML)
+    "stuck_at_0": (
+        [0.1418, 0.0261, -0.259, 0.0753, -0.0065, 0.8941, 11.213, -0.094, 0.46, -0.2429,
+         -0.0227, 0.1235, -0.3919, -0.1381],
+        [0.08762, 0.001189, 0.4451, 0.02569, 0.0002807, 0.416, 1.424, 0.008632, 0.5629,
+         0.01111, 0.0005351, 0.02434, 0.09559, 0.06503], ("ml", "reml")),
+    # a local maximum at 0.0105; the maximum at 16.8 (REML)
+    "far_maximum": (
+        [0.1937, 0.7299, -0.018, -0.9104, -0.246, 0.1528, -0.0293, 0.5185, -15.6502],
+        [0.006405, 0.1767, 0.0336, 0.4139, 0.09781, 0.06251, 0.007107, 0.1747, 5.804],
+        ("reml",)),
+}
+
+
+def _profile_ll(y, v, X, t, reml):
+    """Profile (restricted) log-likelihood of tau^2 at each ``t``, coefficients profiled
+    out, as metafor's logLik (written here from the formula, batched over ``t``)."""
+    t = np.atleast_1d(np.asarray(t, float))
+    w = 1.0 / (v[None, :] + t[:, None])
+    XtWX = np.einsum("pk,ki,kj->pij", w, X, X)
+    beta = np.linalg.solve(XtWX, np.einsum("pk,ki,k->pi", w, X, y)[..., None])[..., 0]
+    e = y[None, :] - beta @ X.T
+    k, p = X.shape
+    ll = -0.5 * (np.log(v[None, :] + t[:, None]).sum(1) + (w * e * e).sum(1))
+    if reml:
+        return ll + (-0.5 * (k - p) * np.log(2 * np.pi)
+                     + 0.5 * np.linalg.slogdet(X.T @ X)[1] - 0.5 * np.linalg.slogdet(XtWX)[1])
+    return ll - 0.5 * k * np.log(2 * np.pi)
+
+
+def _dense_global_max(y, v, X, reml, points=20_000):
+    e = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    top = 1e4 * (len(y) * max(np.ptp(y) ** 2, (e * e).max()) + v.max())
+    grid = np.concatenate([[0.0], np.geomspace(1e-9 * v.min(), top, points)])
+    ll = _profile_ll(y, v, X, grid, reml)
+    j = int(np.argmax(ll))
+    lo, hi = grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)]
+    opt = optimize.minimize_scalar(lambda t: -_profile_ll(y, v, X, t, reml)[0],
+                                   bounds=(lo, hi), method="bounded",
+                                   options={"xatol": 1e-13 * max(hi, 1e-300)})
+    return max([(grid[j], ll[j]), (float(opt.x), -float(opt.fun))], key=lambda c: c[1])
+
+
+def _fisher_only(y, v, method):
+    """What the fit did before the global check: Fisher scoring from DL."""
+    from multistat.meta import _tau2_dl, _tau2_likelihood
+
+    Y, V, M = y[None], v[None], np.ones((1, y.size), bool)
+    start = _tau2_dl(Y, V, M, np.array([float(y.size)]))
+    return float(_tau2_likelihood(Y, V, M, start, reml=method == "reml")[0])
+
+
+@pytest.mark.parametrize("case", sorted(LOCAL_STOPS))
+def test_ml_reml_reach_the_global_maximum_of_the_likelihood(case):
+    y, v, methods = LOCAL_STOPS[case]
+    y, v = np.array(y), np.array(v)
+    X = np.ones((y.size, 1))
+    for method in methods:
+        reml = method == "reml"
+        stuck = _fisher_only(y, v, method)
+        res = meta_analysis(y, v, method=method)
+        t_ref, ll_ref = _dense_global_max(y, v, X, reml)
+        ll_before = _profile_ll(y, v, X, stuck, reml)[0]
+        ll_after = _profile_ll(y, v, X, res.tau2, reml)[0]
+        # before: the iteration's point is clearly below the maximum; after: at it
+        assert ll_before < ll_ref - 0.05, (case, method, stuck, t_ref)
+        assert ll_after == pytest.approx(ll_ref, abs=1e-9)
+        assert res.tau2 == pytest.approx(t_ref, rel=1e-5, abs=1e-12)
+        if t_ref == 0.0:
+            assert res.tau2 == 0.0  # on the boundary exactly
+        # the move is said, with both log-likelihoods (metafor's logLik scale)
+        assert f"{ll_before:.6g}" in res.note and f"{ll_after:.6g}" in res.note
+        assert res.note.startswith("tau2: the Fisher-scoring iteration stopped")
+        # the estimate, se and tau^2 interval follow the new tau^2 (as one DL-free refit)
+        w = 1 / (v + res.tau2)
+        assert res.estimate == pytest.approx((w * y).sum() / w.sum(), rel=1e-12)
+
+
+@pytest.mark.slow
+def test_ml_reml_on_random_groups_equal_the_dense_grid_maximum():
+    # 120 random groups (k = 3..14, variances over four orders of magnitude, t(2)
+    # outliers) pooled as one table: every tau^2 is the global maximum of the profile
+    # likelihood, where Fisher scoring alone stops short in some of them
+    rng = np.random.default_rng(4)
+    rows, groups = [], []
+    for g in range(120):
+        k = int(rng.integers(3, 15))
+        v = np.exp(rng.normal(-3, 2, k))
+        y = rng.normal(0, 0.3, k) * rng.choice([0.1, 1, 3]) + rng.standard_t(2, k) * np.sqrt(v)
+        groups.append((y, v))
+        rows += [{"dataset": f"s{i}", "metric": "m", "system_a": "a", "system_b": "b",
+                  "test": f"g{g}", "estimate": y[i], "se": np.sqrt(v[i])} for i in range(k)]
+    frame = pd.DataFrame(rows)
+    short_before = short_after = moved = 0
+    for method in ("ml", "reml"):
+        reml = method == "reml"
+        pooled = pool_studies(frame, method=method)
+        for (y, v), (_, row) in zip(groups, pooled.iterrows()):
+            X = np.ones((y.size, 1))
+            _, ll_ref = _dense_global_max(y, v, X, reml, points=2000)
+            tol = 1e-8 * (1 + abs(ll_ref))
+            ll_before = _profile_ll(y, v, X, _fisher_only(y, v, method), reml)[0]
+            short_before += bool(ll_before < ll_ref - tol)
+            short_after += bool(_profile_ll(y, v, X, row["tau2"], reml)[0] < ll_ref - tol)
+            moved += bool(row["note"])
+    assert short_before > 0  # the sample holds fits the iteration alone got wrong
+    assert short_after == 0
+    assert moved == short_before
+
+
+def test_ml_reml_unchanged_where_the_iteration_found_the_maximum():
+    # bcg and CLASP: no move, no note, the Fisher-scoring fixed point itself
+    yi, vi = bcg()
+    for method in ("ml", "reml"):
+        res = meta_analysis(yi, vi, method=method)
+        assert res.note == ""
+        assert res.tau2 == _fisher_only(yi, vi, method)
+
+
+def test_statsmodels_pm_dl_on_the_local_stop_datasets():
+    # statsmodels' combine_effects has no ML/REML; its Paule-Mandel ("iterated") and
+    # DerSimonian-Laird ("chi2") tau^2 agree with ours on the same data (our DL is
+    # truncated at 0, statsmodels' is not)
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    for y, v, _ in LOCAL_STOPS.values():
+        y, v = np.array(y), np.array(v)
+        for ours, theirs in (("pm", "iterated"), ("dl", "chi2")):
+            ref = combine_effects(y, v, method_re=theirs)
+            res = meta_analysis(y, v, method=ours)
+            assert res.tau2 == pytest.approx(max(ref.tau2, 0.0), rel=1e-6, abs=1e-10)
+            assert res.estimate == pytest.approx(ref.mean_effect_re, rel=1e-6)
+
+
+# meta-regressions (one moderator) where Fisher scoring from DL stops short (same random
+# search): (y, v, z, methods)
+REGRESSION_STOPS = {
+    # a local maximum at 0.0045 (ML) / 0.0154 (REML); the maximum at 43 / 53
+    "far_maximum": (
+        [0.138, -0.3879, -0.0193, 0.1969, -0.0406, 0.0304, 31.7037, 0.2216, 0.0619,
+         -0.1315, -0.2865, -0.4627, -0.0272, -0.199],
+        [0.006137, 0.02999, 0.02161, 0.03473, 0.005792, 0.00335, 8.264, 0.3302, 0.01197,
+         0.04425, 0.1927, 0.02504, 0.1709, 0.01454],
+        [-0.508, 1.365, 2.528, 0.303, 1.674, -0.53, -1.599, -1.27, -1.579, -0.955, -0.24,
+         1.15, 0.7, 0.464], ("ml", "reml")),
+    # a local maximum at 0.30; the maximum at 0 (REML)
+    "max_at_0": (
+        [-0.1186, -0.5658, 0.2268, -0.4948, -2.5848, -0.0357, 2.0515, -0.2431, -0.0579,
+         -0.1773],
+        [0.02782, 0.8849, 0.04981, 0.09516, 0.3342, 0.02728, 0.8812, 0.01405, 0.009886,
+         0.02393],
+        [0.614, 0.075, -0.793, -0.554, 0.885, -0.005, -1.684, 0.844, 0.416, 0.873],
+        ("reml",)),
+    # a local maximum at 0.52; the maximum at 4.2 (REML)
+    "two_interior_maxima": (
+        [0.0606, -10.6115, 0.0332, 0.1439, 0.1293, 0.17, -0.3126, 0.2164, 0.1097, 0.4612,
+         1.4033],
+        [0.05629, 3.62, 0.1992, 0.1648, 0.02507, 0.008406, 0.04202, 0.07472, 0.1298,
+         0.07445, 0.02844],
+        [-0.699, -0.201, 0.629, 1.251, -0.792, -0.499, 2.505, 0.92, 0.896, 1.934, 0.446],
+        ("reml",)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REGRESSION_STOPS))
+def test_meta_regression_reaches_the_global_maximum(case):
+    from multistat.meta import _regression_fisher
+
+    y, v, z, methods = (np.array(a) if i < 3 else a
+                        for i, a in enumerate(REGRESSION_STOPS[case]))
+    X = np.column_stack([np.ones(y.size), z])
+    for method in methods:
+        reml = method == "reml"
+        e0 = y - X @ np.linalg.solve((X.T / v) @ X, (X.T / v) @ y)
+        qe = (e0 * e0 / v).sum()
+        P0 = np.diag(1 / v) - (X / v[:, None]) @ np.linalg.inv((X.T / v) @ X) @ (X.T / v)
+        stuck = _regression_fisher(y, v, X, max(0.0, (qe - (y.size - 2)) / np.trace(P0)),
+                                   reml)
+        fit = meta_regression(y, v, mods=z, method=method)
+        t_ref, ll_ref = _dense_global_max(y, v, X, reml)
+        ll_before = _profile_ll(y, v, X, stuck, reml)[0]
+        assert ll_before < ll_ref - 0.02, (case, method, stuck, t_ref)
+        assert _profile_ll(y, v, X, fit.tau2, reml)[0] == pytest.approx(ll_ref, abs=1e-9)
+        assert fit.tau2 == pytest.approx(t_ref, rel=1e-5, abs=1e-12)
+        if t_ref == 0.0:
+            assert fit.tau2 == 0.0
+        assert f"{ll_before:.6g}" in fit.note
+        # the coefficients are the WLS fit at the new tau^2
+        w = 1 / (v + fit.tau2)
+        beta = np.linalg.solve((X.T * w) @ X, (X.T * w) @ y)
+        np.testing.assert_allclose(fit.coefficients["estimate"], beta, rtol=1e-10)
+
+
+@pytest.mark.slow
+def test_meta_regression_random_fits_reach_the_dense_grid_maximum():
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        k = int(rng.integers(4, 15))
+        v = np.exp(rng.normal(-3, 2, k))
+        y = rng.normal(0, 0.3, k) * rng.choice([0.1, 1, 3]) + rng.standard_t(2, k) * np.sqrt(v)
+        z = rng.normal(size=k)
+        X = np.column_stack([np.ones(k), z])
+        for method in ("ml", "reml"):
+            fit = meta_regression(y, v, mods=z, method=method)
+            _, ll_ref = _dense_global_max(y, v, X, method == "reml", points=2000)
+            ll = _profile_ll(y, v, X, fit.tau2, method == "reml")[0]
+            assert ll >= ll_ref - 1e-8 * (1 + abs(ll_ref))

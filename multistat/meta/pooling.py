@@ -181,12 +181,170 @@ def _tau2_likelihood(Y, V, M, start, reml: bool):
     return tau
 
 
+#: points per decade of the log grid of tau^2 on which the likelihood's maximum is checked
+GRID_PER_DECADE = 5
+
+
+def _loglik(Y, V, M, tau2, reml: bool):
+    """The log-likelihood per group at ``tau2`` (``(G,)``) with mu profiled out, as
+    metafor's ``logLik``: ML ``-(k log 2 pi + sum log(v + tau^2) + Q_gen)/2``; REML
+    ``-((k - 1) log 2 pi - log k + sum log(v + tau^2) + log sum w + Q_gen)/2``."""
+    w, sw, mu = _moments(Y, V, M, tau2)
+    k = M.sum(1)
+    r2 = np.where(M, (Y - mu[:, None]) ** 2, 0.0)
+    logv = np.where(M, np.log(np.where(M, V + tau2[:, None], 1.0)), 0.0).sum(1)
+    if reml:
+        return -0.5 * ((k - 1) * np.log(2 * np.pi) - np.log(k) + logv + np.log(sw)
+                       + (w * r2).sum(1))
+    return -0.5 * (k * np.log(2 * np.pi) + logv + (w * r2).sum(1))
+
+
+def _tau2_grid(y_range2, v_min, v_max, points: int | None = None):
+    """``(G, P)`` grid of tau^2: 0, then geometric from ``1e-3 min v`` (the likelihood
+    there is that of 0 to a part in a thousand) to ``10 (y_range2 + max v)`` (past where
+    it can still rise: the ML score is negative beyond ``range(y)^2``; ``y_range2`` is
+    ``k range(y)^2`` or the regression's residual analogue) with at least
+    :data:`GRID_PER_DECADE` points per decade."""
+    hi = 10.0 * (y_range2 + v_max)
+    lo = np.maximum(1e-3 * v_min, hi * 1e-16)
+    decades = np.log10(hi / lo)
+    if points is None:
+        points = int(np.ceil(GRID_PER_DECADE * float(decades.max(initial=1.0)))) + 1
+    frac = np.linspace(0.0, 1.0, points)
+    return np.column_stack([np.zeros(lo.size),
+                            lo[:, None] * (hi / lo)[:, None] ** frac[None, :]])
+
+
+def _grid_loglik(Y, V, M, grid, reml: bool):
+    """:func:`_loglik` at every column of ``grid`` ``(G, P)``: ``Q_gen`` from the
+    weighted sums (after centring each group, so no cancellation) and one log per
+    study and grid point."""
+    Mf = M.astype(float)
+    k = Mf.sum(1)
+    Yc = (Y - (Mf * Y).sum(1, keepdims=True) / k[:, None]) * Mf
+    Y2 = Yc * Yc
+    Vm = np.where(M, V, 1.0)
+    const = (k - 1) * np.log(2 * np.pi) - np.log(k) if reml else k * np.log(2 * np.pi)
+    out = np.empty(grid.shape)
+    for j in range(grid.shape[1]):
+        d = Vm + grid[:, j:j + 1]
+        w = Mf / d
+        sw = w.sum(1)
+        swy = (w * Yc).sum(1)
+        q = np.maximum((w * Y2).sum(1) - swy * swy / sw, 0.0)
+        ll = const + (Mf * np.log(d)).sum(1) + q
+        if reml:
+            ll += np.log(sw)
+        out[:, j] = -0.5 * ll
+    return out
+
+
+def _golden_max(f, a, b, iters=90):
+    """Vectorized golden-section search for the maximum of ``f`` on ``[a, b]``."""
+    g = (np.sqrt(5.0) - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iters):
+        left = fc >= fd  # the maximum lies in [a, d]
+        a, b = np.where(left, a, c), np.where(left, d, b)
+        c_new = np.where(left, b - g * (b - a), d)
+        d_new = np.where(left, c, a + g * (b - a))
+        fc_new = np.where(left, np.nan, fd)
+        fd_new = np.where(left, fc, np.nan)
+        c, d = c_new, d_new
+        need_c, need_d = np.isnan(fc_new), np.isnan(fd_new)
+        fc = np.where(need_c, f(c), fc_new)
+        fd = np.where(need_d, f(d), fd_new)
+    return np.where(fc >= fd, c, d)
+
+
+def _global_max(tau, loglik, grid, polish, grid_loglik=None):
+    """The global maximum of ``loglik`` over tau^2 >= 0 given the iteration's ``tau``.
+
+    ``loglik(t, rows)`` evaluates groups ``rows`` (None: all) at ``t``; ``grid``
+    ``(G, P)`` (column 0
+    is tau^2 = 0); ``polish(t, rows)`` runs the iteration from ``t``;
+    ``grid_loglik(grid)``, if given, evaluates the whole grid at once. Where a grid point
+    beats the iteration's log-likelihood, the best grid point's bracket is searched
+    (golden section), the iteration is run again from there, and the best of the
+    candidates (tau^2 = 0 exactly when that is the best) replaces ``tau``.
+    Returns ``(tau, moved)`` with ``moved`` the rows that changed and the
+    log-likelihoods before and after."""
+    G, P = grid.shape
+    ll_it = loglik(tau, None)
+    if grid_loglik is not None:
+        L = grid_loglik(grid)
+    else:
+        L = np.column_stack([loglik(grid[:, j], None) for j in range(P)])
+    j = np.argmax(np.where(np.isnan(L), -np.inf, L), axis=1)
+    best = L[np.arange(G), j]
+    tol = 1e-9 * (1.0 + np.abs(ll_it))
+    cand = np.flatnonzero((best > ll_it + tol) | (~np.isfinite(ll_it) & np.isfinite(best)))
+    if not cand.size:
+        return tau, cand, ll_it[cand], ll_it[cand]
+    jc = j[cand]
+    a = grid[cand, np.maximum(jc - 1, 0)]
+    b = grid[cand, np.minimum(jc + 1, P - 1)]
+    t_g = _golden_max(lambda t: loglik(t, cand), a, b)
+    ll_g = loglik(t_g, cand)
+    t_p = polish(t_g, cand)
+    ll_p = loglik(t_p, cand)
+    t_new = np.where(ll_p >= ll_g, t_p, t_g)
+    ll_new = np.maximum(ll_p, ll_g)
+    worse = ll_new < best[cand]  # the grid point itself (flat likelihood): keep it
+    t_new = np.where(worse, grid[cand, jc], t_new)
+    ll_new = np.where(worse, best[cand], ll_new)
+    zero = loglik(np.zeros(cand.size), cand)
+    at0 = zero >= ll_new - 1e-13 * (1.0 + np.abs(ll_new))  # the boundary, not 1e-17
+    t_new = np.where(at0, 0.0, t_new)
+    ll_new = np.where(at0, zero, ll_new)
+    tau = tau.copy()
+    tau[cand] = t_new
+    return tau, cand, ll_it[cand], ll_new
+
+
+def _likelihood_notes(G, moved, tau_before, tau_after, ll_before, ll_after, reml):
+    notes = np.full(G, "", dtype=object)
+    what = "restricted likelihood" if reml else "likelihood"
+    for i, g in enumerate(moved):
+        notes[g] = (f"tau2: the Fisher-scoring iteration stopped at tau2 = "
+                    f"{tau_before[i]:.6g} (log-likelihood {ll_before[i]:.6g}), not the "
+                    f"maximum of the {what}; its maximum, found on a profile grid of "
+                    f"tau2, is at tau2 = {tau_after[i]:.6g} (log-likelihood "
+                    f"{ll_after[i]:.6g})")
+    return notes
+
+
+def _tau2_likelihood_max(Y, V, M, k, reml: bool):
+    """ML or REML tau^2 per group: Fisher scoring from DerSimonian-Laird, then checked
+    against tau^2 = 0 and a log grid of the profile likelihood (:func:`_global_max`).
+    Returns ``(tau2, notes)``."""
+    tau = _tau2_likelihood(Y, V, M, _tau2_dl(Y, V, M, k), reml=reml)
+    big = np.where(M, Y, -np.inf).max(1) - np.where(M, Y, np.inf).min(1)
+    grid = _tau2_grid(M.sum(1) * big**2, np.where(M, V, np.inf).min(1),
+                      np.where(M, V, 0.0).max(1))
+
+    def loglik(t, rows):
+        if rows is None:
+            return _loglik(Y, V, M, t, reml)
+        return _loglik(Y[rows], V[rows], M[rows], t, reml)
+
+    def polish(t, rows):
+        return _tau2_likelihood(Y[rows], V[rows], M[rows], t, reml=reml)
+
+    new, moved, ll0, ll1 = _global_max(tau, loglik, grid, polish,
+                                       lambda g: _grid_loglik(Y, V, M, g, reml))
+    notes = _likelihood_notes(Y.shape[0], moved, tau[moved], new[moved], ll0, ll1, reml)
+    return new, notes
+
+
 def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
     """Pool every row (group) of ``Y``/``V`` over the studies marked in ``M``.
 
     Returns a dict of arrays over groups: every field of :class:`MetaResult` but the
     per-study ones, and ``weights`` ``(G, K)`` (fractions of the group's total)."""
     G = Y.shape[0]
+    notes = np.full(G, "", dtype=object)
     Y = np.where(M, Y, 0.0)
     V = np.where(M, V, 1.0)
     k = M.sum(1).astype(float)
@@ -201,7 +359,7 @@ def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
     elif method == "pm":
         tau2 = _q_root(Y, V, M, df)
     else:
-        tau2 = _tau2_likelihood(Y, V, M, _tau2_dl(Y, V, M, k), reml=method == "reml")
+        tau2, notes = _tau2_likelihood_max(Y, V, M, k, reml=method == "reml")
     w, sw, mu = _moments(Y, V, M, tau2)
     alpha = 1.0 - level
     if test == "knha":  # Hartung-Knapp: the weighted residual variance scales se^2
@@ -233,7 +391,8 @@ def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
             "ci_high": mu + crit * se, "statistic": stat, "p_value": np.minimum(p, 1.0),
             "tau2": tau2, "tau2_ci_low": lo_t, "tau2_ci_high": hi_t, "i2": i2, "h2": h2,
             "q": q, "q_p_value": stats.chi2.sf(q, df), "pi_low": mu - spread,
-            "pi_high": mu + spread, "df": df.astype(int), "weights": w / sw[:, None]}
+            "pi_high": mu + spread, "df": df.astype(int), "weights": w / sw[:, None],
+            "note": notes}
 
 
 # ---------------------------------------------------------------------------- vectors
@@ -256,6 +415,8 @@ class MetaResult(Result):
     k, df : number of studies, k - 1
     method, test, confidence_level : as given
     estimates, variances, labels : the studies
+    note : what the fit says about itself (e.g. that the ML/REML maximum was found away
+        from where the Fisher-scoring iteration stopped); empty when nothing to say
     """
 
     estimate: float
@@ -282,6 +443,7 @@ class MetaResult(Result):
     estimates: np.ndarray = field(repr=False)
     variances: np.ndarray = field(repr=False)
     labels: tuple = field(repr=False, default=())
+    note: str = ""
 
     def confidence_interval(self) -> tuple[float, float]:
         """``(ci_low, ci_high)``."""
@@ -422,7 +584,8 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     se : array_like, optional
         Standard errors; ``v_i = se_i^2``.
     method : {"reml", "ml", "pm", "dl", "fixed"}
-        tau^2 estimator: restricted or full maximum likelihood (Fisher scoring),
+        tau^2 estimator: restricted or full maximum likelihood (Fisher scoring, checked
+        against the likelihood at tau^2 = 0 and on a log grid; see Notes),
         Paule-Mandel, DerSimonian-Laird, or the fixed-effect model (tau^2 = 0).
     test : {"z", "knha"}
         Normal inference, or the Hartung-Knapp-Sidik-Jonkman adjustment with t on
@@ -461,7 +624,12 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     :math:`\hat\mu = \sum w_i y_i / \sum w_i`, :math:`SE = (\sum w_i)^{-1/2}`. DL:
     :math:`\hat\tau^2 = \max(0, (Q - (k-1)) / (\sum w_i - \sum w_i^2/\sum w_i))` with
     fixed-effect weights; PM solves :math:`Q_{gen}(\tau^2) = k - 1`; ML and REML maximise
-    the (restricted) likelihood. Knapp-Hartung:
+    the (restricted) likelihood: Fisher scoring from DL finds a stationary point, which
+    can be a local maximum (or 0 where the likelihood rises further out); its
+    log-likelihood is compared with tau^2 = 0 and a log grid of :data:`GRID_PER_DECADE`
+    points per decade up to ten times ``k range(y)^2 + max v``, and where one is higher
+    the best grid bracket is refined and the iteration rerun from it; the result is the
+    best of these (``note`` gives both log-likelihoods when tau^2 moved). Knapp-Hartung:
     :math:`SE^2 = \sum w_i (y_i - \hat\mu)^2 / ((k-1) \sum w_i)`, t on k - 1 df.
     Q-profile interval: the :math:`\tau^2` where :math:`Q_{gen}` equals the
     :math:`1-\alpha/2` and :math:`\alpha/2` chi-square quantiles (0 when
@@ -514,9 +682,10 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
                                                  confidence_level, labels)
     out = _pool(y[None], v[None], np.ones((1, len(y)), bool), method, test, level)
     scalars = {k: (float(a[0]) if a.dtype.kind == "f" else int(a[0]))
-               for k, a in out.items() if k != "weights"}
+               for k, a in out.items() if k not in ("weights", "note")}
     return MetaResult(**scalars, weights=out["weights"][0], method=method, test=test,
-                      confidence_level=level, estimates=y, variances=v, labels=labels)
+                      confidence_level=level, estimates=y, variances=v, labels=labels,
+                      note=str(out["note"][0]))
 
 
 # ---------------------------------------------------------------------------- tables
@@ -637,7 +806,7 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     res["k"] = counts
     if out is not None:
         for c in POOLED_COLUMNS:
-            if c in out and c != "k":
+            if c in out and c not in ("k", "note"):
                 res[c][ok] = out[c]
     names = frame[study].astype(str).to_numpy()[rows]
     starts = np.cumsum(counts) - counts
@@ -649,6 +818,8 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     res["k_dropped"] = dropped[keep_groups]
     res["note"] = np.where(ok, "", "fewer than two studies with a standard error: not "
                                    "pooled").astype(object)
+    if out is not None:
+        res["note"][ok] = out["note"]
     pooled = pd.concat([first, pd.DataFrame({c: res[c] for c in POOLED_COLUMNS})], axis=1)
     pooled["k"] = pooled["k"].astype(int)
     pooled["k_dropped"] = pooled["k_dropped"].astype(int)
@@ -709,6 +880,8 @@ class MetaRegressionResult(Result):
     qm, qm_p_value : omnibus test of the moderators (chi2 on m df, or F on (m, k - p)
         with knha)
     k, method, test
+    note : what the fit says about itself (e.g. that the ML/REML maximum was found away
+        from where the Fisher-scoring iteration stopped); empty when nothing to say
     """
 
     coefficients: pd.DataFrame
@@ -723,6 +896,7 @@ class MetaRegressionResult(Result):
     k: int
     method: str
     test: str
+    note: str = ""
 
     def to_frame(self) -> pd.DataFrame:
         """The coefficients table (one row per moderator and the intercept)."""
@@ -822,7 +996,9 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
 
     Notes
     -----
-    REML/ML by Fisher scoring with :math:`P = W - W X (X'WX)^{-1} X'W`; DL uses the
+    REML/ML by Fisher scoring with :math:`P = W - W X (X'WX)^{-1} X'W`, checked against
+    tau^2 = 0 and a log grid of the profile likelihood as in :func:`meta_analysis`
+    (``note`` says when tau^2 moved); DL uses the
     residual :math:`Q_E` with the fixed-effect weights and
     :math:`\mathrm{tr}(P_0)` (metafor's generalization). Knapp-Hartung scales the
     covariance by :math:`\sum w_i e_i^2/(k - p)` and uses t (F) on k - p df.
@@ -877,23 +1053,10 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
     elif method == "pm":
         if qe > k - p:
             tau2 = _scalar_root(lambda t: resid_q(t)[0] - (k - p))
-    elif method in ("ml", "reml"):
-        tau2 = max(0.0, (qe - (k - p)) / np.trace(P0))
-        for _ in range(MAX_ITER):
-            w, beta, cov = _wls(y, v, X, tau2)
-            W = np.diag(w)
-            P = W - (w[:, None] * X) @ cov @ (X.T * w)
-            Py = P @ y
-            if method == "reml":
-                step = (Py @ Py - np.trace(P)) / np.trace(P @ P)
-            else:
-                e = y - X @ beta
-                step = ((w * w * e * e).sum() - w.sum()) / (w * w).sum()
-            new = max(0.0, tau2 + step)
-            if abs(new - tau2) <= TOL * max(new, 1e-10):
-                tau2 = new
-                break
-            tau2 = new
+    note = ""
+    if method in ("ml", "reml"):
+        tau2, note = _regression_likelihood_max(
+            y, v, X, max(0.0, (qe - (k - p)) / np.trace(P0)), method == "reml")
     w, beta, cov = _wls(y, v, X, tau2)
     e = y - X @ beta
     alpha = 1.0 - level
@@ -931,7 +1094,66 @@ def meta_regression(estimates, variances=None, *, mods, se=None, method="reml", 
                          "ci_high": beta + crit * se})
     return MetaRegressionResult(coef, float(tau2), float(i2), float(h2), float(r2),
                                 float(qe), float(stats.chi2.sf(qe, k - p)), qm, qm_p, k,
-                                method, test)
+                                method, test, note)
+
+
+def _regression_fisher(y, v, X, tau2: float, reml: bool) -> float:
+    """ML or REML tau^2 of a meta-regression by Fisher scoring from ``tau2``, truncated
+    at 0; stops when a step changes tau^2 by less than TOL (relative)."""
+    for _ in range(MAX_ITER):
+        w, beta, cov = _wls(y, v, X, tau2)
+        W = np.diag(w)
+        P = W - (w[:, None] * X) @ cov @ (X.T * w)
+        Py = P @ y
+        if reml:
+            step = (Py @ Py - np.trace(P)) / np.trace(P @ P)
+        else:
+            e = y - X @ beta
+            step = ((w * w * e * e).sum() - w.sum()) / (w * w).sum()
+        new = max(0.0, tau2 + step)
+        if abs(new - tau2) <= TOL * max(new, 1e-10):
+            return new
+        tau2 = new
+    return tau2
+
+
+def _regression_loglik(y, v, X, tau2, reml: bool):
+    """Log-likelihood of a meta-regression at each ``tau2`` (1-d), coefficients
+    profiled out, as metafor's ``logLik`` (REML with ``+ log|X'X|/2``)."""
+    k, p = X.shape
+    out = np.empty(np.size(tau2))
+    for i, t in enumerate(np.atleast_1d(tau2)):
+        w, beta, cov = _wls(y, v, X, t)
+        e = y - X @ beta
+        ll = -0.5 * (np.log(v + t).sum() + (w * e * e).sum())
+        if reml:
+            ll += -0.5 * (k - p) * np.log(2 * np.pi) + 0.5 * np.linalg.slogdet(X.T @ X)[1]
+            ll += 0.5 * np.linalg.slogdet(cov)[1]  # -log|X'WX|/2
+        else:
+            ll += -0.5 * k * np.log(2 * np.pi)
+        out[i] = ll
+    return out
+
+
+def _regression_likelihood_max(y, v, X, start: float, reml: bool):
+    """Fisher scoring from ``start``, checked against tau^2 = 0 and a log grid of the
+    profile likelihood (:func:`_global_max`). Returns ``(tau2, note)``."""
+    tau = np.array([_regression_fisher(y, v, X, start, reml)])
+    # the residual scale bounds where the likelihood can still rise: k times the
+    # largest squared unweighted least-squares residual (or range of y)
+    e = y - X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    scale = len(y) * max(float(np.max(e * e)), float(np.ptp(y)) ** 2)
+    grid = _tau2_grid(np.array([scale]), np.array([v.min()]), np.array([v.max()]))
+
+    def loglik(t, rows):
+        return _regression_loglik(y, v, X, t, reml)
+
+    def polish(t, rows):
+        return np.array([_regression_fisher(y, v, X, float(t[0]), reml)])
+
+    new, moved, ll0, ll1 = _global_max(tau, loglik, grid, polish)
+    note = _likelihood_notes(1, moved, tau[moved], new[moved], ll0, ll1, reml)[0]
+    return float(new[0]), note
 
 
 def _scalar_root(f) -> float:

@@ -7,15 +7,22 @@ cells left out) as two independent samples:
 
 * ``"mannwhitney"`` -- the Wilcoxon-Mann-Whitney rank-sum test, the test behind WMT's
   human-evaluation clusters; ``p_value`` is ``scipy.stats.mannwhitneyu``'s (two-sided by
-  default, tie-corrected, exact for small samples without ties);
+  default, tie-corrected, exact when a sample has at most 8 scores and there are no ties:
+  scipy's own rule, applied here and named in the note);
 * ``"brunner-munzel"`` -- Brunner and Munzel's test of the relative effect
   ``P(B < A) + P(A = B) / 2 = 1/2``, which unlike Mann-Whitney does not assume equal
-  shapes; ``p_value`` is ``scipy.stats.brunnermunzel``'s (t distribution).
+  shapes; ``p_value`` is ``scipy.stats.brunnermunzel``'s (t distribution). On completely
+  separated samples (every a above every b, or below) its variance estimate is 0 and
+  scipy returns NaN; the row gives the limit instead (p 0 on the side the data lie, 1 on
+  the other; the relative effect's interval the point 1 or 0) and says so in its note.
 
 Both report as ``estimate`` the Hodges-Lehmann shift of a over b (the median of all
 differences ``a_i - b_j``, in metric units). Mann-Whitney's interval is the set of shifts
-its own p-value does not reject (the exact inversion of scipy's test, ties and all, so
-decision and interval agree; Moses' interval is its no-tie normal approximation);
+its own p-value does not reject, with the row's method: where the p-value is exact, the
+exact Hodges-Lehmann interval (order statistics of the differences, R's
+``wilcox.test(conf.int = TRUE)``); else the exact inversion of scipy's asymptotic test,
+ties and all (Moses' interval is its no-tie normal approximation). Decision and interval
+agree for every null value between the differences;
 Brunner-Munzel's interval is for its own
 parameter, the relative effect, in the extra columns ``relative_effect``,
 ``relative_effect_ci_low`` and ``relative_effect_ci_high`` (``ci_low``/``ci_high`` are
@@ -35,6 +42,8 @@ L. E. Moses (1965). Query: confidence limits from rank tests. Technometrics 7(2)
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from multistat._lazy import lazy_module
@@ -42,6 +51,7 @@ from multistat._validation import check_alternative, check_choice, check_probabi
 from multistat.significance._base import REGISTRY, TestResult, TestSpec, register
 from multistat.significance._batch import BatchResult, from_test_result
 from multistat.significance._inversion import scan_interval
+from multistat.significance._rank_sum_exact import exact_shift_interval
 
 stats = lazy_module("scipy.stats")  # imported on first use (a t-only run: never)
 
@@ -104,15 +114,28 @@ def hodges_lehmann_shift(a, b) -> float:
     return 0.5 * (kth_difference(a_s, b_s, N // 2 - 1) + kth_difference(a_s, b_s, N // 2))
 
 
-def _mwu_p(a, b, deltas, alternative):
-    """scipy's Mann-Whitney p-value of ``a - delta`` against ``b`` for every ``delta``."""
+def mwu_method(a0, b) -> str:
+    """The method of a row's Mann-Whitney p-value: ``"exact"`` when a sample has at most
+    8 scores and no two of ``a0`` (a moved by the null value) and ``b`` are equal,
+    ``"asymptotic"`` (tie-corrected normal, continuity correction) otherwise -- the rule
+    of scipy's ``method="auto"``, written out so that the p-value and the interval are
+    computed with the same one."""
+    if min(a0.size, b.size) > 8:
+        return "asymptotic"
+    both = np.sort(np.concatenate([a0, b]))
+    return "asymptotic" if np.any(both[1:] == both[:-1]) else "exact"
+
+
+def _mwu_p(a, b, deltas, alternative, method="asymptotic"):
+    """scipy's Mann-Whitney p-value (``method``) of ``a - delta`` against ``b`` for every
+    ``delta``."""
     deltas = np.asarray(deltas, dtype=float)
     out = np.empty(deltas.size)
     step = max(1, (1 << 22) // max(1, a.size + b.size))
     for s in range(0, deltas.size, step):
         x = a[None, :] - deltas[s:s + step, None]
         out[s:s + step] = stats.mannwhitneyu(x, b[None, :], alternative=alternative,
-                                             axis=-1).pvalue
+                                             axis=-1, method=method).pvalue
     return out
 
 
@@ -120,23 +143,29 @@ def _mwu_p(a, b, deltas, alternative):
 SEARCH_POINTS = 64
 
 
-def mwu_interval(a, b, *, alternative, confidence_level):
-    """The shifts ``delta`` that Mann-Whitney (scipy's p-value, same sidedness) does not
-    reject at ``1 - confidence_level``: the exact inversion of the test, so the row's
-    decision and interval agree for every null value (issue 13.4).
+def mwu_interval(a, b, *, alternative, confidence_level, method="asymptotic"):
+    """The shifts ``delta`` that Mann-Whitney (scipy's p-value, same sidedness, the
+    row's ``method``) does not reject at ``1 - confidence_level``: the exact inversion of
+    the test, so the row's decision and interval agree for every null value.
 
-    The p-value is constant between consecutive distinct differences ``a_i - b_j`` and
+    ``method="exact"`` (no ties, a sample of at most 8): the order statistics of the
+    differences ``a_i - b_j`` that invert the exact test
+    (:func:`~multistat.significance._rank_sum_exact.exact_shift_interval`, R's exact
+    interval). ``"asymptotic"``: the p-value is constant between consecutive distinct differences ``a_i - b_j`` and
     can change only at them; :func:`~multistat.significance._inversion.scan_interval`
     evaluates it at every difference and every gap. Above 4,096 distinct differences the
     two ends are first located by a 64-ary search over the sorted differences (the acceptance
     set is an interval around the Hodges-Lehmann shift) and only the 16 differences
     around each end are scanned."""
 
+    if method == "exact":
+        return exact_shift_interval(a, b, alternative=alternative,
+                                    confidence_level=confidence_level)
     alpha = 1.0 - confidence_level
     values = np.unique(np.subtract.outer(a, b))  # <= 2**24 pairs (hodges_lehmann_shift)
 
     def pvalue_of(deltas):
-        return _mwu_p(a, b, deltas, alternative)
+        return _mwu_p(a, b, deltas, alternative, method)
 
     if values.size <= 4096:
         return scan_interval(pvalue_of, values, alpha=alpha)
@@ -215,27 +244,41 @@ def unpaired_test(name, x, y, *, alternative="two-sided", null_value=0.0,
             a, b = a - ref, b - ref
         a0 = a - null_value  # H0: the shift is null_value
         if name == "mannwhitney":
-            res = stats.mannwhitneyu(a0, b, alternative=alternative)
+            method = mwu_method(a0, b)
+            res = stats.mannwhitneyu(a0, b, alternative=alternative, method=method)
             cols["statistic"][idx], cols["p_value"][idx] = res.statistic, res.pvalue
             cols["ci_low"][idx], cols["ci_high"][idx] = mwu_interval(
-                a, b, alternative=alternative, confidence_level=confidence_level)
-            notes[idx] = ("mannwhitney: unpaired rank-sum test of each system's own scores; "
-                          "Hodges-Lehmann shift, interval = the shifts the test accepts")
+                a, b, alternative=alternative, confidence_level=confidence_level,
+                method=method)
+            notes[idx] = (f"mannwhitney: unpaired rank-sum test of each system's own scores "
+                          f"({method} p-value); Hodges-Lehmann shift, interval = the shifts "
+                          f"the {method} test accepts")
         else:
             if np.unique(np.concatenate([a0, b])).size == 1:
                 notes[idx] = "brunner-munzel: all scores equal"
                 cols["relative_effect"][idx] = 0.5
                 continue
-            with np.errstate(invalid="ignore", divide="ignore"):
+            with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+                # separated samples: scipy warns that its df is 0/0 (handled below)
+                warnings.simplefilter("ignore", RuntimeWarning)
                 res = stats.brunnermunzel(a0, b, alternative=_bm_alternative(alternative))
-            rel, lo, hi = _relative_effect(a0, b, confidence_level, alternative)
-            cols["statistic"][idx], cols["p_value"][idx] = res.statistic, res.pvalue
-            cols["relative_effect"][idx] = rel
-            cols["relative_effect_ci_low"][idx] = lo
-            cols["relative_effect_ci_high"][idx] = hi
+                rel, lo, hi = _relative_effect(a0, b, confidence_level, alternative)
+            stat, pval = float(res.statistic), float(res.pvalue)
             notes[idx] = ("brunner-munzel: unpaired test of the relative effect P(b < a) + "
                           "P(a = b)/2 (interval in relative_effect_ci_*); estimate is the "
                           "Hodges-Lehmann shift")
+            if np.isnan(pval) and rel in (0.0, 1.0):
+                pval, lo, hi = _separated_limit(rel, alternative)
+                stat = -np.inf if rel == 1.0 else np.inf  # scipy's sign: b's ranks - a's
+                notes[idx] += (
+                    f"; the samples are completely separated (every a - null_value "
+                    f"{'above' if rel == 1.0 else 'below'} every b): the variance estimate "
+                    "is 0 and the t statistic infinite, so p_value is its limit "
+                    f"({pval:g}) and the relative effect's interval is the point {rel:g}")
+            cols["statistic"][idx], cols["p_value"][idx] = stat, pval
+            cols["relative_effect"][idx] = rel
+            cols["relative_effect_ci_low"][idx] = lo
+            cols["relative_effect_ci_high"][idx] = hi
     extra = {k: cols[k] for k in ("n_a", "n_b")}
     if name == "brunner-munzel":
         extra.update({k: cols[k] for k in ("relative_effect", "relative_effect_ci_low",
@@ -248,6 +291,20 @@ def unpaired_test(name, x, y, *, alternative="two-sided", null_value=0.0,
 def _bm_alternative(alternative):
     # scipy.stats.brunnermunzel(x, y): "greater" = x tends to be larger than y
     return alternative
+
+
+def _separated_limit(rel, alternative):
+    """``(p, low, high)`` of Brunner-Munzel on completely separated samples (relative
+    effect ``rel`` 1 or 0): the limits as the variance estimate goes to 0 -- the t
+    statistic goes to +-infinity, so the p-value is 0 on the side the data lie and 1 on
+    the other, and the interval shrinks to the estimate (clipped to the one-sided
+    bound)."""
+    up = rel == 1.0
+    if alternative == "two-sided":
+        return 0.0, rel, rel
+    if alternative == "greater":
+        return (0.0, rel, 1.0) if up else (1.0, 0.0, 1.0)
+    return (1.0, 0.0, 1.0) if up else (0.0, 0.0, rel)
 
 
 def _relative_effect(a, b, confidence_level, alternative):
