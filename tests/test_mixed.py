@@ -261,3 +261,25 @@ def test_variance_components_refuse_a_single_rater():
     ya, yb = _draw(rng, 1, 20)
     with pytest.raises(DataValidationError, match=r"at least 2 raters.*1 \('r0'\)"):
         multistat.variance_components(_study(ya, yb))
+
+
+def test_power_likert_from_a_pilot_without_variance_exits_with_one_line(tmp_path, capsys):
+    from conftest import run_cli
+
+    path = cube.save(_study(np.full((8, 3), 4.0), np.full((8, 3), 4.0)), tmp_path / "p.nc")
+    code, out, err = run_cli(["power", "likert", "--pilot", str(path), "--n-workers", "5",
+                              "--n-items", "50", "--effect", "0.1"], capsys)
+    assert code == 2 and "do not vary" in err + out and "Traceback" not in err + out
+
+
+def test_exchanging_raters_and_items_exchanges_the_components_and_the_note():
+    rng = np.random.default_rng(7)  # the design of the rater-slope boundary test
+    ya, yb = _draw(rng, 5, 24, sds=(0.3, 0.0, 0.4, 0.3))
+    y, x, r, i = _long(ya, yb)
+    fit, swapped = fit_crossed(y, x, r, i), fit_crossed(y, x, i, r)
+    assert swapped.boundary == ("item_slope",) and "item_slope variance 0" in swapped.note
+    assert swapped.df == pytest.approx(fit.df, rel=1e-6)
+    for a, b in (("rater", "item"), ("item", "rater")):
+        for part in ("intercept", "slope"):
+            assert swapped.sd[f"{a}_{part}"] == pytest.approx(fit.sd[f"{b}_{part}"],
+                                                               rel=1e-6, abs=1e-12)
