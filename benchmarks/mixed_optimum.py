@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def fit_all(path):
         rows.append({"sd": f.sd, "est": float(2 * f.beta[1]),
                      "se": float(2 * np.sqrt(f.cov_beta[1, 1])), "df": float(f.df),
                      "converged": bool(f.converged), "note": getattr(f, "note", "")})
-    json.dump(rows, open(path, "w"))
+    Path(path).write_text(json.dumps(rows))
 
 
 def brute_all(path, first=0, last=N_DESIGNS):
@@ -95,7 +96,7 @@ def brute_all(path, first=0, last=N_DESIGNS):
             free = np.array([not (mask >> j) & 1 for j in range(4)])
             nf = int(free.sum())
 
-            def f(v, free=free):
+            def f(v, free=free, m=m):
                 th = np.zeros(4)
                 th[free] = v
                 return m.solve(th)[0]
@@ -114,7 +115,7 @@ def brute_all(path, first=0, last=N_DESIGNS):
         cands.sort(key=lambda c: c[0])
         best = cands[0]
         for fun, free, x in cands[:4]:  # Powell (derivative-free) polish of the best
-            def f(v, free=free):
+            def f(v, free=free, m=m):
                 th = np.zeros(4)
                 th[free] = v
                 return m.solve(th)[0]
@@ -131,7 +132,7 @@ def brute_all(path, first=0, last=N_DESIGNS):
         th[best[1]] = best[2]
         rows.append({"design": k, "crit": best[0], "theta": th.tolist(), "swap": bool(swap)})
         print(k, best[0], flush=True)
-    json.dump(rows, open(path, "w"))
+    Path(path).write_text(json.dumps(rows))
 
 
 def crit_of(m, swap, sd):
@@ -143,9 +144,9 @@ def crit_of(m, swap, sd):
 
 
 def report(brute_path, *fit_paths):
-    brute = sorted((r for p in brute_path.split(",") for r in json.load(open(p))),
+    brute = sorted((r for p in brute_path.split(",") for r in json.loads(Path(p).read_text())),
                    key=lambda r: r["design"])
-    fits = [json.load(open(p)) for p in fit_paths]
+    fits = [json.loads(Path(p).read_text()) for p in fit_paths]
     ds = designs()
     crits = [[crit_of(*model(*ds[k]), f[k]["sd"]) for k in range(len(ds))] for f in fits]
     for p, f, c in zip(fit_paths, fits, crits):

@@ -222,13 +222,14 @@ class _Crossed:
 
         Every product is by blocks (item blocks of 2 x 2 and the Schur complement on the
         raters), ``O(R^2 I)`` flops like one evaluation of the criterion."""
+        # heavy: scipy.linalg, lazily
         from scipy.linalg import solve_triangular
 
         crit, beta, rx_inv, _ = self.solve(theta, reml=reml)
         if not np.isfinite(crit):
             return None
         R, I = self.R, self.I
-        lr, li, inv_i, B, BA, cho, rhs_R, rhs_I, s_R, s_I, beta, rx_inv, r2 = self._state
+        lr, li, inv_i, _, BA, cho, rhs_R, rhs_I, s_R, s_I, beta, rx_inv, r2 = self._state
 
         def inv_items(v):  # A_I^-1 v by 2 x 2 item blocks, v (2I, k)
             v3 = v.reshape(I, 2, -1)
@@ -309,21 +310,6 @@ class _Crossed:
         dvar = np.concatenate([[p["dvar0"]], p["dvar"]])
         return g, var, dvar
 
-    def reml_deviance(self, tau):
-        """The REML deviance (-2 log restricted likelihood, constants kept) at variances
-        ``tau = (sigma^2, v_1, ..., v_4)`` (in the scaled units), not profiled; and the
-        variance of the slope estimate there."""
-        sigma2 = tau[0]
-        if not sigma2 > 0 or np.any(tau[1:] < 0):
-            return np.inf, np.nan
-        crit, _, rx_inv, _ = self.solve(np.sqrt(tau[1:] / sigma2))
-        if not np.isfinite(crit):
-            return np.inf, np.nan
-        logdet, logdet_rx, r2 = self.last
-        dev = (logdet + logdet_rx + (self.N - 2) * np.log(2.0 * np.pi * sigma2)
-               + r2 / sigma2)
-        return float(dev), float(sigma2 * rx_inv[1, 1])
-
     def satterthwaite(self, theta, sigma2):
         """Satterthwaite's degrees of freedom of the slope (lmerTest's method): ``2 V^2 /
         (g' C g)`` with ``V`` its variance as a function of the variance parameters
@@ -402,6 +388,9 @@ class _Crossed:
 #: upper bound of the variance ratios psi = theta^2 searched (the data are scaled to
 #: max |y| = 1, so a ratio this large means a residual variance of ~1e-20 of the data's)
 _PSI_MAX = 1e20
+#: a face whose screening optimum (stopped early) is more than this above the best
+#: criterion is not optimized to the end (its optimum would not come within _FACE_TOL)
+_FACE_SCREEN = 1e-2
 #: a boundary face is taken when its criterion is within this of the interior optimum
 #: (a component set to exactly 0 changes the REML deviance by less)
 _FACE_TOL = 1e-9
@@ -496,9 +485,10 @@ def _degenerate_fit(model, reml):
                     boundary=COMPONENTS, note=DEGENERATE_NOTE)
 
 
-def _lbfgsb(model, reml, start, free):
+def _lbfgsb(model, reml, start, free, *, loose=False):
     """L-BFGS-B over the free components of ``psi`` (bounds [0, _PSI_MAX]); the others
-    stay at ``start``'s values. Returns (criterion, psi, success)."""
+    stay at ``start``'s values (``loose``: stop early, to screen a face). Returns
+    (criterion, psi, success)."""
     free = np.asarray(free)
     base = np.asarray(start, dtype=float).copy()
 
@@ -514,7 +504,8 @@ def _lbfgsb(model, reml, start, free):
         return model.solve(np.sqrt(base), reml=reml)[0], base, True
     res = optimize.minimize(fun, np.clip(base[free], 0.0, _PSI_MAX), jac=True,
                             method="L-BFGS-B", bounds=[(0.0, _PSI_MAX)] * free.size,
-                            options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
+                            options={"maxiter": 1000, "ftol": 1e-9 if loose else 1e-15,
+                                     "gtol": 1e-4 if loose else 1e-10})
     psi = base.copy()
     psi[free] = res.x
     return float(res.fun), psi, bool(res.success) or _stationary(model, reml, psi)
@@ -540,13 +531,14 @@ def _optimize(model, reml):
     """The REML (ML) optimum over the variance ratios ``psi = theta^2 >= 0``.
 
     L-BFGS-B with the analytic gradient from two starts (the moment estimate and all
-    components 0.25), then the optimum on each face where one component is exactly 0
-    (the others optimized from the best point so far, within their bounds, so that the
-    faces where several components are 0 are searched as these faces' own boundaries;
-    a face the best point already lies on is skipped); the best criterion wins, and a
-    face wins whenever it is within ``_FACE_TOL`` of a point with more nonzero
-    components (those components are then exactly 0). Returns ``psi`` and whether the
-    winner satisfies the bounded optimality conditions."""
+    components 0.25), then the optimum on each face where one component is exactly 0:
+    the others optimized from the best point so far, within their bounds, so that the
+    faces where several components are 0 are searched as these faces' own boundaries
+    (a face is screened by a run stopped early and run to the end when it comes within
+    ``_FACE_SCREEN`` of the best; a face the best point already lies on is skipped).
+    The best criterion wins, and a face wins whenever it is within ``_FACE_TOL`` of a
+    point with more nonzero components (those components are then exactly 0). Returns
+    ``psi`` and whether the winner satisfies the bounded optimality conditions."""
     moment = model.moment_start()
     runs = [_lbfgsb(model, reml, s, np.arange(4)) for s in (moment, np.full(4, 0.25))]
     best = min(runs, key=lambda r: r[0])
@@ -555,11 +547,14 @@ def _optimize(model, reml):
             continue  # the best point lies on this face (and is optimal there)
         start = best[1].copy()
         start[k] = 0.0
-        runs.append(_lbfgsb(model, reml, start, np.delete(np.arange(4), k)))
-        best = min(runs, key=lambda r: r[0])
+        face = np.delete(np.arange(4), k)
+        screen = _lbfgsb(model, reml, start, face, loose=True)
+        if screen[0] <= best[0] + _FACE_SCREEN:  # close enough to matter: to the end
+            runs.append(_lbfgsb(model, reml, screen[1], face))
+            best = min(runs, key=lambda r: r[0])
     # among the points within _FACE_TOL of the best criterion, the one with most zeros
     near = [r for r in runs if r[0] <= best[0] + _FACE_TOL]
-    crit, psi, ok = max(near, key=lambda r: (int(np.sum(r[1] == 0.0)), -r[0]))
+    _, psi, ok = max(near, key=lambda r: (int(np.sum(r[1] == 0.0)), -r[0]))
     return psi, bool(ok and _stationary(model, reml, psi))
 
 
