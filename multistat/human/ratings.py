@@ -129,9 +129,12 @@ class VarianceComponents(Result):
         Of the pilot (over the systems used).
     pairs : pandas.DataFrame
         One row per pair of systems fitted: ``system_a, system_b`` and the five SDs,
-        ``intercept``, ``effect``, ``n_ratings``; the reported components pool the pairs'
-        variances (their mean, then the square root).
+        ``intercept``, ``effect``, ``n_ratings`` and ``note`` (the fit's: a boundary
+        (singular) fit, or why the pair was left out); the reported components pool the
+        variances of the pairs that could be fitted (their mean, then the square root).
     dataset, metric : str
+    note : str
+        The pairs left out of the pooling and why ("" when none).
     """
 
     variance: object
@@ -143,6 +146,7 @@ class VarianceComponents(Result):
     pairs: pd.DataFrame
     dataset: str
     metric: str
+    note: str = ""
 
     def to_frame(self) -> pd.DataFrame:
         """One row per pair of systems fitted (:attr:`pairs`), with the dataset and
@@ -182,6 +186,12 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
         standard deviations, what :func:`multistat.power.simulate_likert` takes), the
         fixed effects (``intercept``, ``effect``) and the pilot's sizes.
 
+    Raises
+    ------
+    DataValidationError
+        Fewer than two raters (no rater variance can be estimated), or no pair whose
+        ratings vary beyond the two systems' means.
+
     Examples
     --------
     >>> import multistat  # doctest: +SKIP
@@ -194,7 +204,7 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     from multistat.power import LikertVariance
 
     # heavy: scipy.special, numpy, lazily
-    from multistat.significance.mixed import fit_crossed
+    from multistat.significance.mixed import DEGENERATE_NOTE, fit_crossed
 
     nodes = _nodes(study)
     name = _pick("dataset", dataset, list(nodes))
@@ -211,6 +221,13 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     if len(set(systems)) < 2:
         raise ParameterError(f"`systems` needs at least two different systems; got {systems}")
     r = ds[cube.RATING].sel(metric=met).transpose("system", "instance", "rater")
+    rated = ~np.isnan(r.sel(system=systems).values).all(axis=(0, 1))
+    if rated.sum() < 2:
+        who = [str(v) for v in r.rater.values[rated]]
+        raise DataValidationError(
+            f"variance_components needs ratings by at least 2 raters to estimate rater "
+            f"variances; dataset {name!r}, metric {met!r} has {int(rated.sum())} "
+            f"({', '.join(repr(w) for w in who)})")
     rows = []
     raters_used: set = set()
     items_used: set = set()
@@ -226,29 +243,62 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
             rows.append({"system_a": a, "system_b": b, **done[(a, b)],
                          "n_ratings": int(pa.sum() + pb.sum())})
             continue
+        n_r = np.unique(np.concatenate([raters[pa], raters[pb]])).size
+        n_i = np.unique(np.concatenate([items[pa], items[pb]])).size
+        if n_r < 2 or n_i < 2 or pa.sum() < 2 or pb.sum() < 2:
+            rows.append({"system_a": a, "system_b": b, **dict.fromkeys(_SDS, np.nan),
+                         "intercept": np.nan, "effect": np.nan,
+                         "n_ratings": int(pa.sum() + pb.sum()),
+                         "note": "left out: fewer than 2 raters, 2 items or 2 ratings per "
+                                 "system"})
+            continue
         fit = fit_crossed(np.concatenate([ya[pa], yb[pb]]),
                           np.concatenate([np.ones(pa.sum()), -np.ones(pb.sum())]),
                           np.concatenate([raters[pa], raters[pb]]),
                           np.concatenate([items[pa], items[pb]]))
+        if fit.note == DEGENERATE_NOTE:
+            rows.append({"system_a": a, "system_b": b, **dict.fromkeys(_SDS, np.nan),
+                         "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
+                         "n_ratings": fit.n, "note": "left out: " + fit.note})
+            continue
         rows.append({"system_a": a, "system_b": b, **fit.sd,
                      "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
-                     "n_ratings": fit.n})
+                     "n_ratings": fit.n, "note": fit.note})
     for s in systems:
         n_ratings += int((~np.isnan(r.sel(system=s).values)).sum())
     pairs = pd.DataFrame(rows)
-    pooled = {k: float(np.sqrt(np.mean(pairs[k] ** 2)))
-              for k in ("rater_intercept", "rater_slope", "item_intercept", "item_slope",
-                        "sigma")}
+    if "note" not in pairs:
+        pairs["note"] = ""
+    pairs["note"] = pairs["note"].fillna("")
+    fitted = pairs[np.isfinite(pairs["sigma"]) & (pairs["sigma"] > 0)]
+    if fitted.empty:
+        why = "; ".join(sorted(set(pairs["note"])))
+        raise DataValidationError(
+            f"variance_components: no pair of systems of dataset {name!r}, metric {met!r} "
+            f"could be fitted ({why})" if why and "do not vary" not in why else
+            f"variance_components: the ratings of dataset {name!r}, metric {met!r} do not "
+            f"vary beyond the systems' means: no variance to estimate")
+    left_out = pairs.loc[~pairs.index.isin(fitted.index)]
+    note = "" if left_out.empty else (
+        f"{len(left_out)} of {len(pairs)} pairs left out of the pooling: "
+        + "; ".join(f"{a} vs {b} ({n.removeprefix('left out: ')})" for a, b, n in zip(
+            left_out["system_a"], left_out["system_b"], left_out["note"])))
+    pooled = {k: float(np.sqrt(np.mean(fitted[k] ** 2))) for k in _SDS}
     variance = LikertVariance(worker_intercept=pooled["rater_intercept"],
                               worker_slope=pooled["rater_slope"],
                               item_intercept=pooled["item_intercept"],
                               item_slope=pooled["item_slope"], sigma=pooled["sigma"])
-    effect = (float(pairs["effect"].iloc[0]) if len(pairs) == 1
-              else float(pairs["effect"].abs().mean()))
-    return VarianceComponents(variance=variance, intercept=float(pairs["intercept"].mean()),
+    effect = (float(fitted["effect"].iloc[0]) if len(fitted) == 1
+              else float(fitted["effect"].abs().mean()))
+    return VarianceComponents(variance=variance,
+                              intercept=float(fitted["intercept"].mean()),
                               effect=effect, n_raters=len(raters_used),
                               n_items=len(items_used), n_ratings=n_ratings, pairs=pairs,
-                              dataset=name, metric=met)
+                              dataset=name, metric=met, note=note)
+
+
+#: the five standard deviations of a fit, as ``variance_components`` pools them
+_SDS = ("rater_intercept", "rater_slope", "item_intercept", "item_slope", "sigma")
 
 
 def _fitted_pairs(fits, dataset, metric) -> dict:
@@ -265,7 +315,10 @@ def _fitted_pairs(fits, dataset, metric) -> dict:
         sd = {k: float(r[f"sd_{k}"]) for k in ("rater_intercept", "rater_slope",
                                                 "item_intercept", "item_slope", "sigma")}
         a, b, beta1 = str(r["system_a"]), str(r["system_b"]), float(r["estimate"]) / 2
-        common = {**sd, "intercept": float(r["intercept"])}
+        note = str(r.get("note", "") or "")
+        note = ("left out: " + note.removeprefix("mixed: ") if not sd["sigma"] > 0
+                else note.split("; ", 1)[1] if "; " in note else "")
+        common = {**sd, "intercept": float(r["intercept"]), "note": note}
         out[(a, b)] = {**common, "effect": beta1}
         out[(b, a)] = {**common, "effect": -beta1}
     return out

@@ -44,7 +44,7 @@ https://doi.org/10.1016/j.jml.2012.11.001
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,6 +64,12 @@ optimize = lazy_module("scipy.optimize")
 NO_RATERS_NOTE = ("mixed: no raters in the study: the model reduces to the item differences, "
                   "t on n - 1 df")
 COMPONENTS = ("rater_intercept", "rater_slope", "item_intercept", "item_slope")
+#: the same components with raters and items exchanged
+_SWAPPED = {"rater_intercept": "item_intercept", "rater_slope": "item_slope",
+            "item_intercept": "rater_intercept", "item_slope": "rater_slope"}
+#: the note of a fit whose ratings the fixed effects explain exactly
+DEGENERATE_NOTE = ("the ratings do not vary beyond the two systems' means: no variance to "
+                   "estimate")
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,11 @@ class MixedFit:
     ``beta`` = (intercept, slope of x); ``cov_beta`` its 2 x 2 covariance; ``sd`` the
     standard deviations of the rater intercept, rater slope, item intercept, item slope
     and the residual (``sigma``); ``n`` ratings, ``n_raters``, ``n_items``;
-    ``deviance`` the REML criterion at the optimum; ``converged``.
+    ``deviance`` the REML criterion at the optimum; ``converged`` whether the optimum
+    found satisfies the bounded problem's optimality conditions; ``df`` the slope's
+    Satterthwaite degrees of freedom; ``boundary`` the components estimated at exactly 0
+    (a singular fit) and ``note`` what a user should know ("boundary (singular) fit",
+    no convergence, or ratings without variance, where every SD is 0 and ``df`` NaN).
     """
 
     beta: np.ndarray
@@ -86,6 +96,8 @@ class MixedFit:
     converged: bool
     method: str = "reml"
     df: float = float("nan")
+    boundary: tuple = ()
+    note: str = ""
 
 
 class _Crossed:
@@ -117,6 +129,13 @@ class _Crossed:
         self.XX = z.T @ z
         self.Xy = z.T @ y
         self.yy = float(y @ y)
+        self._raw = (y, x, r, i)
+        # ratings the fixed effects explain exactly (all equal, or equal within each
+        # system) leave no variance: least squares on [1, x], residual against the
+        # rounding of the (scaled) ratings
+        self.ols = np.linalg.lstsq(z, y, rcond=None)[0]
+        resid = y - z @ self.ols
+        self.degenerate = bool(np.sqrt(resid @ resid / y.size) <= 2.0**-40)
 
     def solve(self, theta, *, reml=True):
         """(criterion, beta, (R_X'R_X)^-1, sigma^2) at ``theta``."""
@@ -178,62 +197,203 @@ class _Crossed:
             crit += logdet_rx
         rx_inv = _cho_solve(rx_cho, np.eye(2))
         self.last = (logdet, logdet_rx, r2)
+        # what the derivatives need (:meth:`parts`)
+        self._state = (lr, li, inv_i, B, BA, cho, rhs_R, rhs_I, s_R, s_I, beta, rx_inv, r2)
         return float(crit), beta, rx_inv, r2 / df
 
-    def reml_deviance(self, tau):
-        """The REML deviance (-2 log restricted likelihood, constants kept) at variances
-        ``tau = (sigma^2, v_1, ..., v_4)`` (in the scaled units), not profiled; and the
-        variance of the slope estimate there."""
-        sigma2 = tau[0]
-        if not sigma2 > 0 or np.any(tau[1:] < 0):
-            return np.inf, np.nan
-        crit, _, rx_inv, _ = self.solve(np.sqrt(tau[1:] / sigma2))
+    def _times_m(self, vR, vI):
+        """``Z'Z v`` for ``v = [vR; vI]`` (rows: rater columns, then item columns)."""
+        R, I = self.R, self.I
+        k = vR.shape[1]
+        oR = np.einsum("rab,rbk->rak", self.DR, vR.reshape(R, 2, k)).reshape(2 * R, k)
+        oI = np.einsum("iab,ibk->iak", self.DI, vI.reshape(I, 2, k)).reshape(2 * I, k)
+        return oR + self.C @ vI, oI + self.C.T @ vR
+
+    def parts(self, theta, *, reml=True):
+        """The pieces of the derivatives at ``theta`` (relative SDs), in the scaled units
+        with ``sigma^2`` factored out (``V = sigma^2 V1``, ``V1 = I + Z Lambda^2 Z'``,
+        ``P1`` the REML projection of ``V1``; ``P1`` -> ``W1 = V1^-1`` for ML):
+
+        ``crit``, ``r2`` (penalized residual sum of squares), ``trace`` (4,):
+        ``tr(Z_k' P1 Z_k)`` per component; ``zr2`` (4,): ``|Z_k' r|^2`` with ``r = P1 y``
+        the residual; ``rr`` = ``|r|^2``; ``rx_inv`` = ``(X' W1 X)^-1``; ``dvar`` (4,):
+        ``d Var(beta_1) / d tau_k`` (``tau_k = sigma^2 theta_k^2``, it does not depend on
+        sigma^2) and ``dvar0`` the same for ``tau_0 = sigma^2``.
+
+        Every product is by blocks (item blocks of 2 x 2 and the Schur complement on the
+        raters), ``O(R^2 I)`` flops like one evaluation of the criterion."""
+        # heavy: scipy.linalg, lazily
+        from scipy.linalg import solve_triangular
+
+        crit, beta, rx_inv, _ = self.solve(theta, reml=reml)
         if not np.isfinite(crit):
-            return np.inf, np.nan
-        logdet, logdet_rx, r2 = self.last
-        dev = (logdet + logdet_rx + (self.N - 2) * np.log(2.0 * np.pi * sigma2)
-               + r2 / sigma2)
-        return float(dev), float(sigma2 * rx_inv[1, 1])
+            return None
+        R, I = self.R, self.I
+        lr, li, inv_i, _, BA, cho, rhs_R, rhs_I, s_R, s_I, beta, rx_inv, r2 = self._state
+
+        def inv_items(v):  # A_I^-1 v by 2 x 2 item blocks, v (2I, k)
+            v3 = v.reshape(I, 2, -1)
+            return np.einsum("iab,ibk->iak", inv_i, v3).reshape(2 * I, -1)
+
+        # m_j' A^-1 m_j for every column m_j of Lambda Z'Z, with
+        # A^-1 = blockdiag(0, A_I^-1) + [I; -A_I^-1 B'] S^-1 [I, -B A_I^-1]
+        # rater columns: m = [lr * D_R e_j; li * C' e_j]
+        mR = lr[:, None] * _block_diag(self.DR)                     # (2R, 2R)
+        mI = li[:, None] * self.C.T                                  # (2I, 2R)
+        quad_r = np.einsum("ij,ij->j", mI, inv_items(mI))
+        w = solve_triangular(cho, mR - BA @ mI, lower=True, check_finite=False)
+        quad_r += np.einsum("ij,ij->j", w, w)
+        # item columns: m = [lr * C e_j; li * D_I e_j] (D_I block diagonal)
+        dI = li.reshape(I, 2)[:, :, None] * self.DI                  # (I, 2, 2): column c
+        quad_i = np.einsum("iac,iab,ibc->ic", dI, inv_i, dI).reshape(2 * I)
+        BAd = np.einsum("rib,ibc->ric", BA.reshape(2 * R, I, 2), dI).reshape(2 * R, 2 * I)
+        w = solve_triangular(cho, lr[:, None] * self.C - BAd, lower=True, check_finite=False)
+        quad_i += np.einsum("ij,ij->j", w, w)
+        diag_r = np.stack([self.DR[:, 0, 0], self.DR[:, 1, 1]], axis=1).reshape(-1)
+        diag_i = np.stack([self.DI[:, 0, 0], self.DI[:, 1, 1]], axis=1).reshape(-1)
+        # Z' W1 X = Z'X - Z'Z Lambda A^-1 Lambda Z'X
+        sx_R, sx_I = s_R[:, :2], s_I[:, :2]
+        mR_x, mI_x = self._times_m(lr[:, None] * sx_R, li[:, None] * sx_I)
+        zwx_R = self.DR.reshape(2 * R, 2) - mR_x
+        zwx_I = self.DI.reshape(2 * I, 2) - mI_x
+        tr_r = diag_r - quad_r
+        tr_i = diag_i - quad_i
+        if reml:
+            tr_r = tr_r - np.einsum("ja,ab,jb->j", zwx_R, rx_inv, zwx_R)
+            tr_i = tr_i - np.einsum("ja,ab,jb->j", zwx_I, rx_inv, zwx_I)
+        # the residual r = y - X beta - Z Lambda u, u = A^-1 Lambda Z'(y - X beta)
+        u_R = s_R[:, 2] - s_R[:, :2] @ beta
+        u_I = s_I[:, 2] - s_I[:, :2] @ beta
+        zy_R = self.yR.reshape(-1) - self.DR.reshape(2 * R, 2) @ beta
+        zy_I = self.yI.reshape(-1) - self.DI.reshape(2 * I, 2) @ beta
+        mu_R, mu_I = self._times_m((lr * u_R)[:, None], (li * u_I)[:, None])
+        zr_R, zr_I = zy_R - mu_R[:, 0], zy_I - mu_I[:, 0]
+        rr = r2 - float(u_R @ u_R + u_I @ u_I)
+        trace = np.array([tr_r[0::2].sum(), tr_r[1::2].sum(), tr_i[0::2].sum(),
+                          tr_i[1::2].sum()])
+        zr2 = np.array([(zr_R[0::2] ** 2).sum(), (zr_R[1::2] ** 2).sum(),
+                        (zr_I[0::2] ** 2).sum(), (zr_I[1::2] ** 2).sum()])
+        c = rx_inv[:, 1]
+        gR, gI = zwx_R @ c, zwx_I @ c
+        dvar = np.array([(gR[0::2] ** 2).sum(), (gR[1::2] ** 2).sum(),
+                         (gI[0::2] ** 2).sum(), (gI[1::2] ** 2).sum()])
+        # X' W1^2 X = X'X - rhs_X' s_X - s_X' s_X (A s_X = rhs_X)
+        xw2x = (self.XX - rhs_R[:, :2].T @ sx_R - rhs_I[:, :2].T @ sx_I
+                - sx_R.T @ sx_R - sx_I.T @ sx_I)
+        return {"crit": crit, "r2": r2, "trace": trace, "zr2": zr2, "rr": rr,
+                "rx_inv": rx_inv, "beta": beta, "dvar": dvar, "dvar0": float(c @ xw2x @ c)}
+
+    def gradient(self, psi, *, reml=True):
+        """The profiled criterion and its gradient in ``psi = theta^2`` (the variance
+        ratios): ``d/d psi_k = tr(Z_k' P1 Z_k) - |Z_k' r|^2 / sigma_hat^2`` (the
+        derivative of the deviance in ``tau_k = sigma^2 psi_k``, times ``sigma^2``, at
+        the profiled ``sigma^2``)."""
+        p = self.parts(np.sqrt(np.maximum(psi, 0.0)), reml=reml)
+        if p is None:
+            return np.inf, np.zeros(4)
+        s2 = p["r2"] / (self.N - 2 if reml else self.N)
+        return p["crit"], p["trace"] - p["zr2"] / s2
+
+    def tau_gradient(self, tau, *, reml=True):
+        """Gradient of the (unprofiled) deviance in the variances ``tau = (sigma^2, v_1,
+        ..., v_4)`` (scaled units), and ``Var(beta_1)`` with its gradient there."""
+        s2 = tau[0]
+        psi = np.asarray(tau[1:]) / s2
+        p = self.parts(np.sqrt(np.maximum(psi, 0.0)), reml=reml)
+        if p is None:
+            return None
+        g = np.empty(5)
+        g[1:] = (p["trace"] - p["zr2"] / s2) / s2
+        n_eff = self.N - 2 if reml else self.N
+        g[0] = (n_eff - psi @ p["trace"]) / s2 - p["rr"] / s2**2
+        var = s2 * p["rx_inv"][1, 1]
+        dvar = np.concatenate([[p["dvar0"]], p["dvar"]])
+        return g, var, dvar
 
     def satterthwaite(self, theta, sigma2):
         """Satterthwaite's degrees of freedom of the slope (lmerTest's method): ``2 V^2 /
-        (g' C g)`` with ``V`` its variance as a function of the variance parameters,
-        ``g`` its gradient and ``C = 2 H^-1`` their asymptotic covariance from the
-        Hessian ``H`` of the REML deviance, both by central differences. Components at
-        their boundary (0) are held fixed, as parameters not estimated."""
-        tau0 = np.concatenate([[sigma2], sigma2 * np.asarray(theta) ** 2])
-        active = np.flatnonzero(tau0 > 1e-10 * sigma2)
+        (g' C g)`` with ``V`` its variance as a function of the variance parameters
+        ``tau = (sigma^2, v_1, ..., v_4)``, ``g`` its gradient and ``C = 2 H^-1`` their
+        asymptotic covariance from the Hessian ``H`` of the REML deviance. ``g`` is
+        analytic; ``H`` is the central difference of the analytic gradient with a step
+        relative to each variance (1e-5 of it), so that tiny variances are
+        differentiated as accurately as large ones. Components at their boundary
+        (exactly 0) are not estimated and are left out, as lmerTest's Hessian separates
+        them (the deviance is even in their standard deviation)."""
+        tau0 = np.concatenate([[sigma2], sigma2 * np.asarray(theta, dtype=float) ** 2])
+        active = np.flatnonzero(tau0 > 0)
         k = active.size
-        h = 1e-4 * tau0[active]
-
-        def at(delta):
-            tau = tau0.copy()
-            tau[active] += delta
-            return self.reml_deviance(tau)
-
-        f0, v0 = at(np.zeros(k))
-        grad = np.empty(k)
+        base = self.tau_gradient(tau0)
+        if base is None:
+            return np.nan
+        _, v0, dvar = base
         hess = np.empty((k, k))
-        fp, fm = np.empty(k), np.empty(k)
-        for a in range(k):
-            e = np.zeros(k)
-            e[a] = h[a]
-            (fp[a], vp), (fm[a], vm) = at(e), at(-e)
-            grad[a] = (vp - vm) / (2.0 * h[a])
-            hess[a, a] = (fp[a] - 2.0 * f0 + fm[a]) / h[a] ** 2
-        for a in range(k):
-            for b in range(a + 1, k):
-                e = np.zeros(k)
-                e[a], e[b] = h[a], h[b]
-                fpp, fmm = at(e)[0], at(-e)[0]
-                hess[a, b] = hess[b, a] = ((fpp - fp[a] - fp[b] + 2.0 * f0 - fm[a] - fm[b]
-                                            + fmm) / (2.0 * h[a] * h[b]))
+        for a, j in enumerate(active):
+            h = 1e-5 * tau0[j]
+            up, down = tau0.copy(), tau0.copy()
+            up[j] += h
+            down[j] -= h
+            gp, gm = self.tau_gradient(up), self.tau_gradient(down)
+            if gp is None or gm is None:
+                return np.nan
+            hess[:, a] = (gp[0][active] - gm[0][active]) / (2.0 * h)
+        hess = (hess + hess.T) / 2.0
+        grad = dvar[active]
         try:
-            cov = 2.0 * np.linalg.inv(hess)
+            spread = float(grad @ np.linalg.solve(hess, grad))
         except np.linalg.LinAlgError:
             return np.nan
-        spread = float(grad @ cov @ grad)
-        return 2.0 * v0**2 / spread if spread > 0 else np.nan
+        return v0**2 / spread if spread > 0 else np.nan
+
+    def moment_start(self):
+        """A moment (ANOVA-type) estimate of ``psi = theta^2``: on each system's ratings,
+        additive rater and item effects by a few sweeps of alternating means; the
+        residual variance from their residuals; each component's variance from the spread
+        of the half sums (intercepts) and half differences (slopes) of the two systems'
+        effects, less their sampling noise, floored at 0."""
+        y, x, r, i = self._raw
+        R, I = self.R, self.I
+        effects = {"r": np.zeros((R, 2)), "i": np.zeros((I, 2))}
+        counts = {"r": np.zeros((R, 2)), "i": np.zeros((I, 2))}
+        ss = dof = 0.0
+        for side, sign in enumerate((1.0, -1.0)):
+            m = x == sign
+            if not m.any():
+                continue
+            ys, rs, is_ = y[m] - y[m].mean(), r[m], i[m]
+            nr = np.bincount(rs, minlength=R).astype(float)
+            ni = np.bincount(is_, minlength=I).astype(float)
+            a, b = np.zeros(R), np.zeros(I)
+            for _ in range(8):
+                a = np.bincount(rs, ys - b[is_], R) / np.maximum(nr, 1.0)
+                b = np.bincount(is_, ys - a[rs], I) / np.maximum(ni, 1.0)
+            res = ys - a[rs] - b[is_]
+            ss += float(res @ res)
+            dof += m.sum() - (nr > 0).sum() - (ni > 0).sum() + 1
+            effects["r"][:, side], effects["i"][:, side] = a, b
+            counts["r"][:, side], counts["i"][:, side] = nr, ni
+        s2 = ss / dof if dof > 0 and ss > 0 else float(np.var(y)) or 1.0
+        psi = np.zeros(4)
+        for j, key in enumerate(("r", "i")):
+            both = (counts[key] > 0).all(axis=1)
+            if both.sum() < 2:
+                continue
+            e, n = effects[key][both], counts[key][both]
+            noise = s2 * float(np.mean(1.0 / n[:, 0] + 1.0 / n[:, 1])) / 4.0
+            for c, half in enumerate(((e[:, 0] + e[:, 1]) / 2, (e[:, 0] - e[:, 1]) / 2)):
+                psi[2 * j + c] = max(float(np.var(half, ddof=1)) - noise, 0.0) / s2
+        return np.minimum(psi, _PSI_MAX)
+
+
+#: upper bound of the variance ratios psi = theta^2 searched (the data are scaled to
+#: max |y| = 1, so a ratio this large means a residual variance of ~1e-20 of the data's)
+_PSI_MAX = 1e20
+#: a face whose screening optimum (stopped early) is more than this above the best
+#: criterion is not optimized to the end (its optimum would not come within _FACE_TOL)
+_FACE_SCREEN = 1e-2
+#: a boundary face is taken when its criterion is within this of the interior optimum
+#: (a component set to exactly 0 changes the REML deviance by less)
+_FACE_TOL = 1e-9
 
 
 def _sum_by(codes, values, size):
@@ -241,6 +401,15 @@ def _sum_by(codes, values, size):
     out = np.zeros((size, values.shape[1]))
     np.add.at(out, codes, values)
     return out
+
+
+def _block_diag(blocks):
+    """``(K, 2, 2)`` blocks -> the ``(2K, 2K)`` block-diagonal matrix."""
+    K = blocks.shape[0]
+    out = np.zeros((K, 2, K, 2))
+    idx = np.arange(K)
+    out[idx, :, idx, :] = blocks
+    return out.reshape(2 * K, 2 * K)
 
 
 def _cho_solve(cho, b):
@@ -269,25 +438,26 @@ def fit_crossed(y, x, rater, item, *, reml: bool = True) -> MixedFit:
         sd["rater_slope"], sd["item_slope"] = sd["item_slope"], sd["rater_slope"]
         fit = MixedFit(beta=fit.beta, cov_beta=fit.cov_beta, sd=sd, n=fit.n,
                        n_raters=fit.n_items, n_items=fit.n_raters, deviance=fit.deviance,
-                       converged=fit.converged, method=fit.method, df=fit.df)
+                       converged=fit.converged, method=fit.method, df=fit.df,
+                       boundary=tuple(_SWAPPED[c] for c in fit.boundary), note=fit.note)
+    if not fit.note:
+        notes = []
+        if fit.boundary:
+            names = [c for c in COMPONENTS if c in fit.boundary]
+            notes.append("boundary (singular) fit: " + ", ".join(names) + " variance 0")
+        if not fit.converged:
+            notes.append("the optimizer did not converge")
+        fit = replace(fit, note="; ".join(notes))
     return fit
 
 
 def _fit(y, x, rater, item, reml):
     model = _Crossed(y, x, rater, item)
-
-    def crit(log_theta):
-        return model.solve(np.exp(log_theta), reml=reml)[0]
-
-    # theta on a log scale, clipped below: a component at the boundary (0) is reached as
-    # theta -> e^-12 relative to sigma, where it no longer changes the criterion
-    start = np.full(4, np.log(0.5))
-    bounds = [(-12.0, np.log(1e4))] * 4
-    res = optimize.minimize(crit, start, method="L-BFGS-B", bounds=bounds,
-                            options={"maxiter": 500, "ftol": 1e-12, "gtol": 1e-8})
-    theta = np.exp(res.x)
-    theta[res.x <= -11.0] = 0.0
-    value, beta, rx_inv, sigma2 = model.solve(np.maximum(theta, 0.0), reml=reml)
+    if model.degenerate:
+        return _degenerate_fit(model, reml)
+    psi, converged = _optimize(model, reml)
+    theta = np.sqrt(psi)
+    value, beta, rx_inv, sigma2 = model.solve(theta, reml=reml)
     sigma2 *= model.scale**2  # back to the units of y
     value += (model.N - 2 if reml else model.N) * 2.0 * np.log(model.scale)
     sigma = float(np.sqrt(sigma2))
@@ -295,9 +465,97 @@ def _fit(y, x, rater, item, reml):
     sd = {name: float(sigma * t) for name, t in zip(COMPONENTS, theta)}
     sd["sigma"] = sigma
     df = model.satterthwaite(theta, sigma2 / model.scale**2) if reml else np.nan
+    zero = tuple(c for c, p in zip(COMPONENTS, psi) if p == 0.0)
     return MixedFit(beta=beta, cov_beta=sigma2 * rx_inv, sd=sd, n=model.N,
                     n_raters=model.R, n_items=model.I, deviance=value,
-                    converged=bool(res.success), method="reml" if reml else "ml", df=df)
+                    converged=converged, method="reml" if reml else "ml", df=df,
+                    boundary=zero)
+
+
+def _degenerate_fit(model, reml):
+    """The fit of ratings that the fixed effects explain exactly (all equal, or equal
+    within each system): every variance is 0, the difference is known exactly, and
+    nothing is left to test."""
+    beta = np.array([model.shift + model.scale * model.ols[0], model.scale * model.ols[1]])
+    sd = {name: 0.0 for name in COMPONENTS}
+    sd["sigma"] = 0.0
+    return MixedFit(beta=beta, cov_beta=np.zeros((2, 2)), sd=sd, n=model.N,
+                    n_raters=model.R, n_items=model.I, deviance=-np.inf,
+                    converged=False, method="reml" if reml else "ml", df=np.nan,
+                    boundary=COMPONENTS, note=DEGENERATE_NOTE)
+
+
+def _lbfgsb(model, reml, start, free, *, loose=False):
+    """L-BFGS-B over the free components of ``psi`` (bounds [0, _PSI_MAX]); the others
+    stay at ``start``'s values (``loose``: stop early, to screen a face). Returns
+    (criterion, psi, success)."""
+    free = np.asarray(free)
+    base = np.asarray(start, dtype=float).copy()
+
+    def fun(v):
+        psi = base.copy()
+        psi[free] = v
+        f, g = model.gradient(psi, reml=reml)
+        if not np.isfinite(f):
+            return 1e300, np.zeros(free.size)
+        return f, g[free]
+
+    if free.size == 0:
+        return model.solve(np.sqrt(base), reml=reml)[0], base, True
+    res = optimize.minimize(fun, np.clip(base[free], 0.0, _PSI_MAX), jac=True,
+                            method="L-BFGS-B", bounds=[(0.0, _PSI_MAX)] * free.size,
+                            options={"maxiter": 1000, "ftol": 1e-9 if loose else 1e-15,
+                                     "gtol": 1e-4 if loose else 1e-10})
+    psi = base.copy()
+    psi[free] = res.x
+    return float(res.fun), psi, bool(res.success) or _stationary(model, reml, psi)
+
+
+def _stationary(model, reml, psi):
+    """Whether ``psi`` satisfies the optimality conditions of the bounded problem: zero
+    gradient in the components above 0, a gradient >= 0 (pointing into the box) at 0,
+    to a tolerance relative to the gradient's terms."""
+    p = model.parts(np.sqrt(psi), reml=reml)
+    if p is None:
+        return False
+    s2 = p["r2"] / (model.N - 2 if reml else model.N)
+    terms = np.abs(p["trace"]) + p["zr2"] / s2
+    g = p["trace"] - p["zr2"] / s2
+    tol = 1e-6 * np.maximum(terms, 1.0)
+    inside = psi > 0
+    return bool(np.all(np.abs(g[inside]) * np.maximum(psi[inside], 1.0) <= tol[inside])
+                and np.all(g[~inside] >= -tol[~inside]))
+
+
+def _optimize(model, reml):
+    """The REML (ML) optimum over the variance ratios ``psi = theta^2 >= 0``.
+
+    L-BFGS-B with the analytic gradient from two starts (the moment estimate and all
+    components 0.25), then the optimum on each face where one component is exactly 0:
+    the others optimized from the best point so far, within their bounds, so that the
+    faces where several components are 0 are searched as these faces' own boundaries
+    (a face is screened by a run stopped early and run to the end when it comes within
+    ``_FACE_SCREEN`` of the best; a face the best point already lies on is skipped).
+    The best criterion wins, and a face wins whenever it is within ``_FACE_TOL`` of a
+    point with more nonzero components (those components are then exactly 0). Returns
+    ``psi`` and whether the winner satisfies the bounded optimality conditions."""
+    moment = model.moment_start()
+    runs = [_lbfgsb(model, reml, s, np.arange(4)) for s in (moment, np.full(4, 0.25))]
+    best = min(runs, key=lambda r: r[0])
+    for k in range(4):
+        if best[1][k] == 0.0:
+            continue  # the best point lies on this face (and is optimal there)
+        start = best[1].copy()
+        start[k] = 0.0
+        face = np.delete(np.arange(4), k)
+        screen = _lbfgsb(model, reml, start, face, loose=True)
+        if screen[0] <= best[0] + _FACE_SCREEN:  # close enough to matter: to the end
+            runs.append(_lbfgsb(model, reml, screen[1], face))
+            best = min(runs, key=lambda r: r[0])
+    # among the points within _FACE_TOL of the best criterion, the one with most zeros
+    near = [r for r in runs if r[0] <= best[0] + _FACE_TOL]
+    _, psi, ok = max(near, key=lambda r: (int(np.sum(r[1] == 0.0)), -r[0]))
+    return psi, bool(ok and _stationary(model, reml, psi))
 
 
 def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_level=0.95):
@@ -316,12 +574,14 @@ def mixed_pair(ya, yb, *, alternative="two-sided", null_value=0.0, confidence_le
         return {"note": "mixed: fewer than 2 ratings per system, 2 items or 2 raters"}
     fit = fit_crossed(y, x, rater, item)
     est = np.array(2.0 * fit.beta[1])
+    if fit.note == DEGENERATE_NOTE:  # the difference is exact; nothing to test
+        return {"estimate": float(est), "se": 0.0, "n": n_items, "note": "mixed: " + fit.note,
+                "intercept": float(fit.beta[0]), **{f"sd_{k}": v for k, v in fit.sd.items()}}
     se = np.array(2.0 * float(np.sqrt(fit.cov_beta[1, 1])))
     df = fit.df if np.isfinite(fit.df) and fit.df > 0 else np.inf
     t, p, lo, hi = _wald(est, se, alternative, null_value, confidence_level, df=df)
     note = ("mixed: REML fit of rating ~ system + (1 + system || rater) + (1 + system || "
-            f"item), t on {df:.1f} Satterthwaite df"
-            + ("" if fit.converged else "; the optimizer did not converge"))
+            f"item), t on {df:.1f} Satterthwaite df" + (f"; {fit.note}" if fit.note else ""))
     return {"estimate": float(est), "se": float(se), "statistic": float(t),
             "p_value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": n_items,
             "df": float(df), "note": note, "intercept": float(fit.beta[0]),
