@@ -2,8 +2,8 @@
 
 A paired test depends only on the differences ``a - b``; moving every score by a constant
 (millisecond timestamps, log-likelihoods near -1e6, scores offset by 1e15) must not change
-a p-value, a decision or an estimate beyond the rounding of the shifted scores themselves
-(issue 24.1). Sums over instances do not have that property: the mean of n scores near
+a p-value, a decision or an estimate beyond the rounding of the shifted scores
+themselves. Sums over instances do not have that property: the mean of n scores near
 2^50 is rounded to a quarter, and a Gram matrix or a resampled mean of such scores loses
 the differences in the rounding of the offset.
 

@@ -3,7 +3,7 @@
 before it starts, naming the estimate and the option that raises the limit.
 
 The unit is one elementary operation on one score (an add, a compare, an index). The
-model follows how the engine computes (issue 9: per system first, pairs last):
+model follows how the engine computes (per system first, pairs last):
 
 - a resampling test draws its plan, ``B x n`` indices or signs, then for the *mean*
   (bootstrap, permutation) adds ``B x metrics x (systems x n + pairs)`` — each resample
@@ -17,7 +17,7 @@ Measured throughput (this model's operations per second, one ``compare`` on the 
 study, 2 shared cores, 2026-11-23): bootstrap 5e7, permutation 1.4e8, closed-form tests
 (small n, overhead-bound) 1.4e6. So the default limit 10^13 is about two days of
 bootstrap: far beyond what anyone asks for on purpose, far above every real study we
-know (the largest leaderboard target of issue 9, 200 systems x 10 metrics x 50,000
+know (the largest leaderboard target, 200 systems x 10 metrics x 50,000
 instances with 1,000 bootstrap resamples, is ~1e11, about half an hour).
 """
 

@@ -7,7 +7,7 @@ dask.distributed cluster those of this process.
 closed-form tests never contacts the scheduler, so a wrong address would otherwise pass
 unnoticed); :func:`probe` connects once, for the command line.
 
-:func:`match_workers_blas` is called on every client the engine uses (issue 24): workers
+:func:`match_workers_blas` is called on every client the engine uses: workers
 started with plain ``dask worker`` load OpenBLAS with the kernels their CPU prefers
 (SkylakeX on AVX-512 machines), whose products round differently from the Haswell kernels
 the command line pins in its own process (:mod:`multistat._blas`); the tables then differ

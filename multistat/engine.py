@@ -536,7 +536,7 @@ def pair_differences(arr: np.ndarray, ia, ib) -> np.ndarray:
 def _tolerance(observed, null=None, *, scale=None) -> np.ndarray:
     """Ties with the observed statistic count as "as extreme" (scipy permutation_test):
     within 1e-12 of the scale of the statistic, max(|observed|, max |null|) -- relative,
-    so that p-values do not depend on the units of the scores (issue 13.3).
+    so that p-values do not depend on the units of the scores.
     ``scale``: :func:`null_scale` of the null when the caller has it already."""
     scale_obs = np.abs(observed)
     if scale is None and null is not None:

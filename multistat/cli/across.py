@@ -1,4 +1,4 @@
-"""``multistat friedman`` and ``multistat replicability``: across test sets (issue 11).
+"""``multistat friedman`` and ``multistat replicability``: across test sets.
 
 Mounted in :mod:`multistat.cli` with ``app.command(...)``. Errors are
 :class:`~multistat.errors.MultistatError` and become one line on stderr with exit

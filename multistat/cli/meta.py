@@ -1,4 +1,4 @@
-"""``multistat meta``: pool compare tables across studies (issue 27).
+"""``multistat meta``: pool compare tables across studies.
 
 Mounted in :mod:`multistat.cli` with ``app.command("meta")(meta_command)``. Errors are
 :class:`~multistat.errors.MultistatError` and become one line on stderr with exit

@@ -127,7 +127,7 @@ class _Dataset:
             ds = ds.compute()  # dask-backed or lazily read variables: loaded once, here
         self.order = _label_order(ds)
         self.score = np.asarray(ds[cube.SCORE].values)
-        # read with missing="keep": instances only some systems have (issue 25)
+        # read with missing="keep": instances only some systems have
         self.holes = _holes_data.has_holes(ds, self.score)
         self.name = name
         self.ds = ds.drop_vars(cube.SCORE).isel(instance=self.order)
@@ -149,7 +149,7 @@ class _Dataset:
         out = []
         for m, kind in enumerate(self.ds.kind.values):
             valid = ~np.isnan(first[m])[self.order]
-            if self.holes:  # issue 25: any system's instances, the whole pattern as key
+            if self.holes:  # any system's instances, the whole pattern as key
                 valid, key = _holes_data.presence_key(self.score[:, m], self.order)
             if kind == "corpus":
                 out.append(("corpus", [m], valid))
@@ -206,7 +206,7 @@ def _group_bootstrap(d, kind, ms, valid, **run):
     distribution (B, S, M), n)``."""
     X = d.group_scores(ms, valid)
     n = X.shape[-1]
-    if d.holes:  # issue 25: each system over its own instances
+    if d.holes:  # each system over its own instances
         cs = _corpus_stats(d.ds, ms, valid) if kind == "corpus" else None
         return _holes.group_bootstrap(X, cs and (cs[0].fn, cs[1]), dataset=d.name, **run)
     return (*system_bootstrap(d.ds, kind, ms, valid, X, n=n, dataset=d.name, **run), n)
@@ -584,7 +584,7 @@ def _block(spec, res, base, extra, ctx, slab, mult, n_runs, cluster, n_rows) -> 
     if "seed" not in arrays:
         rows["seed"] = -1
     rows.update({k: v for k, v in extra.items() if k not in ("_note", "_sd")})
-    if "mde" not in arrays:  # (a slab with holes: per row, issue 25)
+    if "mde" not in arrays:  # (a slab with holes: per row)
         rows["mde"] = mde(spec, slab, mult, extra.get("_sd"),
                            null_sd if null_sd is not None else se if spec.resampling else None)
     if extra.get("_note") is not None:
@@ -705,7 +705,7 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
                 run_scores=runs, ratings=ratings, order=order,
                 higher_is_better=tuple(ds.higher_is_better.values[ms].astype(bool)))
     if kind != "corpus" and X.size and np.max(slab.absmax()) > 8.9e307:
-        # some a - b may overflow: the largest difference over systems tells (issue 13.3)
+        # some a - b may overflow: the largest difference over systems tells
         from multistat.significance._base import overflow_check
 
         overflow_check(X.max(0), X.min(0), where=f" in dataset {name!r}")
@@ -714,7 +714,7 @@ def _slab(d, kind, ms, valid, codes=None) -> Slab:
         corpus = (cm.fn, stats)
         slab.corpus = corpus
         slab.corpus_observed = cm.fn(stats.sum(1))[:, None]
-    if d.holes:  # issue 25: slab.present, the instances each system has
+    if d.holes:  # slab.present, the instances each system has
         _holes_data.mark(slab)
     return slab
 
@@ -764,7 +764,7 @@ def system_observed(ds, kind, ms, valid, X) -> np.ndarray:
         cm, stats = _corpus_stats(ds, ms, valid)
         return cm.fn(stats.sum(1))[:, None]
 
-    k = metric_centres(X)  # mean(x - k) + k, as Slab.means (issue 24.1)
+    k = metric_centres(X)  # mean(x - k) + k, as Slab.means
     return levels(centred_means(X, k), k)
 
 
@@ -783,7 +783,7 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
         dist = cm.fn(eng.resample("bootstrap", eng.corpus_sums_kernel, stats,
                                   **run))[..., None]
         return cm.fn(stats.sum(1))[:, None], dist
-    # the resampled means of x - k, plus k: as compare's bootstrap test (issue 24.1)
+    # the resampled means of x - k, plus k: as compare's bootstrap test
     from multistat._centre import levels, metric_centres
 
     k = metric_centres(X)

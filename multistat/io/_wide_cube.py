@@ -1,4 +1,4 @@
-"""Wide score files straight to the arrays of a cube, without the long frame (issue 23.7).
+"""Wide score files straight to the arrays of a cube, without the long frame.
 
 A leaderboard often comes as one wide table per metric: one column per system, one row
 per instance. :func:`read_scores` turns every value into a row of a long frame (four

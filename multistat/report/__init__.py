@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name):  # the module's name before issue 22.4 (the README showed it)
+def __getattr__(name):  # the module's name before 0.2 (the README showed it)
     if name == "ranking":
         return import_module("multistat.report.clusters")
     raise AttributeError(f"module 'multistat.report' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Forest plot of a meta-analysis (issue 27): each study's effect with its interval
+"""Forest plot of a meta-analysis: each study's effect with its interval
 (squares sized by weight), the pooled estimate as a diamond spanning its confidence
 interval, and the prediction interval as a line through it (metafor's ``forest()``
 layout). Draws only: it takes a meta-analysis result (or its ``to_frame()``) and computes

@@ -261,7 +261,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         parts.append(write_ranking(board, out, dpi=dpi))
         _files.write_rank_plots(out, board)
         toc.insert(2, ("ranking", "Leaderboard clusters and rank intervals"))
-    if preferences is not None:  # Bradley-Terry leaderboard (issue 26)
+    if preferences is not None:  # Bradley-Terry leaderboard
 
         parts.append(write_preferences(preferences, out, dpi=dpi))
         toc.insert(2, ("preferences", "Pairwise preferences"))
@@ -376,7 +376,7 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         toc.append(("meta", "Meta-analysis across test sets"))
 
     # ------------------------------------------------------------------ human ratings
-    from multistat.report.human import human_section  # ratings by rater (issue 25)
+    from multistat.report.human import human_section  # ratings by rater
 
     human_html = human_section(study, res, figdir, tabdir, dpi=dpi, table_html=_table,
                                img_html=_img, slug=_slug)

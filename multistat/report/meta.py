@@ -1,4 +1,4 @@
-"""The report's "Meta-analysis across test sets" section (issue 27), with forest plots
+"""The report's "Meta-analysis across test sets" section, with forest plots
 (:func:`multistat.report.forest.forest_plot`).
 
 Draws what :func:`multistat.meta_analysis` computed: each study's effect with its

@@ -47,18 +47,18 @@ __all__ = [
     "wilcoxon",
 ]
 
-# Almost Stochastic Order over runs lives in multistat.significance.aso (issue 11); it
+# Almost Stochastic Order over runs lives in multistat.significance.aso; it
 # registers itself as "aso" here so that compare(tests=("aso", ...)) finds it
 from multistat.significance.aso import _register as _register_aso
 
 _register_aso()
 
-# the mixed-effects model of human ratings by rater (issue 25), registered as "mixed"
+# the mixed-effects model of human ratings by rater, registered as "mixed"
 from multistat.significance.mixed import _register as _register_mixed  # noqa: E402
 
 _register_mixed()
 
-# unpaired tests of each system's own scores, for incomplete designs (issue 25)
+# unpaired tests of each system's own scores, for incomplete designs
 from multistat.significance.unpaired import _register as _register_unpaired  # noqa: E402
 
 _register_unpaired()

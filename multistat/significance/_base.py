@@ -264,7 +264,7 @@ def as_pairs(x, y, *, overflow: str = "raise") -> tuple[np.ndarray, np.ndarray]:
 
 
 def overflow_check(x, y, where: str = "") -> None:
-    """Raise if ``x - y`` overflows for finite ``x`` and ``y`` (issue 13.3)."""
+    """Raise if ``x - y`` overflows for finite ``x`` and ``y``."""
     with np.errstate(over="ignore", invalid="ignore"):
         bad = np.isinf(x - y)
         if not bad.any():  # the common case: no infinite difference at all

@@ -65,7 +65,7 @@ def _blas_controller():
     """threadpoolctl's controller of the loaded BLAS, built once.
 
     threadpoolctl resolves the real path of every shared library of the process (~160
-    after ``multistat.load``: 8 ms of a fresh process's first ``compare``, issue 23.8) and
+    after ``multistat.load``: 8 ms of a fresh process's first ``compare``) and
     keeps those whose file name starts with a prefix it knows; on Linux only the
     libraries whose name in ``/proc/self/maps`` (the kernel's resolved path) has such a
     prefix are handed to it (the same controllers: tests/test_first_call.py). Elsewhere,
@@ -288,7 +288,7 @@ class Slab:
     def centres(self) -> np.ndarray:
         """The per-metric constant ``k`` ``(M,)`` every sum over instances subtracts
         first: the lower median of every system's scores on a few instances, or 0
-        (:mod:`multistat._centre`: shift invariance, issue 24.1)."""
+        (:mod:`multistat._centre`: shift invariance)."""
         if "centres" not in self._memo:
 
             pos = candidate_positions(self.n)
@@ -314,7 +314,7 @@ class Slab:
         with ``max |x - k| / c`` in ``[1/2, 1)`` (:meth:`spread`; 1 where it is 0, NaN or
         not finite). Dividing by a power of two is exact, so sums and products of the
         scaled scores are the unscaled ones times a power of two, bit for bit, without
-        overflow or underflow at any scale (issue 13.3)."""
+        overflow or underflow at any scale."""
         if "scales" not in self._memo:
             m = self.spread()
             ok = (m > 0) & np.isfinite(m)

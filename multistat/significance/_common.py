@@ -87,7 +87,7 @@ def warn_rows(mask, category, text: str, *, stacklevel: int = 3) -> None:
 
 def estimate_inside(estimate, low, high, notes: np.ndarray, what: str) -> np.ndarray:
     """``estimate`` moved into its own interval ``[low, high]`` where it lies outside,
-    with a note saying so (issue 24.2). A rank test's interval is the set of nulls it
+    with a note saying so. A rank test's interval is the set of nulls it
     does not reject; with many ties (Likert, 0/1 scores) the test can reject the usual
     point estimate itself - at the median every zero difference is dropped - so the set
     is open there, e.g. ``(0, 0.5)`` around a median of 0. The estimate is then the
@@ -122,12 +122,12 @@ def one_sided_ends(low, high, alternative):
 
 
 #: "constant" means zero variance up to the rounding of the scores: sd of the differences
-#: at most this times max |score| (issue 13.3), not exact equality -- a - (a - 0.1) in
+#: at most this times max |score|, not exact equality -- a - (a - 0.1) in
 #: floating point varies by a few ulps of |a|. Four units in the last place (2^-50,
 #: 8.9e-16): rounding each score to nearest moves a difference by at most one ulp of the
 #: largest score, and the subtraction by half of one more. It was 1e-12 (about 4,500
 #: ulps), which called every pair constant whose scores sit far from 0: scores moved by
-#: 1.7e12 (millisecond timestamps) with differences of sd 0.3 gave p = NaN (issue 24.1)
+#: 1.7e12 (millisecond timestamps) with differences of sd 0.3 gave p = NaN
 CONSTANT_RTOL = 2.0 ** -50
 #: the same relative to max |d| when only the differences are known (effect sizes of one
 #: pair): differences formed from larger scores carry more ulps of their own magnitude
@@ -148,7 +148,7 @@ def constant_rows(d: np.ndarray, scale=None) -> np.ndarray:
     given, ``sd <= DIFF_CONSTANT_RTOL * max |d|``; computed on ``d / scale`` so that
     neither tiny nor huge scores underflow or overflow. Both are unchanged when the
     scores move by a constant that keeps ``d`` exact, the first up to the rounding of the
-    moved scores (issue 24.1)."""
+    moved scores."""
     rtol = CONSTANT_RTOL
     if scale is None:
         rtol = DIFF_CONSTANT_RTOL

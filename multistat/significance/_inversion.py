@@ -1,5 +1,5 @@
 """Intervals that are the inversion of a test: ``reject`` exactly when the interval
-excludes the null value (issue 13.4).
+excludes the null value.
 
 An interval at level ``1 - alpha`` is the set of null values ``delta`` the test at level
 ``alpha`` (same sidedness) does not reject. These helpers compute that set from the same

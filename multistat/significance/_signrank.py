@@ -442,7 +442,7 @@ def _signed_rank_lower_rank(n, tail, exact, correction=False):
     when ``j <= c = n(n+1)/4 - z sd`` (``c`` lowered by 1/2 with the continuity
     ``correction``), ``sd = sqrt(n(n+1)(2n+1)/24)``; so ``k = floor(c) + 1``, the
     smallest integer above ``c``. It was ``floor(c + 1/2)`` (``c`` rounded), which put
-    rejected nulls inside the interval whenever ``c`` rounded down (issue 24.2).
+    rejected nulls inside the interval whenever ``c`` rounded down.
     """
     if exact:
         ranks = np.arange(1, n + 1, dtype=np.int64)[None, :] * 2

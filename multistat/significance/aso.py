@@ -322,7 +322,7 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
     chunk = max(1, int(_CHUNK_BYTES // (8 * 4 * n_resamples * len(t))))
     # the two samples of a row draw from streams 0 and 1 in an order that does not depend
     # on which is A: aso(b, a) then resamples both exactly as aso(a, b) did, and its
-    # eps_min is aso(a, b).eps_min_reverse, bit for bit (issue 24.7)
+    # eps_min is aso(a, b).eps_min_reverse, bit for bit
     swapped = _second_first(a, b)
     for rows, (sa, sb) in ((np.flatnonzero(~swapped), (0, 1)),
                            (np.flatnonzero(swapped), (1, 0))):
@@ -358,7 +358,7 @@ def aso_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     """
 
     r = aso(x, y, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed)
-    k = pair_centre(x, y)  # a common constant: means of moved scores (issue 24.1)
+    k = pair_centre(x, y)  # a common constant: means of moved scores
     est = np.mean(np.asarray(x, float) - k, -1) - np.mean(np.asarray(y, float) - k, -1)
     nan = np.full(np.shape(est), np.nan)
     return TestResult(test="aso", statistic=r.eps_min, p_value=nan, estimate=est,
@@ -436,7 +436,7 @@ def aso_batch(slab, ia, ib, ctx):
         cols["eps_min"][:, m], cols["eps_min_reverse"][:, m] = eps, rev
         cols["violation_ratio"][:, m] = obs
         ctx.tick(1)
-    # mean(x - k): means of scores moved by a constant (issue 24.1, multistat._centre)
+    # mean(x - k): means of scores moved by a constant (multistat._centre)
     if slab.run_scores is not None:
         means = nan_centred_means(samples)  # (S, M)
     else:

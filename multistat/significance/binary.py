@@ -236,7 +236,7 @@ def _from_counts(b, c, n11, n, alternative, confidence_level, method, correction
     estimate = (b - c) / n
 
     def interval(level):
-        # the inversion of this very test (issue 13.4): reject <=> 0 outside the interval;
+        # the inversion of this very test: reject <=> 0 outside the interval;
         # Newcombe's interval stays available as paired_proportion_interval
         low, high = mcnemar_interval(b, c, n, alternative=alternative,
                                      confidence_level=level, method=method,

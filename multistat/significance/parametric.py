@@ -83,12 +83,12 @@ def paired_t(x, y, *, alternative="two-sided", null_value=0.0, confidence_level=
     """
     x, y, alternative, null_value, confidence_level = check_paired(
         x, y, alternative, null_value, confidence_level, overflow="allow")
-    # scale-free (issue 13.3): everything is computed on the scores divided by the
+    # scale-free: everything is computed on the scores divided by the
     # power of two s at or just below max(|x|, |y|) per row, so 1e-300 or 1e300 times the data
     # give the same t and p, and a - b cannot overflow; estimate and interval are
     # multiplied back by s. A power of two divides exactly: x / s - y / s is (x - y) / s
     # wherever x - y is exact, so scores moved by a constant give the same differences
-    # (issue 24.1; max(|x|, |y|) itself rounded every score and moved the estimate)
+    # (max(|x|, |y|) itself rounded every score and moved the estimate)
     top = row_scale(x, y)
     scale = np.ldexp(1.0, np.frexp(top)[1] - 1)  # top / scale in [1, 2): no overflow
     sc = scale[..., None]
@@ -194,13 +194,13 @@ def _pair_mean_sd(slab, ia, ib):
     ia = np.asarray(ia, dtype=np.intp)
     ib = np.asarray(ib, dtype=np.intp)
     n = slab.n
-    mu = slab.centred_means()  # mean(x - k): shift-free (issue 24.1)
+    mu = slab.centred_means()  # mean(x - k): shift-free
     mean = mu[ia] - mu[ib]
     if n < 2:
         return mean, np.full(mean.shape, np.nan)
     # scale-free: the Gram matrix of the scores divided by per-system powers of two;
     # each pair is taken to the larger of its two scales, so every quantity below is the
-    # unscaled one divided by a power of two, bit for bit, at any magnitude (issue 13.3)
+    # unscaled one divided by a power of two, bit for bit, at any magnitude
     Gs, c = slab.gram_scaled()
     ca, cb = c[ia], c[ib]
     cp = np.maximum(ca, cb)
@@ -227,7 +227,7 @@ def _pair_mean_sd(slab, ia, ib):
 
 def pair_constant(slab, ia, ib, mean, sd):
     """Rows whose differences are constant: ``sd <= CONSTANT_RTOL * max |score|`` of the
-    pair (zero variance relative to the scale of the data, issue 13.3)."""
+    pair (zero variance relative to the scale of the data)."""
     return ~(sd > CONSTANT_RTOL * pair_scale(slab, ia, ib))
 
 
@@ -258,7 +258,7 @@ def paired_t_batch(slab, ia, ib, ctx):
     bad = pair_constant(slab, ia, ib, mean, sd) if n >= 2 else np.ones(shape, bool)
     # the Gram matrix is scale-free (Slab.gram_scaled); only subnormal scores (where the
     # mean difference itself loses precision) and non-finite moments go through the
-    # per-pair function, which rescales each pair (issue 13.3)
+    # per-pair function, which rescales each pair
     ps = pair_scale(slab, ia, ib)
     bad |= ((ps < SUBNORMAL_SCALE) & (ps > 0)) | ~np.isfinite(sd) | ~np.isfinite(mean)
     df = n - 1

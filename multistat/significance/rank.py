@@ -174,7 +174,7 @@ def hodges_lehmann(x, y, *, alternative="two-sided", confidence_level=0.95, exac
     :math:`[W_{(k)}, W_{(M+1-k)}]` with :math:`k` the lower critical value of the
     signed-rank distribution for :math:`n` (exact, or
     :math:`\lfloor n(n+1)/4 - z_{1-\alpha/2}\sqrt{n(n+1)(2n+1)/24}\rfloor + 1`,
-    the smallest integer above the normal quantile (issue 24.2)); its
+    the smallest integer above the normal quantile); its
     coverage is at least the nominal level for continuous symmetric distributions.
 
     References
@@ -414,7 +414,7 @@ def _wilcoxon(x, y, *, alternative, null_value, confidence_level, zero_method, m
             add_note(notes, unbounded,
                       f"n = {n_all} is too small for a Walsh-average interval at level "
                       f"{level}: interval is unbounded")
-        if tied_rows.any():  # ties: invert the tie-corrected test itself (issue 13.4)
+        if tied_rows.any():  # ties: invert the tie-corrected test itself
             low, high = _tied_inversion(diff, tied_rows, low, high, level, test_options,
                                         notes, None if info is None else info.sorted_d,
                                         memory_limit)

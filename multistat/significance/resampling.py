@@ -148,7 +148,7 @@ def bootstrap_interval(est, dist, *, alternative, confidence_level, ci_method="b
     """
     note = np.full(est.shape, "", dtype=object)
     if ci_method == "basic":
-        # the exact inversion of the shifted p-value, with its tie tolerance (issue 13.4)
+        # the exact inversion of the shifted p-value, with its tie tolerance
         tol = eng._tolerance(np.zeros(est.shape), dist - est if scale is None else None,
                              scale=scale)
         low, high = bootstrap_basic_interval(est, dist, alternative=alternative,
@@ -315,7 +315,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         total = stats.sum(1)  # (S, K)
     elif statistic == "mean":
         # (B, S, M): linear_kernel on (X - k) / n; means of scores moved by a constant
-        # would round at the constant's magnitude (issue 24.1)
+        # would round at the constant's magnitude
         k = metric_centres(X) if centre is None else np.asarray(centre, dtype=float)
         sys_dist = boot(functools.partial(eng.mean_kernel, centre=k), X)
         sys_obs = centred_means(X, k)
@@ -452,14 +452,14 @@ def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         k = metric_centres(X) if centre is None else np.asarray(centre, dtype=float)
         flips = flip(functools.partial(eng.mean_kernel, ones=True, centre=k), X)
         ssum = flips[:, -1]  # (B, M)
-        obs_mean = centred_means(X, k)  # mean(x - k): shift-free (issue 24.1)
+        obs_mean = centred_means(X, k)  # mean(x - k): shift-free
         est_all, p_all = [], []
         for sl in _pair_chunks(len(ia), flips.shape[0] * X.shape[1] * 8 * 4, budget):
             a, b = ia[sl], ib[sl]
             null = eng.pair_differences(flips, a, b)  # (B, p, M), C order
             est = obs_mean[a] - obs_mean[b]
             # the se (mde column) of the exchangeability null (null_value 0), whatever
-            # null_value is tested: the mde is a property of the design (issue 24.2;
+            # null_value is tested: the mde is a property of the design (
             # it grew with null_value and overflowed at 1e308)
             record_se(null, est, _pair_std)
             if null_value != 0:  # (x - y) - 0 * s differs from x - y only in signs of 0

@@ -144,7 +144,7 @@ def sign_test_rows(x, y, *, alternative, null_value, confidence_level, zero_meth
 
     def interval(level, notes=None):
         # the exact inversion of this very test (same zero handling): reject <=> the
-        # interval excludes null_value (issue 13.4)
+        # interval excludes null_value
         low, high = sign_interval_rows(sorted_diff, alternative=alternative,
                                        confidence_level=level, zero_method=zero_method)
         if notes is not None and alternative == "two-sided":
