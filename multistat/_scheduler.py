@@ -15,7 +15,8 @@ from a local run in the last bit (4.4e-16 measured). OpenBLAS reads
 ``OPENBLAS_CORETYPE`` once, when it is loaded, so a running worker cannot be switched:
 workers whose kernels differ from this process's are restarted by their nanny with the
 variable set (a nanny plugin registered under :data:`PLUGIN_NAME`, which also applies
-to workers that join later). A worker without a nanny cannot be restarted: the run stops with one line
+to workers that join later). A worker without a nanny cannot be restarted: the run stops with one
+line
 saying how to start it. Each task also checks its process's kernels
 (:func:`check_task_blas`), so a worker that joins unpinned mid-run cannot change a bit
 silently.

@@ -98,7 +98,8 @@ def hedges_correction(df):
 
     :math:`E[J d] = \delta` for normal differences (Hedges 1981). The NLPStatTest manual
     (eq. 15) uses the approximation :math:`1 - 3/(4 df - 1)`, which differs from it by
-    :math:`1.4 \cdot 10^{-3}` at :math:`df = 5` and :math:`3 \cdot 10^{-4}` at :math:`df = 10`. NaN for :math:`df < 2`.
+    :math:`1.4 \cdot 10^{-3}` at :math:`df = 5` and :math:`3 \cdot 10^{-4}` at :math:`df = 10`. NaN
+    for :math:`df < 2`.
     """
     df = np.asarray(df, dtype=float)
     with np.errstate(invalid="ignore"):

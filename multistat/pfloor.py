@@ -7,7 +7,8 @@ p-values: ``1 / (B + 1)``), the sign-flip permutation test's at least ``1 / (B +
 ``2**n`` sign vectors of ``n`` units are enumerated. A correction over a family of ``m``
 pairs then acts on that floor: Holm and Bonferroni multiply the smallest p-value by
 ``m``, so with ``B = 10,000`` no adjusted p falls below 0.05 from ``m = 253`` pairs (23
-systems) on for the bootstrap, ``m = 528`` (33 systems) for the permutation test, and every system of a leaderboard lands in one cluster whatever the data.
+systems) on for the bootstrap, ``m = 528`` (33 systems) for the permutation test, and every system
+of a leaderboard lands in one cluster whatever the data.
 The Westfall-Young step-down does not multiply: its adjusted p is a count over the same
 ``B`` resamples (:mod:`multistat.comparison.stepdown`), at least ``1 / (B + 1)`` and the pair's own
 p-value.
@@ -16,7 +17,8 @@ p-value.
 correction applied to ``m`` p-values all at the floor: the least any of its adjusted
 p-values can be, for Holm ``min(1, m f)``, for the step-up methods ``f``);
 :func:`resamples_needed` the least ``B`` that brings it to ``alpha``; :func:`floor_note`
-the sentence :func:`multistat.compare` and :func:`multistat.rank` warn with (:class:`~multistat.errors.
+the sentence :func:`multistat.compare` and :func:`multistat.rank` warn with
+(:class:`~multistat.errors.
 ResamplingFloorWarning`) and stores in its table's metadata, and the report shows.
 
 References: Phipson, B. & Smyth, G. K. (2010), Permutation p-values should never be zero,

@@ -1,7 +1,8 @@
 """``multistat report``: the HTML report, figures and tables from a compare table.
 
 Register it in :mod:`multistat.cli` with ``app.command("report")(report_command)``;
-``report_app`` is the same command as a stand-alone one-command typer app. Errors are :class:`~multistat.errors.MultistatError`
+``report_app`` is the same command as a stand-alone one-command typer app. Errors are
+:class:`~multistat.errors.MultistatError`
 and become one line on stderr with exit status 2 in :func:`multistat.cli.main`.
 """
 
@@ -85,7 +86,8 @@ def report_command(
                              "metric (needs --study); none: no histograms")] = "top2",
     title: Annotated[str, typer.Option("--title", help="report title")] =
         "multistat significance report",
-    dpi: Annotated[int, typer.Option("--dpi", help="resolution of the PNG figures (20 to 1200)")] = 110,
+    dpi: Annotated[int, typer.Option(
+        "--dpi", help="resolution of the PNG figures (20 to 1200)")] = 110,
     force: Annotated[bool, typer.Option(
         "--force", help="write into --out even where a DVC stage of the enclosing project "
                         "(dvc.yaml/dvc.lock) lists what the report writes as its output "

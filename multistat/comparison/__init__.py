@@ -36,7 +36,12 @@ from multistat._cluster import dataset_codes, group_codes
 from multistat._cost import check_cost, study_cost
 from multistat._progress import Progress as _Progress
 from multistat._progress import _Null as _NoProgress
-from multistat.significance._proportion import BINARY_INTERVALS, METHOD_NAMES, binomial_interval, counts_of
+from multistat.significance._proportion import (
+    BINARY_INTERVALS,
+    METHOD_NAMES,
+    binomial_interval,
+    counts_of,
+)
 from multistat._table import Coded as _Coded
 from multistat._table import final_columns as _final_columns
 from multistat._table import join_notes as _join_notes
@@ -791,8 +796,8 @@ def system_bootstrap(ds, kind, ms, valid, X, **run):
     return system_observed(ds, kind, ms, valid, X), levels(dist, k)
 
 
-def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
-                         scheduler="threads", n_chunks=None, known=None):
+def system_distributions(study, *, n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None,
+                         datasets=None, scheduler="threads", n_chunks=None, known=None):
     """Each system's bootstrap distribution, per metric group: the seam a leaderboard
     uses for rank intervals.
 

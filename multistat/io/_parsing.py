@@ -332,7 +332,7 @@ def _refuse_cells(src: Source, values: pd.Series, column: str, role: str,
             return  # a date as an identifier is its text
         pos = int(np.flatnonzero(values.notna().to_numpy())[0]) if values.notna().any() else 0
         what = f"dates/times ({dtype})"
-    elif dtype != object:
+    elif dtype != np.dtype(object):
         return
     else:
         inferred = pd.api.types.infer_dtype(values, skipna=True)

@@ -1,7 +1,8 @@
 """Across test sets: Friedman test with post-hoc comparisons, and replicability analysis.
 
 * :func:`friedman` ranks systems within each *block* (a test set, one score per system;
-  one test per metric, :func:`blocks_per_metric`: metrics are never blocks) and tests whether the mean ranks differ (Demšar 2006), with the
+  one test per metric, :func:`blocks_per_metric`: metrics are never blocks) and tests whether the
+  mean ranks differ (Demšar 2006), with the
   Iman-Davenport F correction, the Nemenyi critical difference from the studentized range
   distribution, and pairwise post-hoc tests (Nemenyi, Bonferroni-Dunn against a control,
   or Wilcoxon signed-rank tests on the block scores with Holm's correction as Benavoli,

@@ -195,9 +195,10 @@ def rank_request(*, test="auto", alpha=0.05, correction="auto", n_resamples=DEFA
                          effect_sizes=False, equivalence_margin=equivalence_margin)
 
 
-def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAULT_N_RESAMPLES, seed=0,
-         metrics=None, datasets=None, confidence_level=0.95, equivalence_margin=None,
-         scheduler="threads", n_chunks=None) -> pd.DataFrame:
+def rank(study, *, test="auto", alpha=0.05, correction="auto",
+         n_resamples=DEFAULT_N_RESAMPLES, seed=0, metrics=None, datasets=None,
+         confidence_level=0.95, equivalence_margin=None, scheduler="threads",
+         n_chunks=None) -> pd.DataFrame:
     """A leaderboard per dataset x metric: clusters, rank ranges and rank intervals.
 
     Parameters

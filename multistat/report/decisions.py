@@ -140,8 +140,8 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
     for (t, corr, alpha), keys in parts.items():
         where = "" if len(parts) == 1 else " for " + ", ".join(f"{d} / {m}"
                                                              for d, m in keys)
-        said.append(f"the {_tables.test_label(t)} test, {corr} correction per dataset × metric, α = {alpha:g}"
-                    f"{where}")
+        said.append(f"the {_tables.test_label(t)} test, {corr} correction per dataset × "
+                    f"metric, α = {alpha:g}{where}")
     source = " (the ranking's decisions)" if settings else ""
     text = ("One decision per pair: every “beats” count, heatmap star"
             + (", cluster and rank range" if settings else "")

@@ -89,8 +89,9 @@ def _power_tables(power) -> list[tuple[str, pd.DataFrame]]:
             if not files:
                 raise InputFileError(f"`power`: {v}: no .parquet tables in this folder")
             # one table per folder: the curves of several deltas are drawn together
-            out.append((f"{Path(v).name}/ ({len(files)} tables)", pd.concat([_read_frame(f, "power") for f in files],
-                                                ignore_index=True)))
+            out.append((f"{Path(v).name}/ ({len(files)} tables)",
+                        pd.concat([_read_frame(f, "power") for f in files],
+                                  ignore_index=True)))
         else:
             out.append((str(k), _read_frame(v, "power")))
     return out

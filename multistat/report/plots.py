@@ -42,8 +42,8 @@ WORSE = "#E69F00"  # orange: row system significantly worse
 NS = "#E8E8E8"  # light grey: not significant
 MISSING = "#FFFFFF"
 
-__all__ = ["MAX_POWER_PANELS", "PAGE_SHRINK", "PAGE_WIDTH", "adjacent_power", "heatmap", "heatmap_fits", "histograms", "leaderboard_plot",
-           "power_curve_plot", "save_png"]
+__all__ = ["MAX_POWER_PANELS", "PAGE_SHRINK", "PAGE_WIDTH", "adjacent_power", "heatmap",
+           "heatmap_fits", "histograms", "leaderboard_plot", "power_curve_plot", "save_png"]
 
 
 def _t(text) -> str:

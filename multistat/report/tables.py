@@ -209,7 +209,8 @@ def recommended_tests(results: pd.DataFrame, analysis: pd.DataFrame) -> dict[tup
 
 # ----------------------------------------------------------------------------- scores
 def leaderboard_scores(results: pd.DataFrame, *, study=None,
-                       scores: pd.DataFrame | None = None, confidence_level: float | None = None) -> pd.DataFrame:
+                       scores: pd.DataFrame | None = None,
+                       confidence_level: float | None = None) -> pd.DataFrame:
     """One score per ``dataset × metric × system``, with a confidence interval if possible.
 
     Parameters
@@ -404,7 +405,8 @@ def pairwise_matrix(results: pd.DataFrame, dataset: str, metric: str, *, test: s
     """Square views for a heatmap: ``(effect, decision, p_adjusted)``.
 
     ``effect.loc[r, c]`` is ``value`` for row − column (antisymmetric: the mirrored cell is
-    the negated value; ``"score_difference"`` is ``score_a − score_b``); ``decision.loc[r, c]`` is +1 when the row system is significantly
+    the negated value; ``"score_difference"`` is ``score_a − score_b``); ``decision.loc[r, c]`` is
+    +1 when the row system is significantly
     better (after correction, in the sense of ``higher_is_better``), −1 when significantly
     worse, 0 when not significant, NaN when the pair was not compared (and on the
     diagonal); ``p_adjusted`` (or ``p_value`` if uncorrected) is symmetric.

@@ -2,7 +2,8 @@
 diagram (Demšar 2006, figure 1 style) and replicability table (Dror et al. 2017).
 
 Blocks are the test sets (datasets) of a compare table, one Friedman test per metric
-(:func:`multistat.leaderboard.across.blocks_per_metric`; metrics are never blocks: two metrics of one
+(:func:`multistat.leaderboard.across.blocks_per_metric`; metrics are never blocks: two metrics of
+one
 test set score the same outputs), with each system's score from the ``score_a``/
 ``score_b`` columns (oriented by the metric's ``higher_is_better``). The section appears
 only with at least 2 test sets, and shows the metrics with at least 3 systems scored on

@@ -5,7 +5,8 @@
 the sort of sign-tagged keys (:func:`multistat.significance._signrank._key_sort_integers`,
 which the numba merge reproduces exactly: both are integer sums), and the Walsh order
 statistics from :func:`select_rows` here, which has the signature and the results of its
-namesake in :mod:`multistat.significance._rank_kernels`: it enumerates the Walsh averages of a row when there are at most
+namesake in :mod:`multistat.significance._rank_kernels`: it enumerates the Walsh averages of a row
+when there are at most
   ``max(cap, 2**20)`` of them (one ``np.partition``); a longer row is searched by
   bisection over the float64 values themselves: the ``k``-th order statistic is the
   smallest float ``t`` with ``#{W <= t} > k``, and each count is exact, a vectorized

@@ -30,7 +30,8 @@ p-value (:func:`multistat.significance._inversion.bootstrap_basic_interval`: ord
 statistics ``2 theta_hat - theta*``, same tie tolerance), so ``p <= alpha`` exactly when it
 excludes ``delta``; by choice ``percentile``, ``bca`` (jackknife acceleration, Efron 1987)
 and ``studentized`` (bootstrap-t, mean only), which are not inversions of this p-value (a
-row may then reject while its interval covers ``delta``, or the reverse). One-sided alternatives give
+row may then reject while its interval covers ``delta``, or the reverse). One-sided alternatives
+give
 one-sided intervals (scipy's convention). The permutation test has no interval (NaN, with
 a note).
 
@@ -566,8 +567,9 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
     >>> bool(res.p_value < 0.05), bool(res.ci_low < res.estimate < res.ci_high)
     (True, True)
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
-        alternative, null_value, confidence_level, n_resamples, seed, statistic)
+    (alternative, null_value, confidence_level, n_resamples, seed,
+     statistic) = _check_resampling_args(alternative, null_value, confidence_level,
+                                         n_resamples, seed, statistic)
     check_choice("ci_method", ci_method, CI_METHODS)
     check_choice("bootstrap_pvalue", bootstrap_pvalue, BOOTSTRAP_PVALUES)
     if ci_method == "studentized" and statistic != "mean":
@@ -585,7 +587,8 @@ def bootstrap_test(x, y, *, alternative="two-sided", null_value=0.0, confidence_
 
 
 def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
-                     confidence_level=0.95, statistic="mean", n_resamples=DEFAULT_N_RESAMPLES, seed=0,
+                     confidence_level=0.95, statistic="mean",
+                     n_resamples=DEFAULT_N_RESAMPLES, seed=0,
                      scheduler="synchronous") -> TestResult:
     """Paired permutation (sign-flip / approximate randomization) test of ``x - y``.
 
@@ -615,8 +618,9 @@ def permutation_test(x, y, *, alternative="two-sided", null_value=0.0,
     >>> bool(np.isclose(ours, ref))
     True
     """
-    alternative, null_value, confidence_level, n_resamples, seed, statistic = _check_resampling_args(
-        alternative, null_value, confidence_level, n_resamples, seed, statistic)
+    (alternative, null_value, confidence_level, n_resamples, seed,
+     statistic) = _check_resampling_args(alternative, null_value, confidence_level,
+                                         n_resamples, seed, statistic)
     X, lead = _as_block(x, y)
     if X.shape[-1] < 2:
         raise TestNotApplicableError(f"the permutation test needs at least 2 pairs; got "

@@ -151,7 +151,8 @@ def mwu_interval(a, b, *, alternative, confidence_level, method="asymptotic"):
     ``method="exact"`` (no ties, a sample of at most 8): the order statistics of the
     differences ``a_i - b_j`` that invert the exact test
     (:func:`~multistat.significance._rank_sum_exact.exact_shift_interval`, R's exact
-    interval). ``"asymptotic"``: the p-value is constant between consecutive distinct differences ``a_i - b_j`` and
+    interval). ``"asymptotic"``: the p-value is constant between consecutive distinct differences
+    ``a_i - b_j`` and
     can change only at them; :func:`~multistat.significance._inversion.scan_interval`
     evaluates it at every difference and every gap. Above 4,096 distinct differences the
     two ends are first located by a 64-ary search over the sorted differences (the acceptance
