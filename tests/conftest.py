@@ -70,7 +70,7 @@ def run_checked(args, cwd, *, timeout=300, env=None):
 #: fast lane; CI runs everything
 SLOW_FILES = frozenset({
     "test_report_pipeline.py", "test_pipeline_human.py", "test_pipeline_metrics.py",
-    "test_pipeline_mt.py", "test_pipeline_several.py", "test_readme.py",
+    "test_pipeline_mt.py", "test_pipeline_several.py", "test_pipeline_llm.py", "test_readme.py",
     "test_report_browser.py", "test_distributed_faults.py", "test_distributed_blas.py",
     "test_atomic.py", "test_write_faults.py", "test_io_atomic.py", "test_cli_fuzz.py",
     "test_io_fuzz.py", "test_calibration.py", "test_xdist_worker_exit.py",
