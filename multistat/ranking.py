@@ -204,10 +204,21 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
         "two-sided"
     pvalue = table.attrs.get("multistat", {}).get("bootstrap_pvalue", "shifted")
-    by_size: dict = {}
+    sizes = []
     for (ds, metric), g in table.groupby(["dataset", "metric"], sort=False):
         m = int(np.isfinite(g["p_value"].to_numpy(float)).sum())
         n = int(g["n"].max()) if "n" in g and g["n"].notna().any() else None
+        sizes.append((ds, metric, m, n))
+    return _floor_notes(sizes, test=test, correction=correction, alpha=alpha,
+                        n_resamples=n_resamples, alternative=alternative, pvalue=pvalue)
+
+
+def _floor_notes(sizes, *, test, correction, alpha, n_resamples, alternative, pvalue):
+    """:func:`floor_notes` from ``(dataset, metric, tested pairs, instances)``."""
+    if REGISTRY[test].p_floor is None:
+        return []
+    by_size: dict = {}
+    for ds, metric, m, n in sizes:
         by_size.setdefault((m, n), []).append(f"{ds} / {metric}")
     notes = []
     for (m, n), where in by_size.items():
@@ -309,11 +320,12 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto", n_resamples=DEFAU
      sys-i   2.0               1                2        1
      sys-h   3.0               3                4        2
     """
-    return rank_with_pairs(
-        study, test=test, alpha=alpha, correction=correction, n_resamples=n_resamples,
-        seed=seed, metrics=metrics, datasets=datasets, confidence_level=confidence_level,
-        equivalence_margin=equivalence_margin, scheduler=scheduler,
-        n_chunks=n_chunks).table
+    req = rank_request(test=test, alpha=alpha, correction=correction,
+                       n_resamples=n_resamples, seed=seed, metrics=metrics,
+                       datasets=datasets, confidence_level=confidence_level,
+                       equivalence_margin=equivalence_margin, scheduler=scheduler,
+                       n_chunks=n_chunks)
+    return run_ranking(study, req, requested=test, pairs=False).table
 
 
 @dataclass(frozen=True)
@@ -324,7 +336,8 @@ class RankResult:
     table: pd.DataFrame
     #: the compare table (one row per dataset x metric x pair) whose ``reject`` gave the
     #: clusters, rank ranges and ``beats``: the one decision per pair a report shows
-    pairs: pd.DataFrame
+    #: (None when :func:`run_ranking` was asked for no pairs)
+    pairs: pd.DataFrame | None
 
 
 def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
@@ -364,17 +377,28 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     return run_ranking(study, req, requested=test)
 
 
-def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> RankResult:
+def run_ranking(study, req: RunRequest, *, requested: str | None = None,
+                pairs: bool = True) -> RankResult:
     """:func:`rank_with_pairs` of a validated request (:func:`rank_request`; its one test
     behind the clusters). ``requested``: the test name the user gave (``"auto"``), for
-    the metadata."""
+    the metadata. ``pairs=False``: no compare table is wanted (``pairs`` is None); the
+    requests :func:`multistat.rank_stream.applicable` accepts (the default bootstrap
+    with the Westfall-Young step-down on mean metrics) then take the decisions of every
+    pair from :mod:`multistat.rank_stream` instead of a compare table: the same
+    leaderboard, bit for bit, without a row per pair."""
     # lazily: multistat.comparison imports scipy.stats paths rank does not always need
+    from multistat import rank_stream
     from multistat.comparison import run, study_hash
 
     if not hasattr(study, "children"):
         study = cube.load(study)
     (test,) = req.tests
     requested = test if requested is None else requested
+    if not pairs and rank_stream.applicable(study, req):
+        try:
+            return _run_streamed(study, req, requested)
+        except rank_stream.NotFinite:
+            pass  # the compare table leaves non-finite pairs untested, with a note
     kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
     table = run(study, req, resampled=kept if REGISTRY[test].score_distribution else None)
     notes = floor_notes(table, test=test, correction=req.correction, alpha=req.alpha,
@@ -397,8 +421,21 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
                                 pairs, req.level, req.equivalence_margin))
     out = pd.concat(parts, ignore_index=True)
-    out.attrs["multistat"] = {
-        **{k: v for k, v in table.attrs.get("multistat", {}).items()
+    out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
+                                           requested, study_hash(study), notes)
+    pairs = table.copy()
+    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                 **{k: v for k, v in out.attrs["multistat"].items()
+                                    if k not in ("kind", "rule", "rank_interval")},
+                                 "kind": "ranking_pairs"}}
+    return RankResult(out, pairs)
+
+
+def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str,
+                  input_sha256: str, notes: list) -> dict:
+    """The ranking table's ``attrs["multistat"]``."""
+    return {
+        **{k: v for k, v in compare_meta.items()
            if k in ("multistat_version", "alternative", "alpha", "family", "input_sha256")},
         "kind": "ranking", "test": test, "test_requested": requested,
         "correction": req.correction or "none", "alpha": req.alpha, "seed": req.seed,
@@ -410,34 +447,58 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
                 f"alpha {req.alpha})",
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
                          "averaged) over the shared plan, inverted-cdf quantiles",
-        "input_sha256": study_hash(study), "floor_notes": notes}
-    pairs = table.copy()
-    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
-                                 **{k: v for k, v in out.attrs["multistat"].items()
-                                    if k not in ("kind", "rule", "rank_interval")},
-                                 "kind": "ranking_pairs"}}
-    return RankResult(out, pairs)
+        "input_sha256": input_sha256, "floor_notes": notes}
+
+
+def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
+    """:func:`run_ranking` from :func:`multistat.rank_stream.decide` (no compare table)."""
+    # lazily: multistat.comparison imports this module (import cycle)
+    from multistat import rank_stream
+    from multistat.comparison import _check_study, _metadata, study_hash
+
+    _check_study(study, req)
+    (test,) = req.tests
+    parts, sizes = [], []
+    for name, mnames, hibs, obs, dist, sysnames, decisions in rank_stream.decide(study, req):
+        for j, (metric, hib, dec) in enumerate(zip(mnames, hibs, decisions)):
+            sign = np.where(np.isfinite(dec.estimate) & (dec.estimate != 0),
+                            np.sign(dec.estimate), np.sign(dec.score_diff))
+            better = better_matrix(len(sysnames), dec.ia, dec.ib, dec.reject,
+                                   sign if hib else -sign)
+            parts.append(_board(name, str(metric), bool(hib), sysnames, obs[:, j],
+                                dist[..., j], None, req.level, None, better=better))
+            sizes.append((name, str(metric), int(np.isfinite(dec.p_value).sum()), dec.n))
+    notes = _floor_notes(sizes, test=test, correction=req.correction, alpha=req.alpha,
+                         n_resamples=req.n_resamples, alternative=req.alternative,
+                         pvalue=req.bootstrap_pvalue)
+    for note in notes:
+        warnings.warn(note, ResamplingFloorWarning, stacklevel=4)
+    out = pd.concat(parts, ignore_index=True)
+    out.attrs["multistat"] = _ranking_meta(_metadata(study, req), req, test, requested,
+                                           study_hash(study), notes)
+    return RankResult(out, None)
 
 
 def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,
-           equivalence_margin) -> pd.DataFrame:
+           equivalence_margin, better=None) -> pd.DataFrame:
     S = len(sysnames)
     index = {s: i for i, s in enumerate(sysnames)}
-    better = np.zeros((S, S), bool)
     equiv = np.zeros((S, S), bool)
-    if pairs is not None and len(pairs):
-        ia = pairs["system_a"].map(index).to_numpy(int)
-        ib = pairs["system_b"].map(index).to_numpy(int)
-        est = pairs["estimate"].to_numpy(float)
-        diff = (pairs["score_a"] - pairs["score_b"]).to_numpy(float)
-        # the test's own estimate gives the direction; its sign is undefined (0/NaN) only
-        # where the score difference decides
-        sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
-        direction = sign if hib else -sign
-        better = better_matrix(S, ia, ib, pairs["reject"].to_numpy(bool), direction)
-        if equivalence_margin is not None and "equivalent" in pairs:
-            eq = pairs["equivalent"].to_numpy(bool)
-            equiv[ia[eq], ib[eq]] = equiv[ib[eq], ia[eq]] = True
+    if better is None:  # else the decisions are given (multistat.rank_stream)
+        better = np.zeros((S, S), bool)
+        if pairs is not None and len(pairs):
+            ia = pairs["system_a"].map(index).to_numpy(int)
+            ib = pairs["system_b"].map(index).to_numpy(int)
+            est = pairs["estimate"].to_numpy(float)
+            diff = (pairs["score_a"] - pairs["score_b"]).to_numpy(float)
+            # the test's own estimate gives the direction; its sign is undefined (0/NaN) only
+            # where the score difference decides
+            sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
+            direction = sign if hib else -sign
+            better = better_matrix(S, ia, ib, pairs["reject"].to_numpy(bool), direction)
+            if equivalence_margin is not None and "equivalent" in pairs:
+                eq = pairs["equivalent"].to_numpy(bool)
+                equiv[ia[eq], ib[eq]] = equiv[ib[eq], ia[eq]] = True
     order = score_order(score, hib, sysnames)
     low, high, beats, beaten_by = rank_ranges(better)
     rd = rank_distribution(dist, hib, confidence_level=confidence_level)

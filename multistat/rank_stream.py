@@ -1,0 +1,194 @@
+"""Leaderboard decisions without a compare table: the Westfall-Young step-down of every
+pair, streamed over pairs, for :func:`multistat.rank`.
+
+``rank`` needs one decision per pair (its corrected ``reject`` and direction), not the
+compare table with an interval per pair: at 5,000 systems that table has 12.5 million
+rows, and the bootstrap's per-pair intervals, p-values and step-down formed pairs x
+resamples values chunk by chunk, several times. Here the per-system bootstrap means of
+the shared plan (the arrays ``compare``'s bootstrap test draws, same seed, same bits) are
+kept as ``(S, B)`` rows, and every pair is formed from two rows inside a compiled kernel
+(:mod:`multistat._pair_kernels`), one pair at a time:
+
+1. **pair statistics** (one kernel call per chunk of pairs, on worker threads): the
+   bootstrap test's shifted p-value, the step-down's own p-value, the sd of the pair's
+   null distribution (numpy's pairwise summation, so the same bits as
+   :func:`multistat.stepdown.westfall_young`), its studentized observed statistic
+   ``t_j`` and largest studentized null value ``u_j = max_b t*_bj``; ``P`` values each;
+2. **order**: pairs by ``t_j``, most significant first (ties by pair index, as the
+   step-down);
+3. **counts**: ``c_k = #{b : max_{l >= k} t*_{b, j_l} >= t_{j_k}}``. Where
+   ``t_{j_k}`` exceeds ``max_{l >= k} u_{j_l}`` no resample reaches it: ``c_k = 0``
+   without touching a resample. From the first position where it does not, the
+   successive maxima are carried from the least significant end, ``B`` values of state
+   (split over threads by resamples), exactly as the step-down's slabs carry them;
+4. ``p_adjusted`` = the running maximum of ``(c + 1) / (B + 1)``, at least the
+   step-down's and the test's own p-value: the numbers ``compare(...,
+   correction="westfall-young")`` gives, bit for bit (``tests/test_rank_stream.py``).
+
+Memory: the ``(B, S)`` means and their ``(S, B)`` copy, and a few arrays of one value per
+pair (8 bytes each); time: two passes of ``B`` per pair in the kernel, plus the carried
+pass over the pairs the bound cannot settle.
+
+It serves the requests :func:`applicable` accepts (the bootstrap of the mean with the
+max-T step-down, two-sided; mean metrics scored by every system); others take the
+compare table (:func:`multistat.ranking.run_ranking`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from multistat import cube
+from multistat import engine as eng
+
+#: pairs per kernel call of the first pass (a few MB of outputs per call)
+PAIR_CHUNK = 65_536
+
+
+class NotFinite(ArithmeticError):
+    """A resampled or observed mean is not finite: the compare table's path handles
+    those pairs (it leaves them untested, with a note)."""
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The step-down decisions of one metric: pairs ``(ia, ib)`` (positions in
+    ``systems``), each with ``estimate`` (mean a - mean b), ``p_value`` (the bootstrap
+    test's), ``p_adjusted`` and ``reject``."""
+
+    dataset: str
+    metric: str
+    systems: np.ndarray
+    ia: np.ndarray
+    ib: np.ndarray
+    estimate: np.ndarray
+    score_diff: np.ndarray
+    p_value: np.ndarray
+    p_adjusted: np.ndarray
+    reject: np.ndarray
+    #: instances the metric was scored on
+    n: int
+
+
+def applicable(study, req) -> bool:
+    """Whether :func:`decide` gives what the compare table would: the bootstrap test of
+    the mean, max-T Westfall-Young over the default families, two-sided with the shifted
+    p-value, every pair, no clusters of instances, no equivalence margin, and only mean
+    metrics scored by every system."""
+    if (req.tests != ("bootstrap",) or req.correction not in ("westfall-young",
+                                                              "westfall-young-maxT")
+            or req.statistic != "mean" or req.alternative != "two-sided"
+            or req.bootstrap_pvalue != "shifted" or req.family is not None
+            or req.cluster is not None or req.equivalence_margin is not None
+            or not (isinstance(req.pairs, str) and req.pairs == "all")
+            or req.test_options):
+        return False
+    # lazily: multistat.comparison imports multistat.ranking (import cycle)
+    from multistat.comparison import _walk
+
+    all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
+    for d in _walk(all_ds):
+        if d.holes or cube.RUN_SCORE in d.ds or cube.RATING in d.ds:
+            return False
+        for kind, _, _ in d.groups(metrics):
+            if kind != "mean":
+                return False
+    return True
+
+
+def _threads(req) -> int:
+    if req.scheduler == "synchronous":
+        return 1
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def decide(study, req):
+    """Yield ``(dataset, metric names, higher_is_better, observed levels (S, M),
+    resampled levels (B, S, M), system names, [Decisions per metric])`` per metric group
+    of a request :func:`applicable` accepts, on the shared bootstrap plan."""
+    # lazily: multistat.comparison imports multistat.ranking (import cycle)
+    from multistat._centre import centred_means, levels
+    from multistat.comparison import _slab, _walk
+
+    all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
+    for d in _walk(all_ds):
+        S = len(d.sysnames)
+        ia, ib = np.triu_indices(S, 1)
+        ia, ib = ia.astype(np.intp), ib.astype(np.intp)
+        for kind, ms, valid in d.groups(metrics):
+            slab = _slab(d, kind, ms, valid)
+            k = slab.centres()
+            X = slab.scores
+            # compare's bootstrap test: the same plan, kernel and centre (same bits)
+            cdist = eng.resample("bootstrap", functools.partial(eng.mean_kernel, centre=k),
+                                 X, n=slab.n, n_resamples=req.n_resamples, seed=req.seed,
+                                 dataset=d.name, scheduler=req.scheduler,
+                                 n_chunks=req.n_chunks, budget=req.budget)
+            sys_obs = centred_means(X, k)  # (S, M), as the test's estimates
+            if not (np.isfinite(cdist).all() and np.isfinite(sys_obs).all()):
+                raise NotFinite(f"dataset {d.name!r}: non-finite resampled means")
+            means = slab.means()  # levels: the table's score_a / score_b
+            out = []
+            for j, metric in enumerate(slab.metrics):
+                est = sys_obs[ia, j] - sys_obs[ib, j]
+                diff = means[ia, j] - means[ib, j]
+                DT = np.ascontiguousarray(cdist[:, :, j].T)  # (S, B)
+                p_test, p_adj = _stepdown(DT, ia, ib, est, req)
+                del DT
+                out.append(Decisions(d.name, metric, d.sysnames, ia, ib, est, diff, p_test,
+                                     p_adj, p_adj <= req.alpha, slab.n))
+            yield (d.name, np.asarray(slab.metrics), np.asarray(slab.higher_is_better,
+                                                                 dtype=bool),
+                   slab.means(), levels(cdist, k), d.sysnames, out)
+
+
+def _stepdown(DT, ia, ib, est, req):
+    """``(p_value, p_adjusted)`` of every pair: the bootstrap test's p-value and the
+    max-T step-down's adjusted p (module notes)."""
+    # lazily: numba compiles (or loads) the kernels on first use
+    from multistat._pair_kernels import pair_statistics, successive_counts
+
+    P, B = len(ia), DT.shape[1]
+    p_test, raw, scale, key, top = (np.empty(P) for _ in range(5))
+    nv = float(req.null_value)
+    chunks = [slice(s, min(P, s + PAIR_CHUNK)) for s in range(0, P, PAIR_CHUNK)]
+
+    def first(sl):
+        pair_statistics(DT, ia[sl], ib[sl], est[sl], nv, 0, True, p_test[sl], raw[sl],
+                        scale[sl], key[sl], top[sl])
+
+    workers = _threads(req)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(first, chunks))
+    # the step-down's order and thresholds (multistat.stepdown.westfall_young)
+    order = np.lexsort((np.arange(P), -key))
+    t = key[order]
+    thresh = t - 1e-12 * np.maximum(1.0, np.abs(t))
+    reach = np.maximum.accumulate(top[order][::-1])[::-1]  # max_{l >= k} u_{j_l}
+    counts = np.zeros(P, dtype=np.int64)  # by position
+    unsettled = np.flatnonzero(thresh <= reach)
+    if len(unsettled):
+        start = int(unsettled[0])
+        sub = order[start:]
+        a, b, e, s = (np.ascontiguousarray(v[sub]) for v in (ia, ib, est, scale))
+        th = thresh[start:]
+        bounds = np.linspace(0, B, workers + 1).astype(int)
+        parts = [np.zeros(len(sub), dtype=np.int64) for _ in range(workers)]
+
+        def carried(w):
+            successive_counts(DT, a, b, e, s, th, 0, bounds[w], bounds[w + 1], parts[w])
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(carried, range(workers)))
+        counts[start:] = np.sum(parts, axis=0)
+    adj_sorted = np.maximum.accumulate((counts + 1) / (B + 1))
+    adj = np.empty(P)
+    adj[order] = adj_sorted
+    p_adj = np.minimum(1.0, np.maximum(adj, raw))
+    # never below the test's own p-value (multistat.stepdown.adjust_table)
+    return p_test, np.fmax(p_adj, p_test)
