@@ -151,16 +151,17 @@ def _stepdown(DT, ia, ib, est, req):
     """``(p_value, p_adjusted)`` of every pair: the bootstrap test's p-value and the
     max-T step-down's adjusted p (module notes)."""
     # lazily: numba compiles (or loads) the kernels on first use
-    from multistat._pair_kernels import pair_statistics, successive_counts
+    from multistat._pair_kernels import pair_statistics, pairwise_plan, successive_counts
 
     P, B = len(ia), DT.shape[1]
     p_test, raw, scale, key, top = (np.empty(P) for _ in range(5))
     nv = float(req.null_value)
     chunks = [slice(s, min(P, s + PAIR_CHUNK)) for s in range(0, P, PAIR_CHUNK)]
+    plan = pairwise_plan(B)
 
     def first(sl):
-        pair_statistics(DT, ia[sl], ib[sl], est[sl], nv, 0, True, p_test[sl], raw[sl],
-                        scale[sl], key[sl], top[sl])
+        pair_statistics(DT, ia[sl], ib[sl], est[sl], nv, 0, True, *plan, p_test[sl],
+                        raw[sl], scale[sl], key[sl], top[sl])
 
     workers = _threads(req)
     with ThreadPoolExecutor(workers) as pool:

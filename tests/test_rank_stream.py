@@ -74,14 +74,14 @@ def test_kernel_pvalues_equal_the_compare_table(case):
 def test_pair_statistics_sd_is_numpys():
     """The kernel's sd is numpy's ``std(ddof=1)`` of the oriented null column bit for bit
     (numpy's pairwise summation), for lengths around its blocks of 8 and 128."""
-    from multistat._pair_kernels import pair_statistics
+    from multistat._pair_kernels import pair_statistics, pairwise_plan
 
     rng = np.random.default_rng(4)
     for B in (2, 7, 8, 9, 127, 128, 129, 300, 1000, 4099):
         DT = rng.normal(size=(3, B)) * 10.0 ** rng.uniform(-3, 3)
         ia, ib, est = np.array([0, 1]), np.array([1, 2]), np.array([0.1, -0.2])
         out = [np.empty(2) for _ in range(5)]
-        pair_statistics(DT, ia, ib, est, 0.0, 0, True, *out)
+        pair_statistics(DT, ia, ib, est, 0.0, 0, True, *pairwise_plan(B), *out)
         null = np.abs(DT[ia].T - DT[ib].T - est)  # (B, 2), resamples contiguous per pair
         null = np.asfortranarray(null)
         np.testing.assert_array_equal(out[2], null.std(axis=0, ddof=1))
