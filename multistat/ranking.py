@@ -66,6 +66,8 @@ def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
 
 #: resampled scores within this share of a resample's largest magnitude are ties
 TIE_RTOL = 1e-12
+#: bytes of resampled scores ranked at once by :func:`rank_distribution`
+RANK_SLAB_BYTES = 64 * 2**20
 
 
 def _snap_ties(values: np.ndarray) -> np.ndarray:
@@ -107,13 +109,21 @@ def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
     from scipy.stats import rankdata
 
     dist = np.asarray(dist, float)
-    best = _snap_ties(_signed(dist, higher_is_better))
-    ranks = rankdata(-best, method="average", axis=1)  # (B, S)
+    B = dist.shape[0]
+    ranks = np.empty(dist.shape)  # (B, S)
+    share = np.empty(dist.shape)  # (B, S): 1/k for the k systems tied for first
+    # resamples in slabs of about RANK_SLAB_BYTES: the sort's temporaries stay small
+    step = max(1, RANK_SLAB_BYTES // (8 * max(1, dist[0].size)))
+    for lo_b in range(0, B, step):
+        rows = slice(lo_b, min(B, lo_b + step))
+        best = _snap_ties(_signed(dist[rows], higher_is_better))
+        ranks[rows] = rankdata(-best, method="average", axis=1)
+        top = best == best.max(axis=1, keepdims=True)  # tied for first
+        share[rows] = top / top.sum(1, keepdims=True)
     q = (1 - confidence_level) / 2
     lo = np.quantile(ranks, q, axis=0, method="inverted_cdf")
     hi = np.quantile(ranks, 1 - q, axis=0, method="inverted_cdf")
-    top = best == best.max(axis=1, keepdims=True)  # (B, S): tied for first
-    p_best = (top / top.sum(1, keepdims=True)).mean(0)
+    p_best = share.mean(0)
     return {"rank_ci_low": lo, "rank_ci_high": hi, "expected_rank": ranks.mean(0),
             "p_best": p_best}
 

@@ -78,7 +78,7 @@ def rank_command(
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    result = run_ranking(cube.load(study), req, requested=test)
+    result = run_ranking(cube.load(study), req, requested=test, pairs=pairs_out is not None)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
