@@ -147,6 +147,54 @@ def decide(study, req):
                    slab.means(), levels(cdist, k), d.sysnames, out)
 
 
+def _separated(DT, ia, ib, est):
+    """``(separated, kappa)`` per pair without touching a pair's resamples.
+
+    ``separated``: no resample's null value reaches the observed difference,
+    ``max_i |x_i| < |est|`` with a margin, proved from per-system ranges: with ``c_i``
+    the mean of resample ``i`` over the systems, ``D_a,i - D_b,i`` lies in ``[lo_a -
+    hi_b, hi_a - lo_b]`` (``lo``/``hi``: each system's range of ``D_s,i - c_i``; the shared
+    per-resample shift cancels), and rounding is monotone, so every computed ``x_i``
+    lies within the bounds (widened by a few units in the last place of the largest
+    value). Such a pair's test and step-down p-values are at their floor and its largest
+    studentized null value is below its own statistic. ``kappa``: a lower bound of its
+    studentized statistic ``|est| / sd`` from an upper bound of the sd (``sqrt(sum x^2 /
+    (B - 1))``, from the Gram matrix of the centred rows; 1e-8 relative margins).
+    """
+    S, B = DT.shape
+    common = DT.mean(axis=0)
+    mu = DT.mean(axis=1)
+    lo, hi = np.empty(S), np.empty(S)
+    step = max(1, (64 * 2**20) // (8 * B))
+    gram = np.empty((S, S))
+    centred = DT - mu[:, None]  # (S, B): the Gram matrix of the centred rows
+    np.dot(centred, centred.T, out=gram)
+    del centred
+    for r in range(0, S, step):
+        block = DT[r:r + step] - common
+        lo[r:r + step], hi[r:r + step] = block.min(axis=1), block.max(axis=1)
+    big = float(np.max(np.abs(DT))) if DT.size else 0.0
+    ulp = 1e-13 * max(big, float(np.max(np.abs(est))) if len(est) else 0.0)
+    diag = np.diag(gram).copy()
+    P = len(ia)
+    separated = np.zeros(P, dtype=bool)
+    kappa = np.zeros(P)
+    for s in range(0, P, 1 << 20):
+        sl = slice(s, min(P, s + (1 << 20)))
+        a, b, e = ia[sl], ib[sl], est[sl]
+        ae = np.abs(e)
+        low = (lo[a] - hi[b] - ulp) - e
+        high = (hi[a] - lo[b] + ulp) - e
+        x = np.maximum(np.abs(low), np.abs(high)) * (1 + 1e-12) + ulp
+        separated[sl] = x < ae * (1 - 1e-9) - 4e-12 * np.maximum(1.0, ae)
+        q = np.maximum(diag[a] + diag[b] - 2 * gram[a, b], 0.0) + 1e-8 * (diag[a] + diag[b])
+        ybar = np.abs(mu[a] - mu[b] - e) + ulp
+        sd_up = np.sqrt((q + B * ybar * ybar) / max(B - 1, 1)) * (1 + 1e-8) + ulp
+        with np.errstate(divide="ignore"):
+            kappa[sl] = np.where(sd_up > 0, ae / sd_up, np.inf)
+    return separated, kappa
+
+
 def _stepdown(DT, ia, ib, est, req):
     """``(p_value, p_adjusted)`` of every pair: the bootstrap test's p-value and the
     max-T step-down's adjusted p (module notes)."""
@@ -154,24 +202,53 @@ def _stepdown(DT, ia, ib, est, req):
     from multistat._pair_kernels import pair_statistics, pairwise_plan, successive_counts
 
     P, B = len(ia), DT.shape[1]
-    p_test, raw, scale, key, top = (np.empty(P) for _ in range(5))
+    p_test, raw, scale, key, top = (np.full(P, np.nan) for _ in range(5))
     nv = float(req.null_value)
-    chunks = [slice(s, min(P, s + PAIR_CHUNK)) for s in range(0, P, PAIR_CHUNK)]
     plan = pairwise_plan(B)
-
-    def first(sl):
-        pair_statistics(DT, ia[sl], ib[sl], est[sl], nv, 0, True, *plan, p_test[sl],
-                        raw[sl], scale[sl], key[sl], top[sl])
-
     workers = _threads(req)
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(first, chunks))
-    # the step-down's order and thresholds (multistat.stepdown.westfall_young)
-    order = np.lexsort((np.arange(P), -key))
+
+    def statistics(idx):
+        """The kernel's exact statistics of the pairs ``idx``."""
+        outs = [np.empty(len(idx)) for _ in range(5)]
+        a, b, e = ia[idx], ib[idx], est[idx]
+        chunks = [slice(s, min(len(idx), s + PAIR_CHUNK))
+                  for s in range(0, len(idx), PAIR_CHUNK)]
+
+        def run(sl):
+            pair_statistics(DT, a[sl], b[sl], e[sl], nv, 0, True, *plan,
+                            *(o[sl] for o in outs))
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(run, chunks))
+        for full, part in zip((p_test, raw, scale, key, top), outs):
+            full[idx] = part
+
+    # pairs whose every resample stays short of the observed difference, with a
+    # statistic above every other pair's largest null value, have p-values at the floor
+    # and never enter another pair's count: only the others need their resamples
+    if B > 1 and nv == 0:
+        separated, kappa = _separated(DT, ia, ib, est)
+    else:
+        separated, kappa = np.zeros(P, dtype=bool), np.zeros(P)
+    exact = ~separated
+    done = np.zeros(P, dtype=bool)
+    while True:
+        fresh = np.flatnonzero(exact & ~done)
+        if len(fresh):
+            statistics(fresh)
+            done[fresh] = True
+        reach = float(np.max(top[exact])) if exact.any() else -np.inf
+        late = separated & ~exact & ~(kappa > reach * (1 + 1e-9) + 1e-9)
+        if not late.any():
+            break
+        exact |= late
+    # the step-down's order and thresholds among the others (multistat.stepdown)
+    idx = np.flatnonzero(exact)
+    order = idx[np.lexsort((idx, -key[idx]))]
     t = key[order]
     thresh = t - 1e-12 * np.maximum(1.0, np.abs(t))
     reach = np.maximum.accumulate(top[order][::-1])[::-1]  # max_{l >= k} u_{j_l}
-    counts = np.zeros(P, dtype=np.int64)  # by position
+    counts = np.zeros(len(order), dtype=np.int64)  # by position
     unsettled = np.flatnonzero(thresh <= reach)
     if len(unsettled):
         start = int(unsettled[0])
@@ -187,9 +264,11 @@ def _stepdown(DT, ia, ib, est, req):
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(carried, range(workers)))
         counts[start:] = np.sum(parts, axis=0)
-    adj_sorted = np.maximum.accumulate((counts + 1) / (B + 1))
-    adj = np.empty(P)
-    adj[order] = adj_sorted
+    adj = np.full(P, 1 / (B + 1))  # the separated pairs: no resample reaches them
+    adj[order] = np.maximum.accumulate((counts + 1) / (B + 1))
+    sep = ~exact
+    p_test[sep] = min(1.0, 2.0 * min(1 / (B + 1), (B + 1) / (B + 1)))
+    raw[sep] = 1 / (B + 1)
     p_adj = np.minimum(1.0, np.maximum(adj, raw))
     # never below the test's own p-value (multistat.stepdown.adjust_table)
     return p_test, np.fmax(p_adj, p_test)

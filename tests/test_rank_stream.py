@@ -37,6 +37,7 @@ CASES = {
     "ties": dict(S=14, n=25, integer=True, gap=0.2),
     "two-metrics": dict(S=12, n=30, metrics=("m1", "m2"), lower=("m2",)),
     "close": dict(S=10, n=30, gap=0.05, seed=3),
+    "far": dict(S=16, n=50, gap=2.0, seed=5),
 }
 
 
