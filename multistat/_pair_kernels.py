@@ -211,7 +211,6 @@ def successive_counts(DT, ia, ib, est, scale, thresh, sign, lo, hi, counts):
             v = abs(x) if sign == 0 else (x if sign > 0 else -x)
             v = v / s
             k = i - lo
-            if v > carry[k]:
-                carry[k] = v
+            carry[k] = max(carry[k], v)
             c += carry[k] >= t
         counts[j] += c

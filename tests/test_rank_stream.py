@@ -33,11 +33,11 @@ def _study(S, n, *, seed=0, integer=False, metrics=("score",), gap=0.3, lower=()
 
 
 CASES = {
-    "tiers": dict(S=24, n=40),
-    "ties": dict(S=14, n=25, integer=True, gap=0.2),
-    "two-metrics": dict(S=12, n=30, metrics=("m1", "m2"), lower=("m2",)),
-    "close": dict(S=10, n=30, gap=0.05, seed=3),
-    "far": dict(S=16, n=50, gap=2.0, seed=5),
+    "tiers": {"S": 24, "n": 40},
+    "ties": {"S": 14, "n": 25, "integer": True, "gap": 0.2},
+    "two-metrics": {"S": 12, "n": 30, "metrics": ("m1", "m2"), "lower": ("m2",)},
+    "close": {"S": 10, "n": 30, "gap": 0.05, "seed": 3},
+    "far": {"S": 16, "n": 50, "gap": 2.0, "seed": 5},
 }
 
 
