@@ -54,12 +54,17 @@ def make_study(S, n, gap, path, seed=0):
 def run_child(cmd) -> dict:
     """Run ``cmd``; wall and CPU seconds and peak RSS of that process alone."""
     env = dict(os.environ, OPENBLAS_CORETYPE="Haswell", PYTHONPATH=str(ROOT))
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    out, err = proc.stdout.read(), proc.stderr.read()
+    # output to files, not pipes: a pipe the parent does not read while it waits fills
+    # up (the clusters of 5,000 systems are more than its 64 KiB) and blocks the child
+    with tempfile.TemporaryFile("w+") as fout, tempfile.TemporaryFile("w+") as ferr:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fout, stderr=ferr,
+                                text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = fout.read(), ferr.read()
     if status != 0:
         raise RuntimeError(f"{cmd} failed:\n{err[-3000:]}")
     return {"seconds": wall, "cpu_seconds": usage.ru_utime + usage.ru_stime,

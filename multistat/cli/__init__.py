@@ -61,7 +61,8 @@ def _mount_commands():
     app.command("load-labels", help="Gold and predicted labels -> a study of accuracy, "
                 "precision/recall/F1 statistics.")(load_labels_command)
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
-                "self-contained HTML report from a compare table.")(report_command)
+                "self-contained HTML report from a compare table; with --ranking alone, "
+                "a one-page leaderboard of any size.")(report_command)
     app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
                 "rank intervals (Parquet).")(rank_command)
     app.command("friedman", help="Friedman test across test sets x metrics with Nemenyi, "
