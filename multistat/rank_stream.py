@@ -113,6 +113,8 @@ def decide(study, req):
     of a request :func:`applicable` accepts, on the shared bootstrap plan."""
     # lazily: multistat.comparison imports multistat.ranking (import cycle)
     from multistat._centre import centred_means, levels
+
+    # lazily: multistat.comparison imports multistat.ranking, which imports this module
     from multistat.comparison import _slab, _walk
 
     all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)

@@ -396,8 +396,10 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
     with the Westfall-Young step-down on mean metrics) then take the decisions of every
     pair from :mod:`multistat.rank_stream` instead of a compare table: the same
     leaderboard, bit for bit, without a row per pair."""
-    # lazily: multistat.comparison imports scipy.stats paths rank does not always need
+    # lazily: the streamed step-down loads when a ranking runs (import multistat stays fast)
     from multistat import rank_stream
+
+    # lazily: multistat.comparison imports scipy.stats paths rank does not always need
     from multistat.comparison import run, study_hash
 
     if not hasattr(study, "children"):
@@ -464,6 +466,8 @@ def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
     """:func:`run_ranking` from :func:`multistat.rank_stream.decide` (no compare table)."""
     # lazily: multistat.comparison imports this module (import cycle)
     from multistat import rank_stream
+
+    # lazily: multistat.comparison imports this module (import cycle)
     from multistat.comparison import _check_study, _metadata, study_hash
 
     _check_study(study, req)

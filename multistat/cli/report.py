@@ -96,6 +96,8 @@ def report_command(
     """Write DIR/report.html plus figures/*.png and tables/*.{md,tex,csv}."""
     # heavy: numpy, lazily
     from multistat._validation import check_choice, check_int
+
+    # lazily, as every import of this command (`multistat --help` stays fast)
     from multistat.errors import ParameterError
 
     if out is None:

@@ -111,6 +111,7 @@ def score_plot(board: pd.DataFrame):
     """Every system's score (dot) and interval (line), best first along the x axis,
     coloured by cluster; dashed lines at cluster boundaries from 2 to 40 clusters.
     One figure 10 x 3.4 inches whatever the number of systems (a line per system)."""
+    # heavy: matplotlib, lazily
     from matplotlib.figure import Figure
 
     b = board.sort_values(["rank", "system"], kind="stable")
