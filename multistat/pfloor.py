@@ -154,10 +154,24 @@ def floor_notes(table: pd.DataFrame, *, test: str, correction, alpha: float,
     alternative = str(table["alternative"].iloc[0]) if "alternative" in table else \
         "two-sided"
     pvalue = table.attrs.get("multistat", {}).get("bootstrap_pvalue", "shifted")
-    by_size: dict = {}
+    sizes = []
     for (ds, metric), g in table.groupby(["dataset", "metric"], sort=False):
         m = int(np.isfinite(g["p_value"].to_numpy(float)).sum())
         n = int(g["n"].max()) if "n" in g and g["n"].notna().any() else None
+        sizes.append((ds, metric, m, n))
+    return floor_notes_of_sizes(sizes, test=test, correction=correction, alpha=alpha,
+                                n_resamples=n_resamples, alternative=alternative,
+                                pvalue=pvalue)
+
+
+def floor_notes_of_sizes(sizes, *, test, correction, alpha, n_resamples,
+                         alternative="two-sided", pvalue="shifted") -> list[str]:
+    """:func:`floor_notes` from ``(dataset, metric, tested pairs, instances)`` tuples (a
+    ranking streamed without a compare table knows them without one)."""
+    if REGISTRY[test].p_floor is None:
+        return []
+    by_size: dict = {}
+    for ds, metric, m, n in sizes:
         by_size.setdefault((m, n), []).append(f"{ds} / {metric}")
     notes = []
     for (m, n), where in by_size.items():

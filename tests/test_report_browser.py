@@ -269,3 +269,69 @@ def test_report_at_100_systems_in_browser(tmp_path, capsys):
         print(f"\n100-system report: compare + rank {t_stats:.1f} s, report "
               f"{t_report:.1f} s; screenshots: {shots['heatmap']}, {shots['ranking']} "
               f"(copies in {ARTIFACTS})")
+
+
+def _synthetic_ranking(S: int, clusters: int = 10):
+    """A ranking table of ``S`` systems in ``clusters`` equal clusters, built directly (the
+    page needs only the ranking's columns; ``multistat rank`` at this size is the
+    benchmark's job, benchmarks/bench_rank_scale.py)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    size = S // clusters
+    cl = np.arange(S) // size + 1
+    score = np.sort(0.8 - 0.05 * cl + 0.01 * rng.random(S))[::-1]
+    rank = np.arange(1, S + 1, dtype=float)
+    board = pd.DataFrame({
+        "dataset": "wmt24", "metric": "chrF", "system": [f"team{i % 97}.run-{i:04d}"
+                                                         for i in range(S)],
+        "score": score, "ci_low": score - 0.004, "ci_high": score + 0.004, "rank": rank,
+        "rank_ci_low": np.maximum(1, rank - 40), "rank_ci_high": np.minimum(S, rank + 40),
+        "expected_rank": rank, "p_best": np.where(rank == 1, 0.6, 0.4 / (S - 1)),
+        "rank_range_low": (cl - 1) * size + 1, "rank_range_high": cl * size,
+        "cluster": cl, "beats": S - cl * size, "beaten_by": (cl - 1) * size})
+    board.attrs["multistat"] = {"kind": "ranking", "test": "bootstrap",
+                                "correction": "westfall-young", "n_resamples": 10_000,
+                                "seed": 0, "confidence_level": 0.95}
+    return board
+
+
+@pytest.mark.slow
+def test_leaderboard_page_at_5000_systems(tmp_path, capsys):
+    """``multistat report --ranking R`` alone: one page, every system in a sortable,
+    searchable table (search from the address), under 60 MiB, no console errors."""
+    from multistat.cli import main
+    from multistat.io import write_parquet
+
+    board = _synthetic_ranking(5000)
+    src = tmp_path / "ranking.parquet"
+    write_parquet(board, src, metadata=board.attrs["multistat"])
+    assert main(["report", "--ranking", str(src), "--out", str(tmp_path / "lb")]) in (0,
+                                                                                      None)
+    page = tmp_path / "lb" / "report.html"
+    size = page.stat().st_size
+    print(f"leaderboard page at 5,000 systems: {size / 2**20:.2f} MiB")
+    assert size < 60 * 2**20
+    text = page.read_text(encoding="utf-8")
+    assert "http://" not in text and "https://" not in text  # self-contained
+    # without JavaScript: every system is in the static table, best first
+    static = _Tables()
+    static.feed(text)
+    rows = static.by_class()["board"][0]
+    assert len(rows) == 5000 and rows[0][4] == "team0.run-0000"
+    assert rows[-1][4] == "team52.run-4999" and rows[-1][3] == "10"
+    # in the browser: the search from the address leaves one row visible
+    out = _run(["--dump-dom", page.as_uri() + "#search=run-4321"], tmp_path)
+    assert _console(out.stderr) == []
+    shown = re.findall(r"<tr>(?:(?!</tr>).)*run-\d{4}(?:(?!</tr>).)*</tr>", out.stdout)
+    hidden = re.findall(r"<tr hidden=\"\">", out.stdout)
+    assert len(shown) == 1 and "team53.run-4321" in shown[0] and len(hidden) == 4999
+    assert "1 of 5000 systems" in out.stdout
+    assert "10,000 resamples, seed 0" in text
+    top = _screenshot(page, "leaderboard_5000.png", tmp_path, size=(1400, 1100))
+    found = ARTIFACTS / "leaderboard_5000_search.png"
+    found.unlink(missing_ok=True)
+    _run(["--window-size=1400,1100", f"--screenshot={found}",
+          page.as_uri() + "#search=run-4321"], tmp_path)
+    assert found.exists() and found.stat().st_size > 10_000
+    print(f"screenshots: {top}, {found}")

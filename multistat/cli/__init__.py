@@ -90,8 +90,8 @@ def _mount_commands():
                 "precision/recall/F1 statistics.")(
         conventions(load_labels_command, "load-labels"))
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
-                "self-contained HTML report from a compare table.")(
-        conventions(report_command, "report"))
+                "self-contained HTML report from a compare table; with --ranking alone, "
+                "a one-page leaderboard of any size.")(conventions(report_command, "report"))
     app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
                 "rank intervals (Parquet).")(
         _MOUNTED.setdefault("rank", conventions(rank_command, "rank")))

@@ -131,7 +131,7 @@ def rank_command(
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
     loaded = cube.load(study)
-    result = run_ranking(loaded, req, requested=test)
+    result = run_ranking(loaded, req, requested=test, pairs=pairs_out is not None)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)

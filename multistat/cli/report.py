@@ -31,12 +31,14 @@ report_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
 
 
 def report_command(
-    results: Annotated[Path, typer.Argument(help="compare table (Parquet from "
-                                                 "`multistat compare`; p-values in [0, 1] "
-                                                 "and reject from p_adjusted and alpha, "
-                                                 "checked)")],
-    out: Annotated[Path, typer.Option("--out", help="output directory: report.html, "
-                                                     "figures/, tables/")],
+    results: Annotated[Path | None, typer.Argument(help="compare table (Parquet from "
+                                                        "`multistat compare`; p-values in "
+                                                        "[0, 1] and reject from p_adjusted "
+                                                        "and alpha, checked); leave it out "
+                                                        "with --ranking for the leaderboard "
+                                                        "page alone")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="output directory: report.html, "
+                                                     "figures/, tables/")] = None,
     analysis: Annotated[Path | None, typer.Option(
         "--analysis", help="data-analysis table (Parquet from `multistat analyze`)")] = None,
     power: Annotated[list[Path] | None, typer.Option(
@@ -97,6 +99,13 @@ def report_command(
     # heavy: numpy, lazily
     from multistat._validation import check_choice, check_int
 
+    # lazily, as every import of this command (`multistat --help` stays fast)
+    from multistat.errors import ParameterError
+
+    if out is None:
+        raise ParameterError("--out is required: the folder for report.html, figures/ "
+                             "and tables/")
+
     # heavy: matplotlib, seaborn, lazily
     from multistat.report import write_report
 
@@ -109,6 +118,13 @@ def report_command(
     from multistat.cli._dvc import check_not_tracked
 
     check_not_tracked(out, REPORT_WRITES, force=force)
+    if results is None:  # the leaderboard page from the ranking alone
+        _ranking_only(ranking, out, title=title, dpi=dpi, others={
+            "--analysis": analysis, "--power": power, "--study": study,
+            "--systems": systems, "--meta": meta, "--preferences": preferences,
+            "--ranking-pairs": ranking_pairs, "--metaeval": metaeval,
+            "--metaeval-matrix": metaeval_matrix, "--test": test})
+        return
     guard_outputs([results, analysis, study, systems, ranking, ranking_pairs, meta,
                    preferences, metaeval, metaeval_matrix, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
@@ -121,6 +137,30 @@ def report_command(
                         title=title, dpi=dpi, ranking=ranking, ranking_pairs=ranking_pairs,
                         pooled=meta, preferences=preferences, metaeval=metaeval,
                         metaeval_matrix=metaeval_matrix)
+    typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
+
+
+def _ranking_only(ranking, out, *, title, dpi, others) -> None:
+    """``multistat report --ranking R --out DIR``: the one-page leaderboard
+    (:func:`multistat.report.leaderboard_page.write_leaderboard_page`)."""
+    # lazily: the errors module is light, the page module loads matplotlib
+    from multistat.errors import ParameterError
+
+    if ranking is None:
+        raise ParameterError("give the compare table RESULTS, or --ranking for the "
+                             "leaderboard page alone")
+    given = [flag for flag, value in others.items() if value]
+    if given:
+        raise ParameterError(f"{', '.join(given)} need(s) the compare table RESULTS; "
+                             "without it the report is the leaderboard page of --ranking")
+    guard_outputs([ranking], {"--out": out / "report.html"},
+                  folders={"--out": (out, REPORT_FOLDERS)})
+    start = time.perf_counter()
+    # lazily: matplotlib and seaborn load when the page is drawn
+    from multistat.report.leaderboard_page import write_leaderboard_page
+
+    title = "multistat leaderboard" if title == "multistat significance report" else title
+    path = write_leaderboard_page(ranking, out, title=title, dpi=dpi)
     typer.echo(f"wrote {path} ({time.perf_counter() - start:.1f} s)")
 
 

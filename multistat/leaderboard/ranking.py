@@ -31,9 +31,16 @@ from multistat import cube
 from multistat._centre import levels
 from multistat._result import Result
 from multistat._validation import check_choice
-from multistat.comparison import system_distributions
+from multistat.comparison import (
+    _check_study,
+    _metadata,
+    run,
+    study_hash,
+    system_distributions,
+)
+from multistat.leaderboard import stream as rank_stream
 from multistat.errors import ResamplingFloorWarning
-from multistat.pfloor import floor_notes
+from multistat.pfloor import floor_notes, floor_notes_of_sizes
 from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
 from multistat.significance import REGISTRY
 
@@ -68,6 +75,8 @@ def point_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
 
 #: resampled scores within this share of a resample's largest magnitude are ties
 TIE_RTOL = 1e-12
+#: bytes of resampled scores ranked at once by :func:`rank_distribution`
+RANK_SLAB_BYTES = 64 * 2**20
 
 
 def _snap_ties(values: np.ndarray) -> np.ndarray:
@@ -109,13 +118,21 @@ def rank_distribution(dist: np.ndarray, higher_is_better: bool = True, *,
     from scipy.stats import rankdata
 
     dist = np.asarray(dist, float)
-    best = _snap_ties(_signed(dist, higher_is_better))
-    ranks = rankdata(-best, method="average", axis=1)  # (B, S)
+    B = dist.shape[0]
+    ranks = np.empty(dist.shape)  # (B, S)
+    share = np.empty(dist.shape)  # (B, S): 1/k for the k systems tied for first
+    # resamples in slabs of about RANK_SLAB_BYTES: the sort's temporaries stay small
+    step = max(1, RANK_SLAB_BYTES // (8 * max(1, dist[0].size)))
+    for lo_b in range(0, B, step):
+        rows = slice(lo_b, min(B, lo_b + step))
+        best = _snap_ties(_signed(dist[rows], higher_is_better))
+        ranks[rows] = rankdata(-best, method="average", axis=1)
+        top = best == best.max(axis=1, keepdims=True)  # tied for first
+        share[rows] = top / top.sum(1, keepdims=True)
     q = (1 - confidence_level) / 2
     lo = np.quantile(ranks, q, axis=0, method="inverted_cdf")
     hi = np.quantile(ranks, 1 - q, axis=0, method="inverted_cdf")
-    top = best == best.max(axis=1, keepdims=True)  # (B, S): tied for first
-    p_best = (top / top.sum(1, keepdims=True)).mean(0)
+    p_best = share.mean(0)
     return {"rank_ci_low": lo, "rank_ci_high": hi, "expected_rank": ranks.mean(0),
             "p_best": p_best}
 
@@ -269,11 +286,12 @@ def rank(study, *, test="auto", alpha=0.05, correction="auto",
      sys-i   2.0               1                2        1
      sys-h   3.0               3                4        2
     """
-    return rank_with_pairs(
-        study, test=test, alpha=alpha, correction=correction, n_resamples=n_resamples,
-        seed=seed, metrics=metrics, datasets=datasets, confidence_level=confidence_level,
-        equivalence_margin=equivalence_margin, scheduler=scheduler,
-        n_chunks=n_chunks).table
+    req = rank_request(test=test, alpha=alpha, correction=correction,
+                       n_resamples=n_resamples, seed=seed, metrics=metrics,
+                       datasets=datasets, confidence_level=confidence_level,
+                       equivalence_margin=equivalence_margin, scheduler=scheduler,
+                       n_chunks=n_chunks)
+    return run_ranking(study, req, requested=test, pairs=False).table
 
 
 @dataclass(frozen=True)
@@ -284,7 +302,8 @@ class RankResult(Result):
     table: pd.DataFrame
     #: the compare table (one row per dataset x metric x pair) whose ``reject`` gave the
     #: clusters, rank ranges and ``beats``: the one decision per pair a report shows
-    pairs: pd.DataFrame
+    #: (None when :func:`run_ranking` was asked for no pairs)
+    pairs: pd.DataFrame | None
 
     def to_frame(self) -> pd.DataFrame:
         """The leaderboard table (one row per dataset x metric x system)."""
@@ -343,17 +362,26 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
     return run_ranking(study, req, requested=test)
 
 
-def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> RankResult:
+def run_ranking(study, req: RunRequest, *, requested: str | None = None,
+                pairs: bool = True) -> RankResult:
     """:func:`rank_with_pairs` of a validated request (:func:`rank_request`; its one test
     behind the clusters). ``requested``: the test name the user gave (``"auto"``), for
-    the metadata."""
-    # lazily: multistat.comparison imports scipy.stats paths rank does not always need
-    from multistat.comparison import run, study_hash
+    the metadata. ``pairs=False``: no compare table is wanted (``pairs`` is None); the
+    requests :func:`multistat.leaderboard.stream.applicable` accepts (the default bootstrap
+    with the Westfall-Young step-down on mean metrics) then take the decisions of every
+    pair from :mod:`multistat.leaderboard.stream` instead of a compare table: the same
+    leaderboard, bit for bit, without a row per pair."""
+
 
     if not hasattr(study, "children"):
         study = cube.load(study)
     (test,) = req.tests
     requested = test if requested is None else requested
+    if not pairs and rank_stream.applicable(study, req):
+        try:
+            return _run_streamed(study, req, requested)
+        except rank_stream.NotFinite:
+            pass  # the compare table leaves non-finite pairs untested, with a note
     kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
     table = run(study, req, resampled=kept if REGISTRY[test].score_distribution else None)
     notes = floor_notes(table, test=test, correction=req.correction, alpha=req.alpha,
@@ -376,8 +404,21 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
                                 pairs, req.level, req.equivalence_margin))
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
-    out.attrs["multistat"] = {
-        **{k: v for k, v in table.attrs.get("multistat", {}).items()
+    out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
+                                           requested, study_hash(study), notes)
+    pairs = table.copy()
+    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                 **{k: v for k, v in out.attrs["multistat"].items()
+                                    if k not in ("kind", "rule", "rank_interval")},
+                                 "kind": "ranking_pairs"}}
+    return RankResult(out, pairs)
+
+
+def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str,
+                  input_sha256: str, notes: list) -> dict:
+    """The ranking table's ``attrs["multistat"]``."""
+    return {
+        **{k: v for k, v in compare_meta.items()
            if k in ("multistat_version", "alternative", "alpha", "family", "input_sha256")},
         "kind": "ranking", "test": test, "test_requested": requested,
         "correction": req.correction or "none", "alpha": req.alpha, "seed": req.seed,
@@ -391,13 +432,33 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None) -> Rank
                          "averaged) over the shared plan, inverted-cdf quantiles",
         "score_interval": "Wilson interval of the count for binary (0/1) metrics, "
                           "bootstrap percentile interval otherwise (as system_scores)",
-        "input_sha256": study_hash(study), "floor_notes": notes}
-    pairs = table.copy()
-    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
-                                 **{k: v for k, v in out.attrs["multistat"].items()
-                                    if k not in ("kind", "rule", "rank_interval")},
-                                 "kind": "ranking_pairs"}}
-    return RankResult(out, pairs)
+        "input_sha256": input_sha256, "floor_notes": notes}
+
+
+def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
+    """:func:`run_ranking` from :func:`multistat.leaderboard.stream.decide` (no compare table)."""
+
+    _check_study(study, req)
+    (test,) = req.tests
+    parts, sizes = [], []
+    for name, mnames, hibs, obs, dist, sysnames, decisions in rank_stream.decide(study, req):
+        for j, (metric, hib, dec) in enumerate(zip(mnames, hibs, decisions)):
+            sign = np.where(np.isfinite(dec.estimate) & (dec.estimate != 0),
+                            np.sign(dec.estimate), np.sign(dec.score_diff))
+            better = better_matrix(len(sysnames), dec.ia, dec.ib, dec.reject,
+                                   sign if hib else -sign)
+            parts.append(_board(name, str(metric), bool(hib), sysnames, obs[:, j],
+                                dist[..., j], None, req.level, None, better=better))
+            sizes.append((name, str(metric), int(np.isfinite(dec.p_value).sum()), dec.n))
+    notes = floor_notes_of_sizes(sizes, test=test, correction=req.correction,
+                                 alpha=req.alpha, n_resamples=req.n_resamples,
+                                 alternative=req.alternative, pvalue=req.bootstrap_pvalue)
+    for note in notes:
+        warnings.warn(note, ResamplingFloorWarning, stacklevel=4)
+    out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
+    out.attrs["multistat"] = _ranking_meta(_metadata(study, req), req, test, requested,
+                                           study_hash(study), notes)
+    return RankResult(out, None)
 
 
 def _binary_score_intervals(board: pd.DataFrame, study, level: float) -> pd.DataFrame:
@@ -423,24 +484,25 @@ def _binary_score_intervals(board: pd.DataFrame, study, level: float) -> pd.Data
 
 
 def _board(dataset, metric, hib, sysnames, score, dist, pairs, confidence_level,
-           equivalence_margin) -> pd.DataFrame:
+           equivalence_margin, better=None) -> pd.DataFrame:
     S = len(sysnames)
     index = {s: i for i, s in enumerate(sysnames)}
-    better = np.zeros((S, S), bool)
     equiv = np.zeros((S, S), bool)
-    if pairs is not None and len(pairs):
-        ia = pairs["system_a"].map(index).to_numpy(int)
-        ib = pairs["system_b"].map(index).to_numpy(int)
-        est = pairs["estimate"].to_numpy(float)
-        diff = (pairs["score_a"] - pairs["score_b"]).to_numpy(float)
-        # the test's own estimate gives the direction; its sign is undefined (0/NaN) only
-        # where the score difference decides
-        sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
-        direction = sign if hib else -sign
-        better = better_matrix(S, ia, ib, pairs["reject"].to_numpy(bool), direction)
-        if equivalence_margin is not None and "equivalent" in pairs:
-            eq = pairs["equivalent"].to_numpy(bool)
-            equiv[ia[eq], ib[eq]] = equiv[ib[eq], ia[eq]] = True
+    if better is None:  # else the decisions are given (multistat.leaderboard.stream)
+        better = np.zeros((S, S), bool)
+        if pairs is not None and len(pairs):
+            ia = pairs["system_a"].map(index).to_numpy(int)
+            ib = pairs["system_b"].map(index).to_numpy(int)
+            est = pairs["estimate"].to_numpy(float)
+            diff = (pairs["score_a"] - pairs["score_b"]).to_numpy(float)
+            # the test's own estimate gives the direction; its sign is undefined (0/NaN) only
+            # where the score difference decides
+            sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
+            direction = sign if hib else -sign
+            better = better_matrix(S, ia, ib, pairs["reject"].to_numpy(bool), direction)
+            if equivalence_margin is not None and "equivalent" in pairs:
+                eq = pairs["equivalent"].to_numpy(bool)
+                equiv[ia[eq], ib[eq]] = equiv[ib[eq], ia[eq]] = True
     order = score_order(score, hib, sysnames)
     low, high, beats, beaten_by = rank_ranges(better)
     rd = rank_distribution(dist, hib, confidence_level=confidence_level)
