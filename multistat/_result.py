@@ -47,7 +47,7 @@ class Result:
     >>> import multistat
     >>> res = multistat.significance.paired_t([0.6, 0.7, 0.9, 0.8], [0.5, 0.6, 0.7, 0.8])
     >>> list(res.to_frame().columns[:3])
-    ['statistic', 'p_value', 'estimate']
+    ['test', 'statistic', 'p_value']
     >>> print(res.summary().splitlines()[0])
     TestResult
     """
