@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from multistat.io import write_parquet as write_parquet
     from multistat.leaderboard.across import friedman as friedman
     from multistat.leaderboard.across import replicability as replicability
+    from multistat.leaderboard.export import to_eee as to_eee
     from multistat.leaderboard.ranking import rank as rank
     from multistat.leaderboard.ranking import rank_with_pairs as rank_with_pairs
     from multistat.meta.evaluation import compare_metrics as compare_metrics

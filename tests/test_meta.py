@@ -673,7 +673,7 @@ def _dense_global_max(y, v, X, reml, points=20_000):
 
 def _fisher_only(y, v, method):
     """What the fit did before the global check: Fisher scoring from DL."""
-    from multistat.meta import _tau2_dl, _tau2_likelihood
+    from multistat.meta.pooling import _tau2_dl, _tau2_likelihood
 
     Y, V, M = y[None], v[None], np.ones((1, y.size), bool)
     start = _tau2_dl(Y, V, M, np.array([float(y.size)]))
@@ -794,7 +794,7 @@ REGRESSION_STOPS = {
 
 @pytest.mark.parametrize("case", sorted(REGRESSION_STOPS))
 def test_meta_regression_reaches_the_global_maximum(case):
-    from multistat.meta import _regression_fisher
+    from multistat.meta.pooling import _regression_fisher
 
     y, v, z, methods = (np.array(a) if i < 3 else a
                         for i, a in enumerate(REGRESSION_STOPS[case]))

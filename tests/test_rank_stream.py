@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 import multistat
-from multistat import cube, rank_stream
+from multistat import cube
+from multistat.leaderboard import stream as rank_stream
 from multistat.leaderboard.ranking import rank_request, run_ranking
 
 

@@ -320,7 +320,7 @@ def test_histograms_hold_the_data(study, raw):
 def _analytic_power_table():
     from multistat.power import power_paired_t
 
-    rows = [{"n": n, "effect_size": d, "power": paired_t(n=n, effect_size=d)}
+    rows = [{"n": n, "effect_size": d, "power": power_paired_t(n=n, effect_size=d)}
             for d in (0.1, 0.2, 0.3, 0.5) for n in (10, 20, 50, 100, 200, 500, 1000)]
     return pd.DataFrame(rows)
 

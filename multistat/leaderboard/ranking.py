@@ -21,6 +21,7 @@ decisions). Clusters are numbered 1, 2, ... from the top.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -441,7 +442,17 @@ def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
     _check_study(study, req)
     (test,) = req.tests
     parts, sizes = [], []
+    bar = None
+    if req.progress:  # one step per metric group (the streamed path has no compare walk)
+        # heavy: tqdm, lazily (only with a progress bar)
+        from tqdm.auto import tqdm
+
+        all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
+        total = sum(len(metrics) if metrics else ds.sizes["metric"] for ds in all_ds.values())
+        bar = tqdm(total=total, desc="multistat rank", unit="metric", file=sys.stderr)
     for name, mnames, hibs, obs, dist, sysnames, decisions in rank_stream.decide(study, req):
+        if bar is not None:
+            bar.update(len(mnames))
         for j, (metric, hib, dec) in enumerate(zip(mnames, hibs, decisions)):
             sign = np.where(np.isfinite(dec.estimate) & (dec.estimate != 0),
                             np.sign(dec.estimate), np.sign(dec.score_diff))
@@ -453,6 +464,8 @@ def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
     notes = floor_notes_of_sizes(sizes, test=test, correction=req.correction,
                                  alpha=req.alpha, n_resamples=req.n_resamples,
                                  alternative=req.alternative, pvalue=req.bootstrap_pvalue)
+    if bar is not None:
+        bar.close()
     for note in notes:
         warnings.warn(note, ResamplingFloorWarning, stacklevel=4)
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
