@@ -277,15 +277,8 @@ def _boolean_cell(values: pd.Series) -> int | None:
 def _refuse_booleans(src: Source, values: pd.Series, column: str, rows, *, label=None):
     """A boolean score (a JSON ``true``, a Parquet/Arrow bool column) is refused as the
     text ``True`` of a CSV file is: a score is a number (1/0 for a binary metric)."""
-    if pd.api.types.is_bool_dtype(values.dtype):
-        flags = values.notna().to_numpy()
-    elif values.dtype == object:
-        flags = np.fromiter((isinstance(v, bool | np.bool_) for v in values), dtype=bool,
-                            count=len(values))
-    else:
-        return
-    if flags.any():
-        pos = int(np.flatnonzero(flags)[0])
+    pos = _boolean_cell(values)
+    if pos is not None:
         row = int(pos if rows is None else rows[pos])
         raise InputFileError(
             f"{src.where(row, column, label=label)}: non-numeric score "

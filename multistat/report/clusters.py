@@ -36,13 +36,15 @@ def _num(v, digits=4) -> str:
     return _tables._fmt(v, digits)
 
 
-def _rank(v) -> str:
+def rank_text(v) -> str:
+    """A rank as text: ``3`` for a whole rank, ``2.5`` for a tie's average."""
     v = float(v)
     return str(int(v)) if v.is_integer() else f"{v:g}"
 
 
-def _span(lo, hi) -> str:
-    lo, hi = _rank(lo), _rank(hi)
+def rank_span(lo, hi) -> str:
+    """A rank range or interval as text: ``3`` or ``2–5``."""
+    lo, hi = rank_text(lo), rank_text(hi)
     return lo if lo == hi else f"{lo}–{hi}"
 
 
@@ -67,10 +69,10 @@ def cluster_leaderboard(board: pd.DataFrame, dataset=None, metric=None) -> pd.Da
     level = b.attrs.get("multistat", {}).get("confidence_level", 0.95)
     out = pd.DataFrame({
         "Cluster": b["cluster"].astype(int).astype(str).to_numpy(),
-        "Rank": [_rank(r) for r in b["rank"]],
-        "Rank range": [_span(lo, hi) for lo, hi in zip(b["rank_range_low"],
+        "Rank": [rank_text(r) for r in b["rank"]],
+        "Rank range": [rank_span(lo, hi) for lo, hi in zip(b["rank_range_low"],
                                                         b["rank_range_high"])],
-        f"Rank {100 * level:g}% CI": [_span(lo, hi) for lo, hi in zip(b["rank_ci_low"],
+        f"Rank {100 * level:g}% CI": [rank_span(lo, hi) for lo, hi in zip(b["rank_ci_low"],
                                                                       b["rank_ci_high"])],
         "System": b["system"].astype(str).to_numpy(),
         "Score": [_num(s) for s in b["score"]],

@@ -30,6 +30,7 @@ from multistat import _atomic
 from multistat.report._checks import check_ranking
 from multistat.report._files import file_stem, write_csv
 from multistat.report._markup import CSS, escape, figure
+from multistat.report.clusters import rank_span, rank_text
 
 __all__ = ["SCRIPT", "score_plot", "write_leaderboard_page"]
 
@@ -97,14 +98,6 @@ def _num(v: float) -> str:
     return f"{v:.4g}" if np.isfinite(v) else ""
 
 
-def _rank(v) -> str:
-    v = float(v)
-    return str(int(v)) if v.is_integer() else f"{v:g}"
-
-
-def _span(lo, hi) -> str:
-    lo, hi = _rank(lo), _rank(hi)
-    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def score_plot(board: pd.DataFrame):
@@ -155,8 +148,8 @@ def _table(b: pd.DataFrame, level: float) -> str:
                b["ci_high"].to_numpy(float), b["beats"].astype(int),
                b["beaten_by"].astype(int), b["p_best"].to_numpy(float))
     for r, rl, rh, gl, gh, c, s, sc, lo, hi, beats, by, pb in cols:
-        rows.append(f"<tr><td>{_rank(r)}</td><td>{_span(rl, rh)}</td>"
-                    f"<td>{_span(gl, gh)}</td><td class=c style=--c:{pal[c - 1]}>{c}</td>"
+        rows.append(f"<tr><td>{rank_text(r)}</td><td>{rank_span(rl, rh)}</td>"
+                    f"<td>{rank_span(gl, gh)}</td><td class=c style=--c:{pal[c - 1]}>{c}</td>"
                     f"<td>{escape(s)}</td><td>{_num(sc)}</td>"
                     f"<td>[{_num(lo)}, {_num(hi)}]</td><td>{beats}</td><td>{by}</td>"
                     f"<td>{pb:.3f}</td></tr>")
