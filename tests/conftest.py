@@ -77,6 +77,11 @@ SLOW_FILES = frozenset({
     "test_first_call.py", "test_memory_copies.py", "test_rank_scale.py",
     "test_report_scale.py", "test_load_mt_cli.py", "test_common.py",
     "test_external_test.py", "test_report_dvc_guard.py", "test_self_contained.py",
+    # the longest of the rest (over 10 s each on two cores): every test through every
+    # interval end, the rank tests' exact enumerations, whole reports, the guides
+    "test_rank.py", "test_interval_agreement.py", "test_inversion.py",
+    "test_report_files.py", "test_report_decisions.py", "test_resampling.py",
+    "test_guides.py", "test_packaging.py",
 })
 
 
