@@ -4,7 +4,6 @@ files."""
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import re
@@ -20,14 +19,13 @@ from multistat.errors import (
     ParameterError,
     ParameterTypeError,
 )
-from multistat.io._sources import _names, show
+from multistat.io._sources import _names, expand_paths, show
 
 #: The log formats of :func:`multistat.io._llm.read_llm_logs` (also accepted by
 #: ``read_scores(format=)``).
 LLM_FORMATS: tuple[str, ...] = ("inspect", "lm-eval", "helm", "eee")
 #: What to do with repeated samples (inspect epochs, repeated lm-eval runs, HELM trials).
 EPOCHS = ("runs", "mean")
-_GLOB = set("*?[")
 _PEEK = 4096  # characters read from a .json file to recognise an inspect log
 _INSPECT_JSON = re.compile(r'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:')
 LMEVAL_SAMPLES = re.compile(
@@ -183,47 +181,13 @@ def need(obj, key: str, kind, path: Path, where: str):
 # ----------------------------------------------------------------------------- files
 def expand(path) -> list[Path]:
     """Files of ``path``: a file, a folder (walked recursively, hidden entries skipped,
-    sorted), a glob pattern, or a list of those."""
-    if isinstance(path, str | Path):
-        entries = [path]
-    elif isinstance(path, Sequence) and not isinstance(path, bytes):
-        entries = list(path)
-        if not entries:
-            raise ParameterError("`path` is an empty list; give at least one log")
-    else:
-        raise ParameterTypeError(f"`path` must be a log file or folder (str or "
-                                 f"pathlib.Path), a glob pattern or a list of those; got "
-                                 f"{type(path).__name__}")
-    files: list[Path] = []
-    for entry in entries:
-        if not isinstance(entry, str | Path):
-            raise ParameterTypeError(f"`path` entries must be file paths; got "
-                                     f"{type(entry).__name__}: {show(entry)}")
-        p = Path(entry)
-        if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and not any(
-                part.startswith(".") for part in f.relative_to(p).parts))
-            if not found:
-                raise InputFileError(f"{p}: the folder holds no files")
-            files.extend(found)
-        elif not p.exists() and _GLOB & set(str(entry)):
-            found = sorted(Path(f) for f in glob.glob(str(entry)) if Path(f).is_file())
-            if not found:
-                raise InputFileError(f"{entry}: no file matches this pattern")
-            files.extend(found)
-        elif not p.exists():
-            raise InputFileError(f"{p}: no such file")
-        else:
-            files.append(p)
-    seen: set = set()
-    out = []
-    for f in files:
-        key = f.resolve()
-        if key in seen:
-            raise ParameterError(f"{f}: the same file is given twice")
-        seen.add(key)
-        out.append(f)
-    return out
+    sorted), a glob pattern, or a list of those (:func:`multistat.io._sources.expand_paths`,
+    the score files' rule); every file must exist."""
+    files, _ = expand_paths(path, recursive=True, what="logs")
+    missing = next((f for f in files if not f.exists()), None)
+    if missing is not None:
+        raise InputFileError(f"{missing}: no such file")
+    return files
 
 
 def sniff(path: Path) -> str | None:

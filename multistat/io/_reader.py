@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
 
@@ -21,12 +19,12 @@ from multistat.io._layouts import (
 from multistat.io._model import validate
 from multistat.io._parsing import _read_table, column_list
 from multistat.io._sources import (
+    expand_paths,
     FORMATS,
     _names,
     looks_like_pairs,
     normalise_sep,
     resolve_source,
-    show,
     stem,
 )
 
@@ -390,56 +388,6 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
     return frame
 
 
-
-
-_GLOB = set("*?[")
-
-
-def expand_paths(path) -> tuple[list[Path], str]:
-    """Files of ``path`` (a file, a folder, a glob pattern, or a list of those) and the
-    default dataset name: a single file's name without suffixes, else the name of the
-    folder holding the (first) file."""
-    if isinstance(path, str | Path):
-        entries, single = [path], True
-    elif isinstance(path, Sequence) and not isinstance(path, bytes):
-        entries, single = list(path), False
-        if not entries:
-            raise ParameterError("`path` is an empty list; give at least one file")
-    else:
-        raise ParameterTypeError(
-            f"`path` must be a file path (str or pathlib.Path), a folder, a glob pattern, a "
-            f"list of those, or for format='wide' a mapping {{metric: path}}; got "
-            f"{type(path).__name__}")
-    files: list[Path] = []
-    folder = None
-    for entry in entries:
-        if not isinstance(entry, str | Path):
-            raise ParameterTypeError(f"`path` entries must be file paths; got "
-                                     f"{type(entry).__name__}: {show(entry)}")
-        p = Path(entry)
-        if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
-            if not found:
-                raise InputFileError(f"{p}: the folder holds no score files")
-            files.extend(found)
-            folder = folder or p
-        elif not p.exists() and _GLOB & set(str(entry)):
-            found = sorted(Path(f) for f in glob.glob(str(entry)) if Path(f).is_file())
-            if not found:
-                raise InputFileError(f"{entry}: no file matches this pattern")
-            files.extend(found)
-        else:
-            files.append(p)  # a missing file is reported by resolve_source
-    seen: set = set()
-    for f in files:
-        key = f.resolve() if f.exists() else f
-        if key in seen:
-            raise ParameterError(f"{f}: the same file is given twice")
-        seen.add(key)
-    if single and len(files) == 1 and folder is None:
-        return files, stem(files[0])
-    base = folder if folder is not None else files[0].resolve().parent
-    return files, base.resolve().name or "dataset"
 
 
 def detect_format(src) -> str | None:

@@ -7,11 +7,12 @@ Shared constants and message helpers of :mod:`multistat.io` live here too.
 from __future__ import annotations
 
 import bz2
+import glob
 import csv
 import gzip
 import lzma
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,3 +283,55 @@ def looks_like_pairs(src: Source) -> bool:
     return bool(tokens) and all(_is_number(t) for t in tokens)
 
 
+_GLOB = set("*?[")
+
+
+def expand_paths(path, *, recursive: bool = False, what: str = "score files"
+                 ) -> tuple[list[Path], str]:
+    """Files of ``path`` (a file, a folder, a glob pattern, or a list of those) and the
+    default dataset name: a single file's name without suffixes, else the name of the
+    folder holding the (first) file."""
+    if isinstance(path, str | Path):
+        entries, single = [path], True
+    elif isinstance(path, Sequence) and not isinstance(path, bytes):
+        entries, single = list(path), False
+        if not entries:
+            raise ParameterError(f"`path` is an empty list; give at least one of the {what}")
+    else:
+        raise ParameterTypeError(
+            f"`path` must be a file path (str or pathlib.Path), a folder, a glob pattern, a "
+            f"list of those, or for format='wide' a mapping {{metric: path}}; got "
+            f"{type(path).__name__}")
+    files: list[Path] = []
+    folder = None
+    for entry in entries:
+        if not isinstance(entry, str | Path):
+            raise ParameterTypeError(f"`path` entries must be file paths; got "
+                                     f"{type(entry).__name__}: {show(entry)}")
+        p = Path(entry)
+        if p.is_dir():
+            # hidden entries skipped; ``recursive``: the whole tree (log folders nest)
+            walk = p.rglob("*") if recursive else p.iterdir()
+            found = sorted(f for f in walk if f.is_file() and not any(
+                part.startswith(".") for part in f.relative_to(p).parts))
+            if not found:
+                raise InputFileError(f"{p}: the folder holds no {what}")
+            files.extend(found)
+            folder = folder or p
+        elif not p.exists() and _GLOB & set(str(entry)):
+            found = sorted(Path(f) for f in glob.glob(str(entry)) if Path(f).is_file())
+            if not found:
+                raise InputFileError(f"{entry}: no file matches this pattern")
+            files.extend(found)
+        else:
+            files.append(p)  # a missing file is reported by resolve_source
+    seen: set = set()
+    for f in files:
+        key = f.resolve() if f.exists() else f
+        if key in seen:
+            raise ParameterError(f"{f}: the same file is given twice")
+        seen.add(key)
+    if single and len(files) == 1 and folder is None:
+        return files, stem(files[0])
+    base = folder if folder is not None else files[0].resolve().parent
+    return files, base.resolve().name or "dataset"
