@@ -264,8 +264,9 @@ def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
                                  "--seed", 5, "--test", "t", "--correction", "holm",
                                  "--alpha", 0.01], capsys)
     assert status in (0, None), err
-    assert "cluster 1: top1 (1-2), top2 (1-2)" in text
-    assert "cluster 2: mid (3-3)" in text
+    # the parentheses say what they hold: each system's rank interval
+    assert "cluster 1: top1 (rank 1-2), top2 (rank 1-2)" in text
+    assert "cluster 2: mid (rank 3-3)" in text
     board = read_parquet(out)
     assert tuple(board.columns) == ranking.COLUMNS
     meta = board.attrs["multistat"]
