@@ -214,25 +214,27 @@ def _split_choice(by: str | None, have_domains: bool) -> str:
 def _check_inputs(name, hyps, files, refs, domain_file, canary, *, where, system_col,
                   segment_col, reference_cols, domain_col):
     """Read and check one test set's inputs before any metric is computed:
-    ``(TextTestSet or None, domain per kept segment or None, segments to drop)``."""
+    ``(TextTestSet or None, domain per kept segment or None, segments to drop, the line
+    saying which canary lines were skipped or None)``."""
     # heavy: the readers, lazily
     from multistat.io._mt_text import CANARY_DOMAIN, is_canary, read_test_set
 
     if files is not None:
         texts = read_test_set(name, files, refs, domain_file, canary=canary, where=where)
+        said = None
         if texts.skipped:
             lines = ", ".join(map(str, texts.skipped[:5])) + (
                 f" and {len(texts.skipped) - 5} more" if len(texts.skipped) > 5 else "")
-            typer.echo(f"load-mt: {name}: skipped the canary line(s) {lines} of every file "
-                       f"({len(texts.files)} files; --canary keep keeps them)", err=True)
-        return texts, texts.domains, set()
+            said = (f"load-mt: {name}: skipped the canary line(s) {lines} of every file "
+                    f"({len(texts.files)} files; --canary keep keeps them)")
+        return texts, texts.domains, set(), said
     prefix = f"{where} " if where else ""
     for path, what in ((Path(hyps), "HYPOTHESES"), (Path(refs), "REFERENCES")):
         if not path.is_file():
-            raise InputFileError(f"{prefix}{what} {show(str(path))}: no such file")
+            raise InputFileError(f"{prefix}{what} {str(path)!r}: no such file")
     _refuse_plain_text(Path(hyps), system_col)
     if domain_col is None and canary == "keep":
-        return None, None, set()
+        return None, None, set(), None
     # heavy: pyarrow, pandas, lazily
     from multistat.io._parsing import read_table
 
@@ -240,7 +242,7 @@ def _check_inputs(name, hyps, files, refs, domain_file, canary, *, where, system
     need = [segment_col, *reference_cols] + ([domain_col] if domain_col else [])
     lacking = [c for c in need if c not in table.columns]
     if lacking:
-        raise InputFileError(f"{prefix}REFERENCES {show(str(refs))} lacks column(s) "
+        raise InputFileError(f"{prefix}REFERENCES {str(refs)!r} lacks column(s) "
                              f"{lacking}; it has {list(map(str, table.columns))[:10]}")
     segments = table[segment_col].astype(str).tolist()
     drop = set()
@@ -250,18 +252,16 @@ def _check_inputs(name, hyps, files, refs, domain_file, canary, *, where, system
         if domain_col:
             drop |= {s for s, d in zip(segments, table[domain_col].astype(str))
                      if d.strip().lower() == CANARY_DOMAIN}
-        if drop:
-            typer.echo(f"load-mt: {name}: skipped {len(drop)} canary segment(s) "
-                       f"({', '.join(sorted(drop)[:5])}); --canary keep keeps them",
-                       err=True)
+        said = (f"load-mt: {name}: skipped {len(drop)} canary segment(s) "
+                f"({', '.join(sorted(drop)[:5])}); --canary keep keeps them") if drop else None
     domains = None
     if domain_col:
         empty = [s for s, d in zip(segments, table[domain_col].astype(str)) if not d.strip()]
         if empty:
-            raise InputFileError(f"{prefix}REFERENCES {show(str(refs))}: column "
+            raise InputFileError(f"{prefix}REFERENCES {str(refs)!r}: column "
                                  f"{domain_col!r} is empty for segment(s) {empty[:5]}")
         domains = {s: str(d).strip() for s, d in zip(segments, table[domain_col])}
-    return None, domains, drop
+    return None, domains, drop, said
 
 
 def _split_nodes(ds, name: str, domains, drop: set, split: str) -> dict:
@@ -452,8 +452,11 @@ def load_mt_command(
                              system_col=system_col, segment_col=segment_col,
                              reference_cols=refs_cols, domain_col=domain_col)
                for name, hyps, files, refs in plan]
+    for *_, said in checked:  # said once every input has passed its checks
+        if said:
+            typer.echo(said, err=True)
     nodes = {}
-    for (name, hyps, files, refs), (texts, domains_of, dropped) in zip(plan, checked):
+    for (name, hyps, files, refs), (texts, domains_of, dropped, _) in zip(plan, checked):
         if texts is not None:
             source, references = texts.hypotheses, texts.references
         else:

@@ -38,6 +38,11 @@ CANARY_DOMAIN = "canary"
 CANARY_CHOICES = ("auto", "keep")
 
 
+def _path(path) -> str:
+    """A file name in a message: whole (a shortened path would hide the file's name)."""
+    return repr(str(path))
+
+
 def is_canary(text: str) -> bool:
     """Whether a line of a WMT text file is the canary line (``CANARY GUID ...``).
 
@@ -93,7 +98,7 @@ def read_lines(path, what: str = "file") -> list[str]:
     """
     path = Path(path)
     if not path.is_file():
-        raise InputFileError(f"{what} {show(str(path))}: no such file")
+        raise InputFileError(f"{what} {_path(path)}: no such file")
     opener = COMPRESSIONS.get(split_suffix(path)[1], open)
     out: list[str] = []
     try:
@@ -103,12 +108,12 @@ def read_lines(path, what: str = "file") -> list[str]:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise InputFileError(
-                        f"{what} {show(str(path))} line {len(out) + 1}: not UTF-8 "
+                        f"{what} {_path(path)} line {len(out) + 1}: not UTF-8 "
                         f"({exc.reason} at byte {exc.start} of the line); is the file "
                         f"truncated or in another encoding?") from None
                 out.append(text.rstrip())
     except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        raise InputFileError(f"{what} {show(str(path))} line {len(out) + 1}: cannot read "
+        raise InputFileError(f"{what} {_path(path)} line {len(out) + 1}: cannot read "
                              f"past line {len(out)} ({exc}); is the file truncated?"
                              ) from None
     return out
@@ -147,16 +152,16 @@ def read_domains(path) -> list[str]:
             try:
                 record = json.loads(line)
             except ValueError as exc:
-                raise InputFileError(f"domain file {show(str(path))} line {i}: not JSON "
+                raise InputFileError(f"domain file {_path(path)} line {i}: not JSON "
                                      f"({exc})") from None
             if not isinstance(record, dict) or "domain" not in record:
-                raise InputFileError(f"domain file {show(str(path))} line {i}: no "
+                raise InputFileError(f"domain file {_path(path)} line {i}: no "
                                      f"'domain' key in {show(line)}")
             domain = str(record["domain"]).strip()
         else:
             domain = line.split("\t", 1)[0].strip()
         if not domain:
-            raise InputFileError(f"domain file {show(str(path))} line {i}: empty domain")
+            raise InputFileError(f"domain file {_path(path)} line {i}: empty domain")
         out.append(domain)
     return out
 
@@ -239,21 +244,21 @@ def read_test_set(name: str, systems: Mapping[str, Path], references: Sequence[P
     missing = [str(p) for p in files if not Path(p).is_file()]
     if missing:
         raise InputFileError(f"{prefix}{len(missing)} input file(s) of test set {name!r} "
-                             f"do not exist: {', '.join(map(show, missing[:5]))}"
+                             f"do not exist: {', '.join(map(_path, missing[:5]))}"
                              + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""))
     if not references:
         raise InputFileError(f"{prefix}test set {name!r} has no reference file")
     refs = [read_lines(p, f"{prefix}reference file") for p in references]
     n = len(refs[0])
     if n == 0:
-        raise InputFileError(f"{prefix}reference file {show(str(references[0]))} is empty")
+        raise InputFileError(f"{prefix}reference file {_path(references[0])} is empty")
 
     def same_length(lines: list[str], path, what: str) -> None:
         if len(lines) != n:
             hint = " (truncated?)" if len(lines) < n else ""
             raise InputFileError(
-                f"{prefix}{what} {show(str(path))} has {len(lines)} lines{hint}, the "
-                f"reference file {show(str(references[0]))} has {n}: every file of test "
+                f"{prefix}{what} {_path(path)} has {len(lines)} lines{hint}, the "
+                f"reference file {_path(references[0])} has {n}: every file of test "
                 f"set {name!r} needs one line per segment")
 
     for p, r in zip(references[1:], refs[1:]):
