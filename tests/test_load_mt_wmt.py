@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -217,3 +216,14 @@ def test_reader_functions(tmp_path):
     j.write_text('{"domain": "news"}\n{"genre": "x"}\n')
     with pytest.raises(Exception, match="m.jsonl' line 2: no 'domain' key"):
         read_domains(j)
+
+
+def test_reader_docstring_examples_run():
+    import doctest
+
+    import multistat.io._mt_text as mod
+    from multistat.leaderboard import across
+
+    for m in (mod, across):
+        result = doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, m.__name__

@@ -91,10 +91,12 @@ def read_lines(path, what: str = "file") -> list[str]:
     >>> read_lines(p)
     ['eins', 'zwei']
     >>> _ = p.write_bytes("eins\\nzw\\xc3".encode("latin-1"))
-    >>> read_lines(p, "system file")
-    Traceback (most recent call last):
-    ...
-    multistat.errors.InputFileError: system file ... line 2: not UTF-8 (unexpected end of data at byte 2 of the line); is the file truncated or in another encoding?
+    >>> from multistat.errors import InputFileError
+    >>> try:
+    ...     read_lines(p, "system file")
+    ... except InputFileError as exc:
+    ...     print(str(exc).split("sys.txt' ")[1][:20])
+    line 2: not UTF-8 (u
     """
     path = Path(path)
     if not path.is_file():

@@ -179,8 +179,10 @@ def dropped_note(dropped: Mapping, n_kept: int, n_blocks: int) -> str:
 
     Examples
     --------
-    >>> dropped_note({"C": ["wmt23"]}, 2, 3)
-    "1 system(s) left out, not scored on every test set: 'C' (no score on 'wmt23'); the test ranks the 2 systems common to all 3 test sets"
+    >>> for part in dropped_note({"C": ["wmt23"]}, 2, 3).split("; "):
+    ...     print(part)
+    1 system(s) left out, not scored on every test set: 'C' (no score on 'wmt23')
+    the test ranks the 2 systems common to all 3 test sets
     """
     shown = "; ".join(
         f"{s!r} (no score on {', '.join(map(repr, ds[:3]))}"
