@@ -227,3 +227,20 @@ def test_reader_docstring_examples_run():
     for m in (mod, across):
         result = doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and result.attempted > 0, m.__name__
+
+
+def test_several_test_sets_each_with_its_own_domains(tmp_path, capsys):
+    root = _copy(tmp_path)
+    sets = [f"a={root / 'sys'}:{root / 'en-de.refA.txt'},{root / 'en-de.refB.txt'}",
+            f"b={root / 'sys'}:{root / 'en-de.refA.txt'}"]
+    out = tmp_path / "two.nc"
+    status, _, err = run(["load-mt", "--test-set", sets[0], "--test-set", sets[1],
+                          "--domains", f"a={root / 'en-de.docs'}", "--by", "both",
+                          "--metrics", "bleu", "--no-progress", "-o", str(out)], capsys)
+    assert status in (0, None), err
+    nodes = cube.datasets(cube.open_study(out))
+    assert {k: v.sizes["instance"] for k, v in nodes.items()} == {
+        "a": 600, "a-short": 424, "a-long": 176, "b": 600}
+    status, _, err = run(["load-mt", "--test-set", sets[0], "--domains",
+                          str(root / "en-de.docs"), "-o", str(tmp_path / "x.nc")], capsys)
+    one_line_error(status, err, "--domains", "with --test-set give NAME=FILE")

@@ -274,9 +274,9 @@ def _split_nodes(ds, name: str, domains, drop: set, split: str) -> dict:
         ds = ds.isel(instance=keep)
         segments = [segments[i] for i in keep]
     out = {}
-    if split in ("test-set", "both"):
+    if split in ("test-set", "both") or domains is None:  # a set without domains: whole
         out[name] = ds
-    if split in ("domain", "both"):
+    if split in ("domain", "both") and domains is not None:
         labels = (list(domains) if not isinstance(domains, dict)
                   else [domains[s] for s in segments])
         positions: dict[str, list[int]] = {}
