@@ -119,6 +119,8 @@ def friedman_command(
                    "blocks)")
         typer.echo(f"{head}Nemenyi critical difference (alpha={alpha:g}): "
                    f"{r.critical_difference:.4g}")
+        for note in r.notes:
+            typer.echo(f"{head}note: {note}")
         typer.echo(f"{head}mean ranks (1 = best): " + ", ".join(
             f"{k} {v:.2f}" for k, v in r.mean_ranks.items()))
         sig = r.pairwise[r.pairwise["reject"]]
@@ -145,7 +147,9 @@ def friedman_command(
                 "iman_davenport_p_value": r.iman_davenport_p_value,
                 "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
                 "control": r.control or "",
-                "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
+                "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()},
+                "dropped_systems": {k: list(v) for k, v in r.dropped.items()},
+                "notes": r.notes}
 
     meta = {"stage": "friedman", "input": str(input), "posthoc": posthoc, "alpha": alpha,
             "blocks": "rows of the wide table" if wide else "test sets (datasets), one "
@@ -228,8 +232,13 @@ def replicability_command(
                                  f"{', '.join(sorted(set(table.get('test', []))))})")
         table = table[table["test"] == test]
     res = replicability(table, alpha=alpha, method=method)
+    notes = list(res.attrs.get("multistat", {}).get("notes", ()))
     write_table(res, out, metadata={"stage": "replicability", "input": str(input),
-                                      "alpha": alpha, "method": method})
+                                      "alpha": alpha, "method": method, "notes": notes,
+                                      "narrowed": list(res.attrs.get("multistat", {}).get(
+                                          "narrowed", ()))})
+    for note in notes:
+        typer.echo(f"note: {note}")
     held = res[res["k"] > 0]
     typer.echo(f"{len(held)} of {len(res)} claims hold on at least one test set "
                f"({method}, alpha={alpha:g}):")

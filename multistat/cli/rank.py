@@ -152,7 +152,7 @@ def rank_command(
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
-            members = ", ".join(f"{s} ({lo:g}-{hi:g})" for s, lo, hi in
+            members = ", ".join(f"{s} (rank {lo:g}-{hi:g})" for s, lo, hi in
                                 zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"]))
             typer.echo(f"  cluster {c}: {members}")
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={req.alpha}; "

@@ -44,6 +44,7 @@ from multistat.errors import ResamplingFloorWarning
 from multistat.pfloor import floor_notes, floor_notes_of_sizes
 from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
 from multistat.significance import REGISTRY
+from multistat.significance.resampling import ci_choice_note
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -408,6 +409,11 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
     out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
                                            requested, study_hash(study), notes)
     pairs = table.copy()
+    if "note" in pairs:  # rank, not the user, chose the percentile intervals
+        pairs["note"] = pairs["note"].astype(object).where(pairs["note"].isna(), pairs[
+            "note"].astype(str).str.replace(ci_choice_note("percentile", "user"),
+                                            ci_choice_note("percentile", "rank"),
+                                            regex=False))
     pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
                                  **{k: v for k, v in out.attrs["multistat"].items()
                                     if k not in ("kind", "rule", "rank_interval")},

@@ -174,6 +174,7 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
         md.append(f"### {m}\n\n" + to_markdown(pw))
         png = save_png(cd_diagram(fr), figdir / f"cd_diagram_{_slug(m)}.png", dpi=dpi)
         h += [f"<h3>{_e(m)}: {fr.n_blocks} test sets</h3>",
+              *(f'<p class="note">Note: {_e(n)}</p>' for n in fr.notes),
               '<div class="grid">', _table(summary, cls="friedman"),
               _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
                      cls="mean-ranks", numeric=("mean_rank",)), "</div>",
@@ -187,6 +188,8 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
     rep = _replicability_part(results, test, alpha, tabdir)
     if rep is not None:
         shown = rep[rep["k"] > 0]
+        h += [f'<p class="note">Note: {_e(n)}</p>'
+              for n in rep.attrs.get("multistat", {}).get("notes", ())]
         h.append("<h3>Replicability across test sets</h3>"
                  f"<p>For each claim “<em>better</em> beats the other system” "
                  f"({_e(rep['test'].iloc[0])} test, one-sided p-values per dataset): k̂, the "

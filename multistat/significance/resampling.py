@@ -370,8 +370,9 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                           ci_method=ci_method, jackknife=jack,
                                           studentized=stud, scale=scale)
         if ci_method != "basic" or pvalue != "shifted":
-            why = (f"{ci_method} interval by choice" if ci_method != "basic" else
-                   f"basic interval with the {pvalue} p-value")
+            why = (ci_choice_note(ci_method, "user") if ci_method != "basic" else
+                   f"basic interval with the {pvalue} p-value, chosen by the user "
+                   f"(bootstrap_pvalue; the default is shifted)")
             note = np.where(note == "", why, note + "; " + why)
             note = np.asarray(note, dtype=object) + (
                 ": not the inversion of the p-value, decision and interval may disagree")
@@ -387,6 +388,32 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                systems=sys_dist, systems_observed=sys_obs if sys_dist is not None else None,
                centre=k if corpus is None and statistic == "mean" else None)
     return out
+
+
+def ci_choice_note(ci_method: str, by: str) -> str:
+    """The note a bootstrap row carries when its interval is not the default (basic,
+    the inversion of the p-value): which interval, and who chose it.
+
+    Parameters
+    ----------
+    ci_method : str
+        The interval (``"percentile"``, ``"bca"``, ``"studentized"``).
+    by : {"user", "rank"}
+        ``"user"``: the caller's ``ci_method``; ``"rank"``: :func:`multistat.rank`'s
+        default (its pairs use percentile intervals, as its score and rank intervals).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> ci_choice_note("percentile", "rank")
+    "percentile interval by default (rank's intervals are percentile intervals)"
+    """
+    if by == "rank":
+        return f"{ci_method} interval by default (rank's intervals are percentile intervals)"
+    return f"{ci_method} interval, chosen by the user (ci_method; the default is basic)"
 
 
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
