@@ -95,7 +95,7 @@ def _read_lines(path, what: str) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputFileError(f"`{what}`: {path}: no such file")
-    opener = COMPRESSIONS.get(split_suffix(path)[1], open)
+    opener = COMPRESSIONS.get(split_suffix(path)[1] or "", open)
     try:
         with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
             return [line.rstrip() for line in fh]
@@ -228,7 +228,8 @@ def _extract(metric, hyps: dict[str, list[str]], n: int, n_jobs: int = 1,
     systems = list(hyps)
     index: dict[tuple[int, str], int] = {}
     where = np.empty((len(systems), n), dtype=np.int64)
-    uniq_seg, uniq_hyp = [], []
+    uniq_seg: list[int] = []
+    uniq_hyp: list[str] = []
     for s, system in enumerate(systems):
         for i, text in enumerate(hyps[system]):
             key = (i, text)

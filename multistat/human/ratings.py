@@ -236,7 +236,8 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     for a, b in combinations(systems, 2):
         ya, yb = r.sel(system=a).values, r.sel(system=b).values
         pa, pb = ~np.isnan(ya), ~np.isnan(yb)
-        items, raters = np.indices(ya.shape)
+        grid = np.indices(ya.shape)
+        items, raters = grid[0], grid[1]
         raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
         items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
         if (a, b) in done:  # compare's own fit of this pair
