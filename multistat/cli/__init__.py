@@ -159,7 +159,7 @@ _NUMPY_REPR = re.compile(r"np\.[a-z_]+[0-9]*_?\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|
 _MESSAGE_LIMIT = 600  # characters of a whole message (values are cut at the source)
 
 
-def cli_message(text: str, argv=()) -> str:
+def cli_message(text: object, argv=()) -> str:
     """A library error message as the command line shows it: one line; Python
     parameter names (`` `metrics` ``, ``metrics=[...]``) replaced by the invoked
     subcommand's flags (``--metrics``); no numpy reprs; at most 600 characters (the
@@ -231,7 +231,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _interrupted(exc: BaseException) -> bool:
+def _interrupted(exc: BaseException | None) -> bool:
     """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (anywhere
     in its chain of causes and contexts): then the run was aborted, not a bug."""
     seen = set()

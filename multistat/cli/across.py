@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.cli._conventions import record
 from multistat.errors import InputFileError, MultistatError, ParameterError
 
 
@@ -154,6 +155,10 @@ def friedman_command(
     if not several:  # one test: its numbers at the top level
         meta.update(stats(next(iter(results.values()))))
     meta["per_metric"] = {m: stats(r) for m, r in results.items() if m}
+    record(**{k: v for k, v in meta.items() if k not in ("stage", "input")},
+           significant_pairs={m: [[a, b] for a, b, rej in zip(
+               r.pairwise.system_a, r.pairwise.system_b, r.pairwise["reject"]) if rej]
+               for m, r in results.items()})
     table = pd.concat(tables, ignore_index=True)
     if not wide:
         table = table[["metric", *[c for c in table.columns if c != "metric"]]]
@@ -170,7 +175,7 @@ def _p_list(text: str):
     named = ["=" in t for t in items]
     if any(named) and not all(named):
         raise ParameterError("--p-values: name every p-value (set=p) or none")
-    out = {}
+    out: dict[str, float] = {}
     for i, t in enumerate(items):
         name, _, value = t.rpartition("=") if "=" in t else (f"dataset{i + 1}", "", t)
         if name.strip() in out:
@@ -214,6 +219,9 @@ def replicability_command(
         typer.echo("partial conjunction p (u = 1..N): " +
                    ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
         typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
+        record(k=r.k, n_test_sets=len(r.p_values), method=method, alpha=alpha,
+               partial_conjunction_p=[float(p) for p in r.partial_conjunction_p],
+               datasets=list(r.datasets))
         return
     # heavy: pyarrow, pandas, lazily
     from multistat.io import read_parquet
@@ -237,4 +245,6 @@ def replicability_command(
             "datasets"]
     if len(held):
         typer.echo(held[cols].to_string(index=False, max_rows=30))
+    record(method=method, alpha=alpha, claims=len(res), holding=len(held),
+           rows=held[cols].to_dict(orient="records"))
     typer.echo(f"wrote {out}")

@@ -2,7 +2,8 @@
 
 Mounted by :mod:`multistat.cli` (``app.command("load-mt")(load_mt_command)``); both write
 a study file (NetCDF) that ``compare``, ``report`` and the pipelines read. This module
-imports only :mod:`multistat.cli._common`, never :mod:`multistat.cli` (no import cycle).
+imports only :mod:`multistat.cli._common` and :mod:`multistat.cli._conventions`, never
+:mod:`multistat.cli` (no import cycle).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from multistat.cli._common import (
     split_names,
     study_output,
 )
+from multistat.cli._conventions import record
 from multistat.errors import InputFileError, ParameterError, show
 
 _TEXT_SUFFIXES = (".txt", ".gz")
@@ -186,6 +188,7 @@ def echo_corpus_scores(study) -> None:
     # heavy: numpy, lazily
     from multistat.corpus import get_corpus_metric
 
+    scores = []
     for name, ds in cube.datasets(study).items():
         metrics = [str(m) for m in ds.metric.values]
         cols = []
@@ -201,6 +204,10 @@ def echo_corpus_scores(study) -> None:
         for i in order:
             typer.echo("  " + systems[i].ljust(width)
                        + "".join(f"{c[i]:>10.2f}" for c in cols))
+        scores.append({"dataset": str(name), "systems": [
+            {"system": systems[i], **{m: float(c[i]) for m, c in zip(metrics, cols)}}
+            for i in order]})
+    record(corpus_scores=scores)
 
 
 def load_mt_command(
@@ -263,13 +270,14 @@ def load_mt_command(
     # heavy: pyarrow, xarray, lazily
     from multistat.adapters import load_translations
 
+    sets: list[tuple[str | None, str, list[str]]]
     if test_set:
         if hypotheses is not None or references:
             raise ParameterError("give HYPOTHESES REFERENCES or --test-set NAME=HYPS:REFS "
                                  "(repeatable), not both")
         if dataset is not None:
             raise ParameterError("--test-set names each dataset; drop --dataset")
-        sets = _parse_test_sets(test_set)
+        sets = list(_parse_test_sets(test_set))
     else:
         if hypotheses is None or not references:
             raise ParameterError("give HYPOTHESES and REFERENCES, or --test-set "
@@ -284,6 +292,7 @@ def load_mt_command(
         options["lowercase"] = True
     refs_cols = split_names(reference_col, "--reference-col")
     plan, inputs = [], []
+    refs: Path | list[Path]
     for name, hyps, ref_specs in sets:
         where = f"--test-set {name}:" if test_set else "REFERENCES"
         files = _system_files(hyps)
@@ -309,7 +318,7 @@ def load_mt_command(
             _refuse_plain_text(Path(hyps), system_col)
         study = load_translations(
             files if files is not None else Path(hyps),
-            refs if files is None or len(refs) > 1 else refs[0], metrics=metrics,
+            refs if isinstance(refs, Path) or len(refs) > 1 else refs[0], metrics=metrics,
             system_col=system_col, segment_col=segment_col, text_col=text_col,
             reference_col=refs_cols[0] if len(refs_cols) == 1 else refs_cols, dataset=name,
             n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)

@@ -84,9 +84,10 @@ def meta_evaluate_command(
     common.guard_outputs([study], outputs)
     for flag, path in outputs.items():
         common.table_kind(path, flag)
+    eps: str | float = epsilon
     if epsilon != "optimal":
         try:
-            epsilon = float(epsilon)
+            eps = float(epsilon)
         except ValueError:
             raise ParameterError(f"--epsilon must be a number >= 0 or 'optimal'; got "
                                  f"{epsilon!r}") from None
@@ -94,7 +95,7 @@ def meta_evaluate_command(
     with working("meta-evaluate"):  # the resampling plans: elapsed seconds on stderr
         board, pairs, matrix = _meta_evaluation(
             cube.load(study), human, metrics=common.split_names(metrics, "--metrics"),
-            level=level, statistic=statistic, average_by=average_by, epsilon=epsilon,
+            level=level, statistic=statistic, average_by=average_by, epsilon=eps,
             test=test, n_resamples=n_resamples, seed=seed, alpha=alpha,
             correction=None if correction == "none" else correction,
             confidence_level=confidence_level,

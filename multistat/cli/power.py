@@ -272,7 +272,7 @@ def mde_cmd(
                     f"numbers; got {agreement_model!r}") from None
     value = mde_accuracy(n=n, baseline=baseline, agreement=agreement, agreement_model=model,
                          power=power, alpha=alpha, method=method)
-    used = agreement if model is None else float(model(baseline, value))
+    used = agreement if model is None or baseline is None else float(model(baseline, value))
     _emit("minimum detectable accuracy improvement (McNemar)",
           {"n": n, "baseline": baseline, "agreement": used,
            "agreement_model": agreement_model, "power": power, "alpha": alpha,
@@ -291,8 +291,10 @@ def curve_cmd(
                                                                     "the first)")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="dataset (default: "
                                                                      "the first)")] = None,
+    # typer's required option: a default of ... (the parameters around it have defaults)
     delta: Annotated[float, typer.Option("--delta", help="hypothesised true difference "
-                                                         "a - b (metric units)")] = ...,
+                                                         "a - b (metric units)")
+                     ] = ...,  # type: ignore[assignment]
     method: Annotated[str, typer.Option("--method", help="bootstrap (shifted to delta) | "
                                                          "normal")] = "bootstrap",
     test: Annotated[str, typer.Option("--test", help="registered test name")] = "t",
@@ -421,8 +423,9 @@ def mcnemar_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import mcnemar_exact_errors, simulate_mcnemar
 
-    r = simulate_mcnemar(n=n, delta=delta, agreement=agreement, n_simulations=n_simulations,
-                         alpha=alpha, seed=seed)
+    with working("power mcnemar-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_mcnemar(n=n, delta=delta, agreement=agreement,
+                             n_simulations=n_simulations, alpha=alpha, seed=seed)
     d = r.to_dict()
     ex = mcnemar_exact_errors(n=n, delta=delta, agreement=agreement, alpha=alpha)
     d.update({"exact_power": ex.power, "exact_type_m": ex.type_m, "exact_type_s": ex.type_s})
@@ -444,9 +447,10 @@ def bleu_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_bleu
 
-    r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
-                      n_simulations=n_simulations, n_permutations=n_permutations,
-                      alpha=alpha, seed=seed)
+    with working("power bleu-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
+                          n_simulations=n_simulations, n_permutations=n_permutations,
+                          alpha=alpha, seed=seed)
     _emit_sim("BLEU simulation (Delta-Laplace, randomization test)", r, as_json)
 
 
@@ -498,9 +502,10 @@ def likert_sim_cmd(
                        "SDs " + ", ".join(f"{k} {getattr(variance, k):.4g}" for k in (
                            "worker_intercept", "worker_slope", "item_intercept",
                            "item_slope", "sigma")))
-    r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect, preset=preset,
-                        variance=variance, method=method, n_simulations=n_simulations,
-                        alpha=alpha, seed=seed)
+    with working("power likert-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect,
+                            preset=preset, variance=variance, method=method,
+                            n_simulations=n_simulations, alpha=alpha, seed=seed)
     _emit_sim("Likert simulation (mixed model)", r, as_json)
 
 
@@ -527,9 +532,10 @@ def preference_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_preference
 
-    r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
-                            alpha=alpha, seed=seed, n_raters=n_raters, item_sd=item_sd,
-                            rater_sd=rater_sd)
+    with working("power preference-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
+                                alpha=alpha, seed=seed, n_raters=n_raters,
+                                item_sd=item_sd, rater_sd=rater_sd)
     rated = n_raters > 1 or item_sd > 0 or rater_sd > 0
     _emit_sim("preference simulation (" + ("sign-flip test over items" if rated else
                                            "binomial test") + ")", r, as_json)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from multistat import cube
 from multistat._result import Result
 from multistat._validation import check_choice
 from multistat.errors import DataValidationError, ParameterError
+
+if TYPE_CHECKING:  # the power package's class, imported where it is made
+    from multistat.power import LikertVariance
 
 
 def _nodes(study) -> dict[str, xr.Dataset]:
@@ -137,7 +141,7 @@ class VarianceComponents(Result):
         The pairs left out of the pooling and why ("" when none).
     """
 
-    variance: object
+    variance: LikertVariance
     intercept: float
     effect: float
     n_raters: int
