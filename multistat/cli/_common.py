@@ -41,9 +41,9 @@ STUDY_SUFFIXES: tuple[str, ...] = (".nc",)
 
 # ------------------------------------------------------- `multistat load` reading options
 FormatOpt = Annotated[str | None, typer.Option(
-    "--format", help="long | wide | pairs (NLPStatTest two-column) | lines (one score per "
-                     "line, one file per system) | comet (comet-score output) | inspect | "
-                     "lm-eval | helm | eee (language-model evaluation logs); default: "
+    "--format", help="{choices} (pairs: NLPStatTest two-column; lines: one score per "
+                     "line, one file per system; comet: comet-score output; inspect, "
+                     "lm-eval, helm, eee: language-model evaluation logs); default: "
                      "detect from the extension and content")]
 SystemCol = Annotated[list[str] | None, typer.Option(
     help="column holding the system name (repeat to join several columns with '/', e.g. "

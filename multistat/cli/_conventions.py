@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import importlib
 import inspect
 import io
 import json
@@ -56,6 +57,67 @@ RESAMPLING = frozenset({
     "compare", "rank", "preferences", "meta-evaluate", "agreement", "power curve",
     "power mcnemar-sim", "power bleu-sim", "power likert-sim", "power likert",
     "power preference-sim"})
+
+
+#: the options whose help lists choices of the library: ``{command: {parameter: names}}``,
+#: each name a ``module:ATTRIBUTE`` tuple of allowed values (or a mapping: its keys); the
+#: ``{choices}`` of the option's help becomes them, joined by `` | `` (:func:`fill_choices`)
+LIBRARY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "compare": {"statistic": ("multistat._typing:STATISTICS",),
+                "alternative": ("multistat._typing:ALTERNATIVES",),
+                "ci_method": ("multistat.request:CI_METHODS",),
+                "bootstrap_pvalue": ("multistat.request:BOOTSTRAP_PVALUES",),
+                "correction": ("multistat.correct:METHODS",
+                               "multistat.request:STEPDOWN_CORRECTIONS")},
+    "load": {"format": ("multistat.io._sources:FORMATS",)},
+    "units": {"statistic": ("multistat._typing:STATISTICS",),
+              "remainder": ("multistat.units:REMAINDERS",)},
+    "agreement": {"level": ("multistat.human.agreement:LEVELS",)},
+    "meta": {"method": ("multistat.meta.pooling:METHODS",)},
+    "meta-evaluate": {"level": ("multistat.meta.evaluation:LEVELS",),
+                      "statistic": ("multistat.meta.evaluation:STATISTICS",),
+                      "average_by": ("multistat.meta.evaluation:AVERAGES",),
+                      "test": ("multistat.meta.evaluation:TESTS",),
+                      "cluster_rule": ("multistat.meta.evaluation:CLUSTER_RULES",)},
+    "friedman": {"posthoc": ("multistat.leaderboard.across:POSTHOCS",)},
+    "replicability": {"method": ("multistat.leaderboard.across:REPLICABILITY_METHODS",)},
+    "preferences": {"ties": ("multistat.human.preferences:TIES",)},
+    "power paired-t": {"alternative": ("multistat._typing:ALTERNATIVES",)},
+    "power two-proportions": {"method": ("multistat.power.analytic:PROPORTION_METHODS",)},
+    "power mcnemar": {"method": ("multistat.power.analytic:MCNEMAR_METHODS",)},
+    "power mde": {"method": ("multistat.power.analytic:MCNEMAR_METHODS",)},
+    "power curve": {"method": ("multistat.power.retrospective:CURVE_METHODS",)},
+    "power likert-sim": {"preset": ("multistat.power.scenarios:LIKERT_PRESETS",),
+                         "method": ("multistat.power.scenarios:LIKERT_METHODS",)},
+}
+
+
+def library_choices(names) -> tuple[str, ...]:
+    """The allowed values named by ``names`` (``module:ATTRIBUTE``, in order, once each).
+
+    Examples
+    --------
+    >>> library_choices(["multistat._typing:ALTERNATIVES"])
+    ('two-sided', 'less', 'greater')
+    """
+    values: list[str] = []
+    for name in names:
+        module, _, attr = name.partition(":")
+        values += [str(v) for v in getattr(importlib.import_module(module), attr)]
+    return tuple(dict.fromkeys(values))
+
+
+def fill_choices(command, choices) -> None:
+    """Write the library's values into the help of ``command``'s options named in
+    ``choices`` (``{parameter: names}``): ``{choices}`` becomes ``a | b | c``. The
+    library is imported here, once the command line has pinned the BLAS kernels, so
+    ``multistat --help`` stays fast."""
+    for name, param in inspect.signature(command).parameters.items():
+        if name in choices:
+            info = param.annotation.__metadata__[0]
+            if "{choices}" in info.help:
+                info.help = info.help.replace("{choices}",
+                                              " | ".join(library_choices(choices[name])))
 
 
 class _State:
@@ -207,5 +269,6 @@ def conventions(fn, name: str):
     return wrapped
 
 
-__all__ = ["RESAMPLING", "JsonFlag", "ProgressOpt", "QuietOpt", "conventions", "record",
-           "show_progress", "working"]
+__all__ = ["LIBRARY_CHOICES", "RESAMPLING", "JsonFlag", "ProgressOpt", "QuietOpt",
+           "conventions", "fill_choices", "library_choices", "record", "show_progress",
+           "working"]

@@ -79,7 +79,7 @@ def friedman_command(
     lower_is_better: Annotated[bool, typer.Option(
         "--lower-is-better", help="with --wide: smaller scores are better")] = False,
     posthoc: Annotated[str, typer.Option(
-        help="nemenyi | bonferroni-dunn (against --control) | wilcoxon-holm")] = "nemenyi",
+        help="{choices} (bonferroni-dunn: against --control)")] = "nemenyi",
     control: Annotated[str | None, typer.Option(
         help="control system of bonferroni-dunn (default: the best mean rank)")] = None,
     alpha: Annotated[float, typer.Option(help="level of the critical difference")] = 0.05,
@@ -199,7 +199,7 @@ def replicability_command(
                            "(0.01,0.2,...) or named (newstest=0.01,ted=0.2)")] = None,
     alpha: Annotated[float, typer.Option(help="family-wise level")] = 0.05,
     method: Annotated[str, typer.Option(
-        help="bonferroni (any dependence) | fisher (independent test sets)")] =
+        help="{choices} (bonferroni: any dependence; fisher: independent test sets)")] =
     "bonferroni",
     test: Annotated[str | None, typer.Option(
         help="only this test of the compare table (default: every test)")] = None,

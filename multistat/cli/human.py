@@ -33,7 +33,7 @@ def agreement_command(
                                                           ".csv or .jsonl")] =
     Path("agreement.parquet"),
     level: Annotated[str, typer.Option(
-        help="level of measurement: interval | ordinal | nominal | ratio")] = "interval",
+        help="level of measurement: {choices}")] = "interval",
     n_resamples: Annotated[int, typer.Option(
         help="bootstrap resamples over items for each interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap plan (0 is a seed)")] = 0,

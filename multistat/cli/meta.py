@@ -36,7 +36,7 @@ def meta_command(
         help="comma-separated columns of one pooled effect")] =
     "metric,system_a,system_b,test",
     method: Annotated[str, typer.Option(
-        help="reml | ml | pm (Paule-Mandel) | dl (DerSimonian-Laird) | fixed")] = "reml",
+        help="{choices} (pm: Paule-Mandel; dl: DerSimonian-Laird)")] = "reml",
     knha: Annotated[bool, typer.Option(
         "--knha", help="Hartung-Knapp-Sidik-Jonkman inference (t on k - 1 df) instead of "
                        "z")] = False,

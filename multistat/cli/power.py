@@ -48,7 +48,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object wit
                                                       "number instead of a table")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="significance level")]
 AltOpt = Annotated[str, typer.Option("--alternative",
-                                     help="two-sided | greater | less (on a - b)")]
+                                     help="{choices} (on a - b)")]
 PowerOpt = Annotated[float | None, typer.Option(
     "--power", help="target power (leave out to compute the power)")]
 NOpt = Annotated[float | None, typer.Option("--n", help="sample size (leave out to solve)")]
@@ -174,7 +174,8 @@ def two_proportions_cmd(
     p2: Annotated[float | None, typer.Option("--p2", help="new proportion")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     method: Annotated[str, typer.Option(
-        "--method", help="pooled (R power.prop.test) | arcsine (Cohen's h)")] = "pooled",
+        "--method", help="{choices} (pooled: R power.prop.test; arcsine: Cohen's h)")
+    ] = "pooled",
     as_json: JsonOpt = False,
 ) -> None:
     """Two independent proportions (unpaired accuracies; R power.prop.test)."""
@@ -193,7 +194,7 @@ def mcnemar_cmd(
     agreement: Annotated[float | None, typer.Option(
         "--agreement", help="share of items where both are right or both wrong")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
-    method: Annotated[str, typer.Option("--method", help="normal (Connett) | exact")] =
+    method: Annotated[str, typer.Option("--method", help="{choices} (normal: Connett)")] =
         "normal",
     as_json: JsonOpt = False,
 ) -> None:
@@ -236,7 +237,7 @@ def mde_cmd(
         = None,
     power: Annotated[float, typer.Option("--power", help="target power")] = 0.8,
     alpha: AlphaOpt = 0.05,
-    method: Annotated[str, typer.Option("--method", help="normal | exact")] = "normal",
+    method: Annotated[str, typer.Option("--method", help="{choices}")] = "normal",
     sd: Annotated[float | None, typer.Option(
         "--sd", help="paired t instead of McNemar: sd of the differences (MDE in metric "
                      "units)")] = None,
@@ -295,8 +296,8 @@ def curve_cmd(
     delta: Annotated[float, typer.Option("--delta", help="hypothesised true difference "
                                                          "a - b (metric units)")
                      ] = ...,  # type: ignore[assignment]
-    method: Annotated[str, typer.Option("--method", help="bootstrap (shifted to delta) | "
-                                                         "normal")] = "bootstrap",
+    method: Annotated[str, typer.Option("--method", help="{choices} (bootstrap: shifted "
+                                                         "to delta)")] = "bootstrap",
     test: Annotated[str, typer.Option("--test", help="registered test name")] = "t",
     sample_sizes: Annotated[str | None, typer.Option(
         "--sample-sizes", help="comma-separated grid (default: n_points evenly spaced)")]
@@ -461,10 +462,11 @@ def likert_sim_cmd(
     effect: Annotated[float, typer.Option(
         "--effect", help="system coefficient (systems coded -1/+1; means differ by 2x)")]
         = 0.1,
-    preset: Annotated[str, typer.Option("--preset", help="high | low variance "
-                                                         "(Card et al. Table 16)")] = "high",
-    method: Annotated[str, typer.Option("--method", help="anova (fast, vectorized) | "
-                                                         "mixedlm (statsmodels, slow)")]
+    preset: Annotated[str, typer.Option("--preset", help="{choices}: variance (Card et "
+                                                         "al. Table 16)")] = "high",
+    method: Annotated[str, typer.Option("--method", help="{choices} (anova: fast, "
+                                                         "vectorized; mixedlm: "
+                                                         "statsmodels, slow)")]
         = "anova",
     n_simulations: Annotated[int | None, typer.Option(
         "--n-simulations", help="default 2000 (anova) / 10 (mixedlm)")] = None,

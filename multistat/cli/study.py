@@ -136,12 +136,12 @@ def units(
     by: Annotated[str | None, typer.Option(
         help="group: one unit per group (document, talk) of the instances, from "
              "--group-col at load time; replaces --size")] = None,
-    statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
+    statistic: Annotated[str, typer.Option(help="{choices}: of a unit")] = "mean",
     seed: Annotated[int | None, typer.Option(
         help="shuffle instances with this seed first (default: no shuffle)")] = None,
     remainder: Annotated[str, typer.Option(
-        help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
-             "full units")] = "spread",
+        help="{choices} (spread: numpy.array_split into n//size units, as NLPStatTest; "
+             "drop: only full units)")] = "spread",
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("units.nc"),
 ):
