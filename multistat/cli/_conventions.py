@@ -82,13 +82,20 @@ LIBRARY_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
     "friedman": {"posthoc": ("multistat.leaderboard.across:POSTHOCS",)},
     "replicability": {"method": ("multistat.leaderboard.across:REPLICABILITY_METHODS",)},
     "preferences": {"ties": ("multistat.human.preferences:TIES",)},
-    "power paired-t": {"alternative": ("multistat._typing:ALTERNATIVES",)},
-    "power two-proportions": {"method": ("multistat.power.analytic:PROPORTION_METHODS",)},
-    "power mcnemar": {"method": ("multistat.power.analytic:MCNEMAR_METHODS",)},
-    "power mde": {"method": ("multistat.power.analytic:MCNEMAR_METHODS",)},
-    "power curve": {"method": ("multistat.power.retrospective:CURVE_METHODS",)},
-    "power likert-sim": {"preset": ("multistat.power.scenarios:LIKERT_PRESETS",),
-                         "method": ("multistat.power.scenarios:LIKERT_METHODS",)},
+    **{f"power {name}": {"alternative": ("multistat._typing:ALTERNATIVES",)}
+       for name in ("paired-t", "t-cluster", "sign")},
+    "power two-proportions": {"alternative": ("multistat._typing:ALTERNATIVES",),
+                              "method": ("multistat.power.analytic:PROPORTION_METHODS",)},
+    "power mcnemar": {"alternative": ("multistat._typing:ALTERNATIVES",),
+                      "method": ("multistat.power.analytic:MCNEMAR_METHODS",)},
+    "power mde": {"method": ("multistat.power.analytic:MCNEMAR_METHODS",),
+                  "agreement_model": ("multistat.power.analytic:AGREEMENT_MODELS",)},
+    "power curve": {"method": ("multistat.power.retrospective:CURVE_METHODS",),
+                    "alternative": ("multistat._typing:ALTERNATIVES",),
+                    "format": ("multistat.io._sources:FORMATS",)},
+    **{f"power {name}": {"preset": ("multistat.power.scenarios:LIKERT_PRESETS",),
+                         "method": ("multistat.power.scenarios:LIKERT_METHODS",)}
+       for name in ("likert-sim", "likert")},
 }
 
 
@@ -109,13 +116,15 @@ def library_choices(names) -> tuple[str, ...]:
 
 def fill_choices(command, choices) -> None:
     """Write the library's values into the help of ``command``'s options named in
-    ``choices`` (``{parameter: names}``): ``{choices}`` becomes ``a | b | c``. The
-    library is imported here, once the command line has pinned the BLAS kernels, so
-    ``multistat --help`` stays fast."""
+    ``choices`` (``{parameter: names}``): ``{choices}`` becomes ``a | b | c`` (the help
+    as written stays in the option's ``multistat_template``). The library is imported
+    here, once the command line has pinned the BLAS kernels, so ``multistat --help``
+    stays fast."""
     for name, param in inspect.signature(command).parameters.items():
         if name in choices:
             info = param.annotation.__metadata__[0]
             if "{choices}" in info.help:
+                info.multistat_template = info.help
                 info.help = info.help.replace("{choices}",
                                               " | ".join(library_choices(choices[name])))
 

@@ -232,7 +232,7 @@ def mde_cmd(
     agreement: Annotated[float | None, typer.Option(
         "--agreement", help="fixed expected agreement P_a")] = None,
     agreement_model: Annotated[str | None, typer.Option(
-        "--agreement-model", help="glue | squad (Card et al. Tables 5/6) or "
+        "--agreement-model", help="{choices} (Card et al. Tables 5/6) or "
                                   "'c0,c_baseline,c_delta' for P_a = c0 + c_b b + c_d delta")]
         = None,
     power: Annotated[float, typer.Option("--power", help="target power")] = 0.8,
@@ -245,13 +245,8 @@ def mde_cmd(
 ) -> None:
     """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import (
-        GLUE_AGREEMENT_MODEL,
-        SQUAD_AGREEMENT_MODEL,
-        LinearAgreementModel,
-        mde_accuracy,
-        mde_paired_t,
-    )
+    from multistat.power import LinearAgreementModel, mde_accuracy, mde_paired_t
+    from multistat.power.analytic import AGREEMENT_MODELS
 
     if sd is not None:
         value = mde_paired_t(n=n, sd=sd, power=power, alpha=alpha)
@@ -261,16 +256,15 @@ def mde_cmd(
         return
     model = None
     if agreement_model is not None:
-        named = {"glue": GLUE_AGREEMENT_MODEL, "squad": SQUAD_AGREEMENT_MODEL}
-        if agreement_model.lower() in named:
-            model = named[agreement_model.lower()]
+        if agreement_model.lower() in AGREEMENT_MODELS:
+            model = AGREEMENT_MODELS[agreement_model.lower()]
         else:
             try:
                 model = LinearAgreementModel(*[float(t) for t in agreement_model.split(",")])
             except (TypeError, ValueError):
                 raise PowerParameterError(
-                    f"`--agreement-model` must be glue, squad or three comma-separated "
-                    f"numbers; got {agreement_model!r}") from None
+                    f"`--agreement-model` must be {', '.join(AGREEMENT_MODELS)} or three "
+                    f"comma-separated numbers; got {agreement_model!r}") from None
     value = mde_accuracy(n=n, baseline=baseline, agreement=agreement, agreement_model=model,
                          power=power, alpha=alpha, method=method)
     used = agreement if model is None or baseline is None else float(model(baseline, value))

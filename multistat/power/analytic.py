@@ -596,6 +596,8 @@ class LinearAgreementModel:
 GLUE_AGREEMENT_MODEL = LinearAgreementModel(0.41422307, 0.58187475, -0.46624237)
 #: Card et al. (2020) Table 6 (SQuAD 2.0, R^2 = 0.944).
 SQUAD_AGREEMENT_MODEL = LinearAgreementModel(0.4339, 0.5932, -1.2849)
+#: the agreement models by name (the command line's ``--agreement-model glue``)
+AGREEMENT_MODELS = {"glue": GLUE_AGREEMENT_MODEL, "squad": SQUAD_AGREEMENT_MODEL}
 
 
 def mde_accuracy(*, n, baseline=None, agreement=None, agreement_model=None, power=0.8,
