@@ -246,7 +246,7 @@ def mde_cmd(
     """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
     # heavy: pyarrow, pandas, lazily
     from multistat.power import LinearAgreementModel, mde_accuracy, mde_paired_t
-    from multistat.power.analytic import AGREEMENT_MODELS
+    from multistat.power.analytic import AGREEMENT_MODELS  # loaded with the line above
 
     if sd is not None:
         value = mde_paired_t(n=n, sd=sd, power=power, alpha=alpha)
