@@ -227,7 +227,8 @@ def _extract(metric, hyps: dict[str, list[str]], n: int, n_jobs: int = 1,
     systems = list(hyps)
     index: dict[tuple[int, str], int] = {}
     where = np.empty((len(systems), n), dtype=np.int64)
-    uniq_seg, uniq_hyp = [], []
+    uniq_seg: list[int] = []
+    uniq_hyp: list[str] = []
     for s, system in enumerate(systems):
         for i, text in enumerate(hyps[system]):
             key = (i, text)

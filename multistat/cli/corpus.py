@@ -2,7 +2,8 @@
 
 Mounted by :mod:`multistat.cli` (``app.command("load-mt")(load_mt_command)``); both write
 a study file (NetCDF) that ``compare``, ``report`` and the pipelines read. This module
-imports only :mod:`multistat.cli._common`, never :mod:`multistat.cli` (no import cycle).
+imports only :mod:`multistat.cli._common` and :mod:`multistat.cli._conventions`, never
+:mod:`multistat.cli` (no import cycle).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from multistat.cli._common import (
     split_names,
     study_output,
 )
+from multistat.cli._conventions import record
 from multistat.errors import InputFileError, ParameterError, show
 
 _TEXT_SUFFIXES = (".gz", ".txt")  # in this order: X.txt.gz -> X
@@ -296,6 +298,7 @@ def echo_corpus_scores(study) -> None:
     # heavy: numpy, lazily
     from multistat.corpus import get_corpus_metric
 
+    scores = []
     for name, ds in cube.datasets(study).items():
         metrics = [str(m) for m in ds.metric.values]
         cols = []
@@ -311,6 +314,10 @@ def echo_corpus_scores(study) -> None:
         for i in order:
             typer.echo("  " + systems[i].ljust(width)
                        + "".join(f"{c[i]:>10.2f}" for c in cols))
+        scores.append({"dataset": str(name), "systems": [
+            {"system": systems[i], **{m: float(c[i]) for m, c in zip(metrics, cols)}}
+            for i in order]})
+    record(corpus_scores=scores)
 
 
 def load_mt_command(
@@ -390,13 +397,14 @@ def load_mt_command(
     # heavy: pyarrow, xarray, lazily
     from multistat.adapters import load_translations
 
+    sets: list[tuple[str | None, str, list[str]]]
     if test_set:
         if hypotheses is not None or references:
             raise ParameterError("give HYPOTHESES REFERENCES or --test-set NAME=HYPS:REFS "
                                  "(repeatable), not both")
         if dataset is not None:
             raise ParameterError("--test-set names each dataset; drop --dataset")
-        sets = _parse_test_sets(test_set)
+        sets = list(_parse_test_sets(test_set))
     else:
         if hypotheses is None or not references:
             raise ParameterError("give HYPOTHESES and REFERENCES, or --test-set "
@@ -419,6 +427,7 @@ def load_mt_command(
                              "--domain-col (a column of the references table), not both")
     split = _split_choice(by, bool(domain_files) or domain_col is not None)
     plan, inputs = [], []
+    refs: Path | list[Path]
     for name, hyps, ref_specs in sets:
         where = f"--test-set {name}:" if test_set else "REFERENCES"
         files = _system_files(hyps)
@@ -458,12 +467,11 @@ def load_mt_command(
     nodes = {}
     for (name, hyps, files, refs), (texts, domains_of, dropped, _) in zip(plan, checked):
         if texts is not None:
-            source, references = texts.hypotheses, texts.references
+            source, reference_texts = texts.hypotheses, texts.references
         else:
-            source = Path(hyps)
-            references = refs
+            source, reference_texts = Path(hyps), refs
         study = load_translations(
-            source, references, metrics=metrics,
+            source, reference_texts, metrics=metrics,
             system_col=system_col, segment_col=segment_col, text_col=text_col,
             reference_col=refs_cols[0] if len(refs_cols) == 1 else refs_cols, dataset=name,
             n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)

@@ -137,7 +137,9 @@ def rank_command(
     write_table(board, out, metadata=meta)
     if pairs_out is not None:
         write_table(result.pairs, pairs_out, flag="--pairs-out",
-                    metadata=dict(result.pairs.attrs["multistat"], input=str(study),
+                    # run_ranking(pairs=True) returns the pair table
+                    metadata=dict(result.pairs.attrs["multistat"],  # type: ignore[union-attr]
+                                  input=str(study),
                                   stage="rank"))
     if eee_out is not None:
         write_eee(board, eee_out, study=loaded)

@@ -38,6 +38,7 @@ from multistat.cli._common import (
     table_kind,
     write_table,
 )
+from multistat.cli._conventions import record
 from multistat.errors import DroppedDataWarning, ParameterError
 
 
@@ -113,10 +114,12 @@ def load(
                              "(--format inspect, lm-eval, helm or eee)")
     # one plain wide file: straight into the cube (no long frame, nothing dropped);
     # ratings by rater go the long route
-    study = None if rater_col or rater_aggregate else cube.from_wide_files(
+    wide = None if rater_col or rater_aggregate else cube.from_wide_files(
         source, **kw, run_col=run_col, group_col=group_col)
-    dropped = []
-    if study is None:
+    dropped: list = []
+    if wide is not None:
+        study = wide
+    else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
             frame = read_scores(source, **kw, run_col=run_col, group_col=group_col,
@@ -133,12 +136,12 @@ def units(
     by: Annotated[str | None, typer.Option(
         help="group: one unit per group (document, talk) of the instances, from "
              "--group-col at load time; replaces --size")] = None,
-    statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
+    statistic: Annotated[str, typer.Option(help="{choices}: of a unit")] = "mean",
     seed: Annotated[int | None, typer.Option(
         help="shuffle instances with this seed first (default: no shuffle)")] = None,
     remainder: Annotated[str, typer.Option(
-        help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
-             "full units")] = "spread",
+        help="{choices} (spread: numpy.array_split into n//size units, as NLPStatTest; "
+             "drop: only full units)")] = "spread",
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("units.nc"),
 ):
@@ -185,6 +188,7 @@ def analyze(
     cols = ["dataset", "metric", "system_a", "system_b", "n", "skewness", "normality_p",
             "test_statistic", "recommended"]
     show_frame(lambda: typer.echo(table[cols].to_string(index=False, max_rows=40)))
+    record(alpha=alpha, rows=table[cols].to_dict(orient="records"))
     typer.echo(f"wrote {out}")
 
 
@@ -199,6 +203,9 @@ def demo_data(
     from multistat.demo import write_demo
 
     seed = seed_value(seed)
+    written = []
     for p in write_demo(out, seed):
         typer.echo(f"wrote {p}")
+        written.append(str(p))
+    record(seed=seed, files=written)
 

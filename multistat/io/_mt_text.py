@@ -101,7 +101,7 @@ def read_lines(path, what: str = "file") -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise InputFileError(f"{what} {_path(path)}: no such file")
-    opener = COMPRESSIONS.get(split_suffix(path)[1], open)
+    opener = COMPRESSIONS.get(split_suffix(path)[1] or "", open)
     out: list[str] = []
     try:
         with opener(path, "rb") as fh:

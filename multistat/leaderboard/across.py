@@ -460,7 +460,7 @@ def _p_series(p_values) -> pd.Series:
     if len(s) == 0:
         raise ParameterError("`p_values` is empty; give one p-value per test set")
     for name, v in s.items():
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) <= 1:
             raise ParameterError(f"`p_values`: test set {name!r} has p-value {v!r}; "
                                  "p-values must be numbers in [0, 1]")
     if s.index.has_duplicates:

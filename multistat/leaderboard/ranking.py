@@ -42,7 +42,8 @@ from multistat.comparison import (
 from multistat.leaderboard import stream as rank_stream
 from multistat.errors import ResamplingFloorWarning
 from multistat.pfloor import floor_notes, floor_notes_of_sizes
-from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
+from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat.request import RunRequest, build_request
 from multistat.significance import REGISTRY
 from multistat.significance.resampling import ci_choice_note
 
@@ -315,8 +316,9 @@ class RankResult(Result):
         """The run's settings (the table's metadata) and counts of rows and decisions."""
         meta = {k: v for k, v in self.table.attrs.get("multistat", {}).items()
                 if v is None or isinstance(v, (int, float, str, bool))}
-        reject = self.pairs["reject"] if "reject" in self.pairs else pd.Series([], bool)
-        return {**meta, "n_rows": len(self.table), "n_pairs": len(self.pairs),
+        pairs = self.pairs if self.pairs is not None else pd.DataFrame()
+        reject = pairs["reject"] if "reject" in pairs else pd.Series([], bool)
+        return {**meta, "n_rows": len(self.table), "n_pairs": len(pairs),
                 "n_significant": int(reject.fillna(False).astype(bool).sum())}
 
 
@@ -402,23 +404,24 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
             datasets=req.datasets, scheduler=req.scheduler, n_chunks=req.n_chunks,
             known=known):
         for j, (metric, hib) in enumerate(zip(mnames, hibs)):
-            pairs = by_key.get((name, metric))
+            group = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
-                                pairs, req.level, req.equivalence_margin))
+                                group, req.level, req.equivalence_margin))
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
     out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
                                            requested, study_hash(study), notes)
-    pairs = table.copy()
-    if "note" in pairs:  # rank, not the user, chose the percentile intervals
-        pairs["note"] = pairs["note"].astype(object).where(pairs["note"].isna(), pairs[
-            "note"].astype(str).str.replace(ci_choice_note("percentile", "user"),
-                                            ci_choice_note("percentile", "rank"),
-                                            regex=False))
-    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
-                                 **{k: v for k, v in out.attrs["multistat"].items()
-                                    if k not in ("kind", "rule", "rank_interval")},
-                                 "kind": "ranking_pairs"}}
-    return RankResult(out, pairs)
+    pair_table = table.copy()
+    if "note" in pair_table:  # rank, not the user, chose the percentile intervals
+        notes_col = pair_table["note"]
+        pair_table["note"] = notes_col.astype(object).where(
+            notes_col.isna(), notes_col.astype(str).str.replace(
+                ci_choice_note("percentile", "user"), ci_choice_note("percentile", "rank"),
+                regex=False))
+    pair_table.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                      **{k: v for k, v in out.attrs["multistat"].items()
+                                         if k not in ("kind", "rule", "rank_interval")},
+                                      "kind": "ranking_pairs"}}
+    return RankResult(out, pair_table)
 
 
 def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str,

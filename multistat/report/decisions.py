@@ -67,13 +67,13 @@ def decision_rows(results: pd.DataFrame, ranking: pd.DataFrame | None, chosen: d
     if "test" not in meta:
         raise DataValidationError("the ranking table has no run metadata (test, correction, "
                                   "alpha); write it with `multistat rank` / multistat.rank")
-    want = {"test": str(meta["test"]), "correction": _norm(meta.get("correction")),
+    want: dict = {"test": str(meta["test"]), "correction": _norm(meta.get("correction")),
             "alpha": float(meta.get("alpha", 0.05))}
     ranked = set(_keys(ranking))
     in_ranking = _keys(results).isin(ranked)
     if ranking_pairs is not None:
         pairs = _tables.check_results(ranking_pairs)
-        got = dict(zip(("test", "correction", "alpha"), _settings(pairs)))
+        got: dict = dict(zip(("test", "correction", "alpha"), _settings(pairs)))
         if (got["test"], got["correction"]) != (want["test"], want["correction"]) or \
                 not math.isclose(got["alpha"], want["alpha"]):
             raise DataValidationError(

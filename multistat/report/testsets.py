@@ -51,7 +51,7 @@ def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
     """Maximal runs of systems (sorted by rank) whose rank range is below ``cd``: the bars
     that join systems the Nemenyi test does not separate."""
     r = mean_ranks.to_numpy()
-    spans = []
+    spans: list = []
     for i in range(len(r)):
         j = i
         while j + 1 < len(r) and r[j + 1] - r[i] < cd:
@@ -198,9 +198,9 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
                  f"identifies (Dror et al. 2017), α = {alpha:g}. {len(shown)} of "
                  f"{len(rep)} claims hold on at least one dataset; all in "
                  "<code>tables/replicability.csv</code>.</p>")
-        cols = ["metric", "better", "system_a", "system_b", "n_datasets", "k",
-                "k_fisher", "datasets"]
-        h.append(_table(shown[cols], cls="replicability",
+        shown_cols = ["metric", "better", "system_a", "system_b", "n_datasets", "k",
+                      "k_fisher", "datasets"]
+        h.append(_table(shown[shown_cols], cls="replicability",
                         numeric=("n_datasets", "k", "k_fisher")))
     h.append("</section>")
     return "".join(h)

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -307,7 +308,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             ci_method = "percentile"  # BCa's acceleration is by group for the mean only
             cluster_note += (", percentile interval (the BCa/studentized interval is "
                              "for the mean of independent instances)")
-    out = {"note": np.full((len(ia), X.shape[1]), cluster_note, dtype=object)}
+    out: dict[str, Any] = {"note": np.full((len(ia), X.shape[1]), cluster_note, dtype=object)}
     if corpus is not None:
         fn, stats = corpus
         sums = boot(eng.corpus_sums_kernel, stats)  # (B, S, K)
@@ -380,7 +381,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             ["; ".join(t for t in (cluster_note, str(x)) if t)
              for x in np.broadcast_to(np.asarray(note, dtype=object), est.shape).ravel()],
             dtype=object).reshape(est.shape)
-        est_all.append(est), p_all.append(p), lo_all.append(lo), hi_all.append(hi)
+        est_all.append(est)
+        p_all.append(p)
+        lo_all.append(lo)
+        hi_all.append(hi)
     est = np.concatenate(est_all)
     out.update(estimate=est, statistic=est - null_value, p_value=np.concatenate(p_all),
                ci_low=np.concatenate(lo_all), ci_high=np.concatenate(hi_all),
