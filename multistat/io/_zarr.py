@@ -405,31 +405,60 @@ def write_zarr(paths: Iterable, out, *, metric: str | None = None,
 
 def _write_metric(score, m: int, src: _Source, names: list[str], chunk: int,
                   budget: Budget) -> str:
-    """Fill ``score[:, m]`` from one file; returns the metric's kind."""
+    """Fill ``score[:, m]`` from one file; returns the metric's kind.
+
+    A buffer of whole chunks (a quarter of the budget) is filled from record batches
+    (1/32 of it each, with their few copies); in canonical order the file is read once
+    and the buffer written whenever it is full, otherwise each pass over the file fills
+    the buffer's range of canonical positions."""
     pf = _parquet(src.path)
     S, n = len(names), len(src.rank)
-    # a pass fills the chunks whose buffer fits in half the budget; record batches of a
-    # quarter of it (their float64 block and its transpose)
-    per_pass = max(chunk, budget.rows(S * 8 * 2, n) // chunk * chunk)
-    batch = max(1024, budget.rows(S * 8 * 8, n))
+    per_pass = max(chunk, budget.rows(S * 8 * 4, n) // chunk * chunk)
+    batch = max(1024, budget.rows(S * 8 * 32, n))
     binary = True
+
+    def flush(buf, p0, p1):
+        for s in range(p0, p1, chunk):
+            score[:, m, s:min(s + chunk, p1)] = buf[:, s - p0:min(s + chunk, p1) - p0]
+
+    def batches():
+        row0 = 0
+        for rb in pf.iter_batches(batch_size=batch, columns=names):
+            yield row0, rb
+            row0 += rb.num_rows
+
+    if src.sorted:  # one pass: rows arrive in canonical order
+        buf = np.empty((S, min(per_pass, n)))
+        p0 = 0
+        for row0, rb in batches():
+            block = _float_block(rb, names, src, row0)
+            binary = binary and bool(np.all((block == 0.0) | (block == 1.0)))
+            r = 0
+            while r < len(block):
+                at = row0 + r - p0
+                take = min(len(block) - r, buf.shape[1] - at)
+                buf[:, at:at + take] = block[r:r + take].T
+                r += take
+                if at + take == buf.shape[1]:
+                    flush(buf, p0, p0 + buf.shape[1])
+                    p0 += buf.shape[1]
+            del block
+        if p0 < n:
+            flush(buf, p0, n)
+        return "binary" if binary else "mean"
     for p0 in range(0, n, per_pass):
         p1 = min(n, p0 + per_pass)
         buf = np.empty((S, p1 - p0))
-        row0 = 0
-        for rb in pf.iter_batches(batch_size=batch, columns=names):
-            rows = rb.num_rows
-            pos = src.rank[row0:row0 + rows]
-            if src.sorted and (pos[-1] < p0 or pos[0] >= p1):
-                row0 += rows
-                continue  # in canonical order: this batch belongs to another pass
+        for row0, rb in batches():
+            pos = src.rank[row0:row0 + rb.num_rows]
             keep = (pos >= p0) & (pos < p1)
-            block = _float_block(rb, names, src, row0)
-            buf[:, pos[keep] - p0] = block[keep].T
-            binary = binary and bool(np.all((block[keep] == 0.0) | (block[keep] == 1.0)))
-            row0 += rows
-        for s in range(p0, p1, chunk):
-            score[:, m, s:min(s + chunk, p1)] = buf[:, s - p0:min(s + chunk, p1) - p0]
+            if not keep.any():
+                continue
+            block = _float_block(rb, names, src, row0)[keep]
+            buf[:, pos[keep] - p0] = block.T
+            binary = binary and bool(np.all((block == 0.0) | (block == 1.0)))
+            del block
+        flush(buf, p0, p1)
     return "binary" if binary else "mean"
 
 
