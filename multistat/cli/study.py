@@ -50,8 +50,8 @@ def load(
              "with the same options and validated together")],
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc), or a "
                                       "chunked store (.zarr) for studies larger than "
-                                      "memory, written from wide Parquet files record "
-                                      "batch by record batch")] =
+                                      "memory, written from wide Parquet files row "
+                                      "group by row group")] =
     Path("study.nc"),
     format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
     instance_col: InstanceCol = None, score_col: ScoreCol = None,

@@ -4,8 +4,8 @@ read back chunk by chunk.
 A study of 200 systems x 2,000,000 instances is 3.2 GB of float64: more than the memory
 budget of one process. :func:`write_zarr` writes it to a `Zarr <https://zarr.dev>`_ store
 without ever holding it whole: each wide Parquet file (one column per system, one row per
-instance, one file per metric) is read in record batches of bounded size, and its scores
-are written into the store's instance chunks. :func:`open_zarr` gives a
+instance, one file per metric) is read row group by row group, a few system columns at a
+time, and its scores are written into the store's instance chunks. :func:`open_zarr` gives a
 :class:`ZarrStudy`, a small picklable description of the store (path, names, chunking)
 whose :meth:`ZarrStudy.read` returns one chunk of instances; ``compare`` and ``rank``
 stream those chunks (:mod:`multistat.significance._streamed`), locally or on the workers
@@ -25,7 +25,7 @@ The store
 One dataset, complete (every system scores every instance of every metric), per-instance
 metrics: runs, ratings, groups, corpus metrics and holes are refused with a message.
 Where the files are in canonical order already (sorted labels, the usual case), each
-record batch is read once; otherwise each pass over a file fills the instance chunks
+row group is read about once; otherwise each pass over a file fills the instance chunks
 that fit in the memory budget, and the file is read once per pass.
 
 The path may be any URL Zarr and fsspec open (``s3://bucket/study.zarr`` with ``s3fs``
@@ -214,7 +214,7 @@ def _parquet(path: Path):
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, pre_buffer=False)
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such file") from None
     except Exception as exc:  # noqa: BLE001 - pyarrow's errors for a file that is not Parquet
@@ -223,8 +223,8 @@ def _parquet(path: Path):
 
 
 def _source(path: Path, metric: str, instance_col: str | None, systems) -> _Source:
-    """The file's columns checked and its labels read (the label column alone, record
-    batch by record batch)."""
+    """The file's columns checked and its labels read (the label column alone, row
+    group by row group)."""
     # heavy: pyarrow, lazily
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -258,8 +258,10 @@ def _source(path: Path, metric: str, instance_col: str | None, systems) -> _Sour
     if id_col is None:
         labels = pa.array([str(i) for i in range(n)])
     else:
-        parts = [b.column(0).cast(pa.string())
-                 for b in pf.iter_batches(batch_size=1 << 16, columns=[id_col])]
+        parts = [chunk.cast(pa.string())
+                 for i in range(pf.metadata.num_row_groups)
+                 for chunk in pf.read_row_group(i, columns=[id_col],
+                                                use_threads=False).column(0).chunks]
         labels = pa.concat_arrays(parts)
         if labels.null_count:
             row = int(pc.index(pc.is_null(labels), True).as_py())
@@ -294,7 +296,7 @@ def write_zarr(paths: Iterable, out, *, metric: str | None = None,
                dataset: str | None = None, lower_is_better: Iterable[str] = (),
                instance_col: str | None = None, systems: Sequence[str] | None = None,
                chunk: int | None = None, memory_limit=None) -> Path:
-    """Write wide Parquet score files to a Zarr study store, record batch by record batch.
+    """Write wide Parquet score files to a Zarr study store, row group by row group.
 
     Parameters
     ----------
@@ -319,7 +321,7 @@ def write_zarr(paths: Iterable, out, *, metric: str | None = None,
     chunk : int, optional
         Instances per chunk (default :func:`default_chunk`: about 32 MiB per chunk).
     memory_limit : int or str, optional
-        Working memory (:class:`multistat._budget.Budget`): bounds the record batches and
+        Working memory (:class:`multistat._budget.Budget`): bounds the column reads and
         the instance chunks filled per pass over a file.
 
     Returns
@@ -407,72 +409,60 @@ def _write_metric(score, m: int, src: _Source, names: list[str], chunk: int,
                   budget: Budget) -> str:
     """Fill ``score[:, m]`` from one file; returns the metric's kind.
 
-    A buffer of whole chunks (a quarter of the budget) is filled from record batches
-    (1/32 of it each, with their few copies); in canonical order the file is read once
-    and the buffer written whenever it is full, otherwise each pass over the file fills
-    the buffer's range of canonical positions."""
+    A window of whole chunks of canonical positions (its buffer a quarter of the
+    budget) is filled from the row groups whose instances fall in it, each read a few
+    system columns at a time (about 1/32 of the budget per read: Parquet's own record
+    batches hold whole row groups), then written. In canonical order a row group meets
+    one window, two at a boundary: the file is read about once; otherwise each window is
+    a pass over the file."""
     pf = _parquet(src.path)
     S, n = len(names), len(src.rank)
     per_pass = max(chunk, budget.rows(S * 8 * 4, n) // chunk * chunk)
-    batch = max(1024, budget.rows(S * 8 * 32, n))
+    read_bytes = max(1, budget.nbytes // 32)
+    meta = pf.metadata
+    groups, r0 = [], 0
+    for i in range(meta.num_row_groups):
+        rows = meta.row_group(i).num_rows
+        if rows:
+            pos = src.rank[r0:r0 + rows]
+            groups.append((i, r0, rows, int(pos.min()), int(pos.max())))
+        r0 += rows
     binary = True
-
-    def flush(buf, p0, p1):
-        for s in range(p0, p1, chunk):
-            score[:, m, s:min(s + chunk, p1)] = buf[:, s - p0:min(s + chunk, p1) - p0]
-
-    def batches():
-        row0 = 0
-        for rb in pf.iter_batches(batch_size=batch, columns=names):
-            yield row0, rb
-            row0 += rb.num_rows
-
-    if src.sorted:  # one pass: rows arrive in canonical order
-        buf = np.empty((S, min(per_pass, n)))
-        p0 = 0
-        for row0, rb in batches():
-            block = _float_block(rb, names, src, row0)
-            binary = binary and bool(np.all((block == 0.0) | (block == 1.0)))
-            r = 0
-            while r < len(block):
-                at = row0 + r - p0
-                take = min(len(block) - r, buf.shape[1] - at)
-                buf[:, at:at + take] = block[r:r + take].T
-                r += take
-                if at + take == buf.shape[1]:
-                    flush(buf, p0, p0 + buf.shape[1])
-                    p0 += buf.shape[1]
-            del block
-        if p0 < n:
-            flush(buf, p0, n)
-        return "binary" if binary else "mean"
     for p0 in range(0, n, per_pass):
         p1 = min(n, p0 + per_pass)
         buf = np.empty((S, p1 - p0))
-        for row0, rb in batches():
-            pos = src.rank[row0:row0 + rb.num_rows]
+        for i, r0, rows, lo, hi in groups:
+            if hi < p0 or lo >= p1:
+                continue  # none of this row group's instances is in the window
+            pos = src.rank[r0:r0 + rows]
             keep = (pos >= p0) & (pos < p1)
-            if not keep.any():
-                continue
-            block = _float_block(rb, names, src, row0)[keep]
-            buf[:, pos[keep] - p0] = block.T
-            binary = binary and bool(np.all((block == 0.0) | (block == 1.0)))
-            del block
-        flush(buf, p0, p1)
+            at = pos[keep] - p0
+            step = max(1, read_bytes // (8 * rows))
+            for j in range(0, S, step):
+                cols = names[j:j + step]
+                table = pf.read_row_group(i, columns=cols, use_threads=False)
+                block = _float_block(table, cols, src, r0)[keep]
+                del table
+                buf[j:j + len(cols), at] = block.T
+                binary = binary and bool(np.all((block == 0.0) | (block == 1.0)))
+                del block
+        for s in range(p0, p1, chunk):
+            score[:, m, s:min(s + chunk, p1)] = buf[:, s - p0:min(s + chunk, p1) - p0]
+        del buf
     return "binary" if binary else "mean"
 
 
-def _float_block(rb, names, src: _Source, row0: int) -> np.ndarray:
-    """``(rows, systems)`` float64 of one record batch; a missing or non-finite score
-    is an error naming the file, row and system."""
+def _float_block(table, names, src: _Source, row0: int) -> np.ndarray:
+    """``(rows, len(names))`` float64 of some system columns of one row group; a
+    missing or non-finite score is an error naming the file, row and system."""
     cols = []
     for j, name in enumerate(names):
-        col = rb.column(j)
+        col = table.column(j)
         if col.null_count:
             i = int(np.flatnonzero(np.asarray(col.is_null()))[0])
             raise DataValidationError(f"{src.path}: row {row0 + i + 1}, system {name!r}: "
                                       "missing score; a .zarr study is complete")
-        cols.append(np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64))
+        cols.append(np.asarray(col.to_numpy(), dtype=np.float64))
     block = np.stack(cols, axis=1)
     bad = ~np.isfinite(block)
     if bad.any():
