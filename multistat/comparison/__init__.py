@@ -444,7 +444,8 @@ def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None)
         # lazily: the streamed walk
         from multistat.comparison._streamed import run_zarr
 
-        return run_zarr(study, req, resampled=resampled)
+        return run_zarr(study, req, walk=(_pair_arrays, _block, _assemble),
+                        resampled=resampled)
     if not hasattr(study, "children"):
         study = cube.load(study)
     _check_study(study, req)

@@ -22,11 +22,12 @@ from multistat import __version__
 from multistat._table import Coded as _Coded
 from multistat._table import labels as _labels
 from multistat.comparison import stepdown
-from multistat.comparison._groups import EFFECT_COLUMNS, run_group
+from multistat.comparison._groups import EFFECT_COLUMNS, mde_multiplier, run_group
 from multistat.errors import ParameterError, SkippedTestWarning
 from multistat.request import DEFAULT_TESTS, RunRequest
 from multistat.significance._batch import Context
 from multistat.significance._streamed import STREAMED_TESTS, check_streamable, streamed_slab
+from multistat.significance.parametric import pair_constant, pair_mean_sd
 
 #: the note of the rank-based effect sizes on a streamed study
 EFFECT_NOTE = ("wilcoxon_r, hodges_lehmann: not computed on a .zarr study (they need "
@@ -70,7 +71,7 @@ def chunk_hash(slab) -> str:
     return h.hexdigest()
 
 
-def run_zarr(study, req: RunRequest, *, resampled=None):
+def run_zarr(study, req: RunRequest, *, walk, resampled=None):
     """:func:`multistat.comparison.run` of a Zarr study (:class:`ZarrStudy`).
 
     Parameters
@@ -80,6 +81,9 @@ def run_zarr(study, req: RunRequest, *, resampled=None):
     req : RunRequest
         The validated request (its scheduler runs the chunk tasks, its budget bounds
         each task's memory).
+    walk : tuple
+        compare's own ``(_pair_arrays, _block, _assemble)`` (:mod:`multistat.comparison`
+        passes them: it imports this module, which therefore does not import it).
     resampled : dict, optional
         Filled with the bootstrap's per-system arrays, as :func:`run` does.
 
@@ -101,13 +105,12 @@ def run_zarr(study, req: RunRequest, *, resampled=None):
     >>> study = open_zarr(write_zarr([os.path.join(tmp, "acc.parquet")],
     ...                              os.path.join(tmp, "s.zarr"), chunk=100))
     >>> req = build_request(tests=("t", "bootstrap"), n_resamples=1000)
-    >>> table = run_zarr(study, req)
+    >>> from multistat.comparison import run
+    >>> table = run(study, req)  # compare's run hands a Zarr study to run_zarr
     >>> list(table["test"])
     ['t', 'bootstrap']
     """
-    # lazily: the walk's helpers live in the package's __init__ (imported by it)
-    from multistat.comparison import _assemble, _block, _pair_arrays, mde_multiplier
-
+    _pair_arrays, _block, _assemble = walk
     req, skipped = streamed_request(req)
     ms = metric_positions(study, req)
     ia, ib = _pair_arrays(np.asarray(study.systems), req.pairs)
@@ -174,7 +177,6 @@ def moment_effects(slab, ia, ib, level: float) -> dict:
     Hodges-Lehmann NaN with :data:`EFFECT_NOTE`."""
     # heavy: multistat.effect imports scipy.stats (first-call time)
     from multistat.effect import _dz_from_moments, cohens_dz_se, hedges_correction
-    from multistat.significance.parametric import pair_constant, pair_mean_sd
 
     n = slab.n
     mean, sd = pair_mean_sd(slab, ia, ib)

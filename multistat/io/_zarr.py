@@ -174,7 +174,7 @@ def open_zarr(path) -> ZarrStudy:
     >>> _ = write_zarr([os.path.join(tmp, "acc.parquet")], os.path.join(tmp, "s.zarr"))
     >>> study = open_zarr(os.path.join(tmp, "s.zarr"))
     >>> study.systems, study.metrics, study.n
-    (('a', 'b'), ('acc',), 100)
+    (('a', 'b'), ('score',), 100)
     """
     require_extra("large")
     text = os.fspath(path)
@@ -227,6 +227,8 @@ def _source(path: Path, metric: str, instance_col: str | None, systems) -> _Sour
     group by row group)."""
     # heavy: pyarrow, lazily
     import pyarrow as pa
+
+    # heavy: pyarrow, lazily
     import pyarrow.compute as pc
 
     pf = _parquet(path)

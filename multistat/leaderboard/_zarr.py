@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from multistat._centre import levels
-from multistat.comparison._streamed import chunk_hash, metric_positions, run_zarr
+from multistat.comparison import run
+from multistat.comparison._streamed import chunk_hash, metric_positions
 from multistat.errors import ResamplingFloorWarning
 from multistat.leaderboard import stream as rank_stream
 from multistat.pfloor import floor_notes, floor_notes_of_sizes
@@ -37,7 +38,7 @@ def _decisions_apply(req) -> bool:
             and req.equivalence_margin is None and not req.test_options)
 
 
-def rank_zarr(study, req, *, requested: str, pairs: bool):
+def rank_zarr(study, req, *, requested: str, pairs: bool, parts):
     """:func:`~multistat.leaderboard.ranking.run_ranking` of a Zarr study.
 
     Parameters
@@ -50,6 +51,10 @@ def rank_zarr(study, req, *, requested: str, pairs: bool):
         The test the user named (``"auto"``), for the metadata.
     pairs : bool
         Whether the compare table behind the decisions is wanted.
+    parts : tuple
+        The ranking's own ``(RankResult, _board, _ranking_meta, better_matrix)``
+        (:mod:`multistat.leaderboard.ranking` passes them: it imports this module, which
+        therefore does not import it).
 
     Returns
     -------
@@ -68,19 +73,13 @@ def rank_zarr(study, req, *, requested: str, pairs: bool):
     ...              ).to_parquet(os.path.join(tmp, "acc.parquet"))
     >>> study = open_zarr(write_zarr([os.path.join(tmp, "acc.parquet")],
     ...                              os.path.join(tmp, "s.zarr"), chunk=64))
-    >>> board = rank_zarr(study, rank_request(n_resamples=1000), requested="auto",
-    ...                   pairs=False).table
+    >>> from multistat.leaderboard.ranking import run_ranking
+    >>> board = run_ranking(study, rank_request(n_resamples=1000), requested="auto",
+    ...                     pairs=False).table  # hands a Zarr study to rank_zarr
     >>> list(board["system"]), list(board["cluster"])
     (['c', 'b', 'a'], [1, 2, 3])
     """
-    # lazily: ranking imports this module on a .zarr study only
-    from multistat.leaderboard.ranking import (
-        RankResult,
-        _board,
-        _ranking_meta,
-        better_matrix,
-    )
-
+    RankResult, _board, _ranking_meta, better_matrix = parts  # noqa: N806 - a class
     check_streamable(req)
     (test,) = req.tests
     ms = metric_positions(study, req)
@@ -90,7 +89,7 @@ def rank_zarr(study, req, *, requested: str, pairs: bool):
     dist, means = levels(cdist, k), slab.means()
     names = np.asarray(study.systems)
     hibs = slab.higher_is_better
-    parts = []
+    boards = []
     if not pairs and _decisions_apply(req):
         S = len(names)
         ia, ib = (a.astype(np.intp) for a in np.triu_indices(S, 1))
@@ -104,8 +103,8 @@ def rank_zarr(study, req, *, requested: str, pairs: bool):
             reject = p_adj <= req.alpha
             sign = np.where(np.isfinite(est) & (est != 0), np.sign(est), np.sign(diff))
             better = better_matrix(S, ia, ib, reject, sign if hibs[j] else -sign)
-            parts.append(_board(study.dataset, metric, bool(hibs[j]), names, means[:, j],
-                                dist[..., j], None, req.level, None, better=better))
+            boards.append(_board(study.dataset, metric, bool(hibs[j]), names, means[:, j],
+                                 dist[..., j], None, req.level, None, better=better))
             sizes.append((study.dataset, metric, int(np.isfinite(p_test).sum()), slab.n))
         notes = floor_notes_of_sizes(sizes, test=test, correction=req.correction,
                                      alpha=req.alpha, n_resamples=req.n_resamples,
@@ -114,18 +113,18 @@ def rank_zarr(study, req, *, requested: str, pairs: bool):
         table = None
         compare_meta = {}
     else:
-        table = run_zarr(study, req)
+        table = run(study, req)
         notes = floor_notes(table, test=test, correction=req.correction, alpha=req.alpha,
                             n_resamples=req.n_resamples)
         by_key = {key: g for key, g in table.groupby(["dataset", "metric"], sort=False)}
         for j, metric in enumerate(slab.metrics):
-            parts.append(_board(study.dataset, metric, bool(hibs[j]), names, means[:, j],
-                                dist[..., j], by_key.get((study.dataset, metric)),
-                                req.level, req.equivalence_margin))
+            boards.append(_board(study.dataset, metric, bool(hibs[j]), names, means[:, j],
+                                 dist[..., j], by_key.get((study.dataset, metric)),
+                                 req.level, req.equivalence_margin))
         compare_meta = table.attrs["multistat"]
     for note in notes:
         warnings.warn(note, ResamplingFloorWarning, stacklevel=4)
-    board = _wilson(pd.concat(parts, ignore_index=True), slab, req.level)
+    board = _wilson(pd.concat(boards, ignore_index=True), slab, req.level)
     meta = compare_meta or {"alternative": req.alternative, "alpha": req.alpha,
                             "family": req.family}
     board.attrs["multistat"] = _ranking_meta(meta, req, test, requested, chunk_hash(slab),

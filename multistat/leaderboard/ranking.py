@@ -386,7 +386,8 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
         # lazily: the streamed leaderboard
         from multistat.leaderboard._zarr import rank_zarr
 
-        return rank_zarr(study, req, requested=requested, pairs=pairs)
+        return rank_zarr(study, req, requested=requested, pairs=pairs,
+                         parts=(RankResult, _board, _ranking_meta, better_matrix))
     if not hasattr(study, "children"):
         study = cube.load(study)
     if not pairs and rank_stream.applicable(study, req):
