@@ -225,9 +225,11 @@ def test_cli_load_compare_rank(tmp_path, capsys):
     table = pd.read_parquet(tmp_path / "c.parquet")
     assert len(table) == 2 * S * (S - 1) // 2
     status, out, err = run_cli(["rank", store, "--n-resamples", "1000", "--out",
-                                tmp_path / "r.parquet", "--memory-limit", "64MiB"], capsys)
+                                tmp_path / "r.parquet", "--memory-limit", "64MiB",
+                                "--eee-out", tmp_path / "r.jsonl"], capsys)
     assert status == 0, err
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == S
+    assert len((tmp_path / "r.jsonl").read_text().splitlines()) == S  # one per system
     # one line, exit 2: an option a store cannot take, a test it cannot stream, no store
     for argv, message in (
             (["load", paths["acc"], "--out", tmp_path / "x.zarr", "--run-col", "r"],

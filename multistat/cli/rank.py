@@ -144,7 +144,8 @@ def rank_command(
                     metadata=dict(result.pairs.attrs["multistat"], input=str(study),
                                   stage="rank"))
     if eee_out is not None:
-        write_eee(board, eee_out, study=loaded)
+        # (a .zarr study is not loaded: the ranking's own intervals)
+        write_eee(board, eee_out, study=loaded if hasattr(loaded, "children") else None)
     record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
            confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
            notes=list(meta.get("floor_notes", ())),
