@@ -319,10 +319,16 @@ OUT_TABLE_HELP = "table to write: .parquet (with run metadata), .csv or .jsonl"
 
 
 def open_study(path: Path):
-    """A saved study (.nc) or any score file ``multistat load`` reads with defaults."""
+    """A saved study (.nc), a study store (.zarr: opened, not loaded) or any score file
+    ``multistat load`` reads with defaults."""
     # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
+    # lazily: a study larger than memory stays in its Zarr store, read chunk by chunk
+    from multistat.io._zarr import is_zarr_path, open_zarr
+
+    if is_zarr_path(path):
+        return open_zarr(path)
     return cube.load(path)
 
 

@@ -212,8 +212,9 @@ def compare_cmd(
     if systems_out is not None:
         write_table(systems, systems_out, metadata=meta, flag="--systems-out")
     if eee_out is not None:
-        write_eee(table, eee_out, study=opened if systems is None else None,
-                  systems=systems)
+        # (a .zarr study is not loaded: the records take the table's scores)
+        write_eee(table, eee_out, study=opened if systems is None and hasattr(
+            opened, "children") else None, systems=systems)
     shown = table[table["reject"]]
     record(comparisons=len(table), tests=list(pd_unique(table["test"])),
            significant=int(table["reject"].sum()),

@@ -431,6 +431,21 @@ def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None)
     the plan. Kept until this returns: ``(B, S, M)`` per metric group and test, nothing
     per pair.
     """
+    # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
+    from multistat.io._zarr import ZarrStudy, is_zarr_path, open_zarr
+
+    if not isinstance(study, ZarrStudy) and not hasattr(study, "children") and is_zarr_path(
+            study):
+        study = open_zarr(study)
+    if isinstance(study, ZarrStudy):
+        if return_systems:
+            raise ParameterError("per-system scores (`return_systems`, --systems-out) are "
+                                 "not streamed on a .zarr study; use `multistat rank`")
+        # lazily: the streamed walk
+        from multistat.comparison._streamed import run_zarr
+
+        return run_zarr(study, req, walk=(_pair_arrays, _block, _assemble),
+                        resampled=resampled)
     if not hasattr(study, "children"):
         study = cube.load(study)
     _check_study(study, req)

@@ -377,10 +377,22 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
     leaderboard, bit for bit, without a row per pair."""
 
 
-    if not hasattr(study, "children"):
-        study = cube.load(study)
+    # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
+    from multistat.io._zarr import ZarrStudy, is_zarr_path, open_zarr
+
     (test,) = req.tests
     requested = test if requested is None else requested
+    if not isinstance(study, ZarrStudy) and not hasattr(study, "children") and is_zarr_path(
+            study):
+        study = open_zarr(study)
+    if isinstance(study, ZarrStudy):
+        # lazily: the streamed leaderboard
+        from multistat.leaderboard._zarr import rank_zarr
+
+        return rank_zarr(study, req, requested=requested, pairs=pairs,
+                         parts=(RankResult, _board, _ranking_meta, better_matrix))
+    if not hasattr(study, "children"):
+        study = cube.load(study)
     if not pairs and rank_stream.applicable(study, req):
         try:
             return _run_streamed(study, req, requested)

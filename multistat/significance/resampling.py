@@ -273,7 +273,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=DEFAULT_N_RESAMPLES, seed=0,
                     dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, progress=None,
-                    clusters=None, centre=None) -> dict:
+                    clusters=None, centre=None, streamed=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
@@ -287,6 +287,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     constants ``(M,)`` the resampled means subtract (:mod:`multistat._centre`; computed
     from ``X`` when not given): ``systems`` then holds the resampled means of ``X -
     centre`` and ``centre`` is returned with them (levels are their sum).
+    ``streamed``: ``(resampled means (B, S, M), observed means (S, M))`` of ``X -
+    centre`` on this plan, computed elsewhere (a study streamed chunk by chunk,
+    :mod:`multistat.significance._streamed`); ``X`` then gives only the shape, and the
+    mean with the basic or percentile interval is all that runs.
     """
     # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import jackknife_mean_groups, plan_args
@@ -315,6 +319,9 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
         sys_dist = fn(sums)[..., None]  # (B, S, 1)
         sys_obs = fn(stats.sum(1))[:, None]  # (S, 1)
         total = stats.sum(1)  # (S, K)
+    elif streamed is not None:  # the same arrays, summed chunk by chunk
+        k = np.asarray(centre, dtype=float)
+        sys_dist, sys_obs = streamed
     elif statistic == "mean":
         # (B, S, M): linear_kernel on (X - k) / n; means of scores moved by a constant
         # would round at the constant's magnitude
@@ -712,11 +719,15 @@ def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
     check_choice("bootstrap_pvalue", ctx.bootstrap_pvalue, BOOTSTRAP_PVALUES)
     if ctx.ci_method == "studentized" and ctx.statistic != "mean" and not slab.is_corpus:
         raise TestNotApplicableError("ci_method='studentized' needs statistic='mean'")
-    out = bootstrap_block(slab.scores, ia, ib, statistic=ctx.statistic,
+    # a study streamed chunk by chunk gives its resampled means (same plan)
+    means = getattr(slab, "bootstrap_means", None)
+    out = bootstrap_block(slab._given() if means else slab.scores, ia, ib,
+                          statistic=ctx.statistic,
                           alternative=ctx.alternative, null_value=ctx.null_value,
                           confidence_level=ctx.confidence_level, ci_method=ctx.ci_method,
                           pvalue=ctx.bootstrap_pvalue, corpus=slab.corpus,
                           centre=None if slab.is_corpus else slab.centres(),
+                          streamed=means(ctx.n_resamples, ctx.seed) if means else None,
                           **_plan_kw(slab, ctx))
     systems = out.pop("systems", None)
     out.pop("systems_observed", None)
