@@ -332,9 +332,10 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     ``sacrebleu.metrics.BLEU(...).corpus_score(hyps, [refs]).score`` to rounding.
     TER's shift search runs compiled when numba is installed (the ``fast`` extra): the
     same words (sacrebleu's tokenizer), the same search step for step, so the same edits
-    and reference lengths, about 60-250 times faster than sacrebleu's pure-Python search on
-    paragraph-length segments (``benchmarks/ter_speed.py``); without numba, sacrebleu's own
-    search (about 5 s per system of 3,000 sentences, minutes on paragraphs).
+    and reference lengths, about 60 times faster than sacrebleu's pure-Python search on
+    paragraphs of 160 reference words and 10 times on sentences
+    (``benchmarks/ter_speed.py``); without numba, sacrebleu's own search (about 5 s per
+    system of 3,000 sentences, minutes per system on paragraphs).
 
     References
     ----------
