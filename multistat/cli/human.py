@@ -78,6 +78,10 @@ def components_command(
     metric: Annotated[str | None, typer.Option(help="metric (needed when several)")] = None,
     systems: Annotated[str | None, typer.Option(
         help="comma-separated systems (default: all; at least two)")] = None,
+    max_pairs: Annotated[int, typer.Option(
+        help="fit at most this many pairs: beyond, a balanced subsample (whole rounds of "
+             "the cyclic design, every system in as many pairs), said in the note; 0: "
+             "every pair")] = 120,
 ):
     """Variance components of the crossed mixed model, fitted by REML to each pair of
     systems and pooled; writes the per-pair table (the pooled standard deviations in its
@@ -92,17 +96,20 @@ def components_command(
     table_kind(out)
     start = time.perf_counter()
     vc = variance_components(cube.load(study), dataset=dataset, metric=metric,
-                             systems=split_names(systems, "--systems"))
+                             systems=split_names(systems, "--systems"),
+                             max_pairs=None if max_pairs == 0 else max_pairs)
     pooled = {k: float(v) for k, v in dataclasses.asdict(vc.variance).items()}
     meta = {"kind": "variance_components", "dataset": vc.dataset, "metric": vc.metric,
             "pooled": pooled, "intercept": vc.intercept, "effect": vc.effect,
             "n_raters": vc.n_raters, "n_items": vc.n_items, "n_ratings": vc.n_ratings,
-            "input": str(study)}
+            "max_pairs": max_pairs, "note": vc.note, "input": str(study)}
     write_table(vc.to_frame(), out, metadata=meta)
     typer.echo(f"{vc.dataset} / {vc.metric}: {vc.n_ratings} ratings, {vc.n_raters} raters, "
                f"{vc.n_items} items; pooled standard deviations: "
                + ", ".join(f"{k} {v:.4g}" for k, v in pooled.items()))
+    if vc.note:
+        typer.echo(f"note: {vc.note}")
     record(dataset=vc.dataset, metric=vc.metric, n_ratings=vc.n_ratings,
            n_raters=vc.n_raters, n_items=vc.n_items, pooled=pooled,
-           intercept=vc.intercept, effect=vc.effect)
+           intercept=vc.intercept, effect=vc.effect, note=vc.note)
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")

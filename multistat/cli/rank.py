@@ -67,7 +67,8 @@ def rank_command(
         help="pairwise test behind clusters and rank ranges: auto (= bootstrap of the "
              "score difference, any metric kind) or a registered test (mannwhitney: WMT's "
              "rank-sum test of each system's own scores, for studies loaded with "
-             "--missing keep)")] = None,
+             "--missing keep; mixed: the rater-aware mixed model of a study loaded with "
+             "--rater-col, decided with holm)")] = None,
     correction: Annotated[str | None, typer.Option(
         help="correction within each dataset x metric: auto (westfall-young for the "
              "resampling tests, whose adjusted p is not multiplied by the number of "
@@ -150,7 +151,7 @@ def rank_command(
         write_eee(board, eee_out, study=loaded if hasattr(loaded, "children") else None)
     record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
            confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
-           notes=list(meta.get("floor_notes", ())),
+           notes=list(meta.get("floor_notes", ())) + list(meta.get("low_df_notes", ())),
            leaderboards=[{"dataset": str(ds), "metric": str(metric), "clusters": [
                [{"system": str(s), "rank_ci_low": float(lo), "rank_ci_high": float(hi)}
                 for s, lo, hi in zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"])]
@@ -165,7 +166,7 @@ def rank_command(
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={req.alpha}; "
                f"rank intervals at {req.level:g} from {req.n_resamples} resamples "
                f"(seed {req.seed})")
-    for note in meta.get("floor_notes", ()):
+    for note in (*meta.get("floor_notes", ()), *meta.get("low_df_notes", ())):
         typer.echo(f"note: {note}")
     written = " and ".join(str(p) for p in (out, pairs_out, eee_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")
