@@ -3,6 +3,7 @@ exit status 2 with the old file intact; SIGTERM and Ctrl-C leave no temporary fi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -309,3 +310,58 @@ def test_a_study_too_large_for_memory_is_checked_before_it_is_written(tmp_path, 
     back = cube.open_study(tmp_path / "x.nc", max_bytes=1 << 20)
     (ds,) = cube.datasets(back).values()
     assert (ds["score"].values.ravel()[:3] == [0, 1, 2]).all()
+
+
+# ------------------------------------------- SIGTERM ends every process of a run
+def _group(pgid):
+    """PIDs of the live (not zombie) processes in process group ``pgid`` (/proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
+def test_sigterm_ends_the_worker_processes_and_the_resource_tracker(tmp_path):
+    """``compare --scheduler processes`` with its output piped, SIGTERM once the worker
+    processes run: ``communicate()`` returns (no process holds the pipes), the status
+    says SIGTERM, nothing of the process group is left, no output or temporary file.
+    (main, 3c3bb2d: the workers and the resource tracker stayed, re-parented to PID 1,
+    and ``communicate()`` waited for them.)"""
+    src = _scores(tmp_path / "s.csv", n=4000)
+    out = tmp_path / "out.parquet"
+    proc = popen_own_session([sys.executable, "-m", "multistat.cli", "compare", str(src),
+                              "--tests", "bootstrap", "--n-resamples", "200000",
+                              "--scheduler", "processes", "-o", str(out)],
+                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pgid = proc.pid
+    try:
+        deadline = time.monotonic() + 120
+        # the command, the resource tracker and at least one worker
+        while len(_group(pgid)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None and len(_group(pgid)) >= 3, "no worker process started"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        for pid in _group(pgid):  # whatever is left (the failure being tested)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGTERM, stderr.decode()[-2000:]
+    assert stderr == b"", stderr.decode()[-2000:]
+    for _ in range(50):  # the children are reaped by the parent before it ends
+        if not _group(pgid):
+            break
+        time.sleep(0.1)
+    assert _group(pgid) == []
+    assert not out.exists() and _hidden(tmp_path) == []
