@@ -400,18 +400,26 @@ _LOCATION = ("estimate", "se", "ci_low", "ci_high", "pi_low", "pi_high")
 _SQUARED = ("tau2", "tau2_ci_low", "tau2_ci_high")
 
 
-def _pool_scaled(Y, S, M, method: str, test: str, level: float) -> dict:
+def _pool_scaled(Y, S, M, method: str, test: str, level: float, V=None) -> dict:
     """:func:`_pool` of effects ``Y`` with standard errors ``S``, scale-free: each group
-    is divided by the power of two at or below its largest ``|y|`` or ``se`` (exact), so
+    whose largest ``|y|`` or ``se`` is beyond 2^+-400 is divided by the power of two at or
+    below it (exact), so
     that effects near 1e-300 or 1e300 pool as the same effects near 1 (their variances
     would underflow to 0 or overflow to infinity); the estimate, standard error and
     intervals are multiplied back, tau^2 and its interval by the square of the scale (a
     tau^2 beyond the float range is said in the note)."""
     top = np.max(np.where(M, np.maximum(np.abs(Y), S), 0.0), axis=1)
-    scale = np.ldexp(1.0, np.frexp(np.where(np.isfinite(top) & (top > 0), top, 1.0))[1] - 1)
+    # groups whose squares stay well inside the float range keep their own numbers
+    # (bits and notes as before); only the others are scaled
+    far = np.isfinite(top) & (top > 0) & ((top < 2.0 ** -400) | (top > 2.0 ** 400))
+    scale = np.ldexp(1.0, np.frexp(np.where(far, top, 1.0))[1] - 1)
+    scale = np.where(far, scale, 1.0)
     sc = scale[:, None]
-    out = _pool(np.where(M, Y / sc, 0.0), np.where(M, (S / sc) ** 2, 1.0), M, method, test,
-                level)
+    with np.errstate(over="ignore", under="ignore"):  # the far groups' own: not used
+        own = S**2 if V is None else V  # the variances as given, where not scaled
+    out = _pool(np.where(M, Y / sc, 0.0),
+                np.where(M, np.where(far[:, None], (S / sc) ** 2, own), 1.0), M, method,
+                test, level)
     if np.all(scale == 1.0):
         return out
     with np.errstate(over="ignore", under="ignore"):
@@ -718,7 +726,8 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
     y, v, labels, method, test, level = _meta_iv(estimates, variances, se, method, test,
                                                  confidence_level, labels)
     s = _vector("se", se) if se is not None else np.sqrt(v)
-    out = _pool_scaled(y[None], s[None], np.ones((1, len(y)), bool), method, test, level)
+    out = _pool_scaled(y[None], s[None], np.ones((1, len(y)), bool), method, test, level,
+                       V=v[None])
     scalars = {k: (float(a[0]) if a.dtype.kind == "f" else int(a[0]))
                for k, a in out.items() if k not in ("weights", "note")}
     return MetaResult(**scalars, weights=out["weights"][0], method=method, test=test,
