@@ -143,10 +143,12 @@ def check_table(frame, kind: str, name: str | None = None, *, source=None) -> pd
     >>> import pandas as pd
     >>> t = pd.DataFrame({"dataset": ["d"], "metric": ["m"], "system": ["a"],
     ...                   "score": ["high"]})
-    >>> check_table(t, "systems")
-    Traceback (most recent call last):
-    ...
-    multistat.errors.DataValidationError: `systems` (per-system score table (`multistat compare --systems-out`)): column 'score', row 0: 'high' is not a number (1 such row(s))
+    >>> from multistat.errors import DataValidationError
+    >>> try:
+    ...     check_table(t, "systems", source="s.parquet")
+    ... except DataValidationError as err:
+    ...     print(err)
+    `systems` (s.parquet): column 'score', row 0: 'high' is not a number (1 such row(s))
     """
     schema = SCHEMAS[kind]
     name = name or kind
