@@ -107,7 +107,18 @@ def eee_records() -> dict[str, list[dict]]:
 
 # --------------------------------------------------------------- table mutations
 def _write(frame: pd.DataFrame, path: Path) -> Path:
-    frame.to_csv(path, index=False)
+    """CSV, or Parquet for a ``.parquet`` path (a column mixing text and numbers is
+    written as text)."""
+    if path.suffix == ".parquet":
+        frame = frame.copy()
+        for c in frame.columns:
+            if frame[c].dtype == object:
+                kinds = {type(v) for v in frame[c] if v is not None and v == v}
+                if len(kinds) > 1:
+                    frame[c] = frame[c].map(lambda v: v if v is None or v != v else str(v))
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False)
     return path
 
 
@@ -157,7 +168,7 @@ def mutations(frame: pd.DataFrame, names: list[str], numbers: list[str]):
     add("binary garbage", REFUSE, lambda p: p.write_bytes(bytes(range(256)) * 4))
     add("latin-1 bytes", REFUSE, lambda p: p.write_bytes(
         frame.to_csv(index=False).replace(str(frame[names[0]].iloc[0]), "caf\xe9", 1)
-        .encode("latin-1")))
+        .encode("latin-1")) if p.suffix != ".parquet" else p.write_bytes(b"PAR1\xe9PAR1"))
     add("a folder instead of a file", REFUSE, lambda p: p.mkdir())
     add("a missing file", REFUSE, lambda p: None)
     add("extra unnamed column", ACCEPT, lambda p: _write(frame.assign(extra="x"), p))
@@ -171,21 +182,25 @@ def cases() -> list[Case]:
     rat = ratings()
     for name, expect, write in mutations(rat, ["system", "instance", "rater"], ["score"]):
         for cmd in (["agreement", "--n-resamples", "50"], ["components"]):
-            out.append(Case("human", f"{cmd[0]}: {name}", _command(
-                cmd, write, "ratings.csv"), expect))
+            out.append(Case("human", f"{cmd[0]}: {name}", _rated(cmd, write), expect))
     # every rating equal: no spread to agree on
-    out.append(Case("human", "agreement: all ratings equal", _command(
-        ["agreement", "--n-resamples", "50"],
-        lambda p: _write(rat.assign(score=3.0), p), "ratings.csv"), "either"))
-    out.append(Case("human", "components: one rater", _command(
-        ["components"], lambda p: _write(rat[rat["rater"] == "r1"], p), "ratings.csv"),
-        REFUSE))
-    out.append(Case("human", "agreement: unknown level", _command(
-        ["agreement", "--level", "cardinal"], lambda p: _write(rat, p), "ratings.csv"),
-        REFUSE))
+    out.append(Case("human", "agreement: all ratings equal", _rated(
+        ["agreement", "--n-resamples", "50"], lambda p: _write(rat.assign(score=3.0), p)),
+        "either"))
+    out.append(Case("human", "components: all ratings equal", _rated(
+        ["components"], lambda p: _write(rat.assign(score=3.0), p)), "either"))
+    out.append(Case("human", "components: one rater", _rated(
+        ["components"], lambda p: _write(rat[rat["rater"] == "r1"], p)), REFUSE))
+    out.append(Case("human", "agreement: unknown level", _rated(
+        ["agreement", "--level", "cardinal"], lambda p: _write(rat, p)), REFUSE))
+    out.append(Case("human", "agreement: ratio level with negative ratings", _rated(
+        ["agreement", "--level", "ratio"], lambda p: _write(rat.assign(
+            score=rat["score"] - 3), p)), REFUSE))
 
     bat = battles()
     for name, expect, write in mutations(bat, ["model_a", "model_b", "winner"], []):
+        if name == "duplicated first row":
+            expect = ACCEPT  # two battles of one pair with one outcome are two battles
         out.append(Case("preferences", f"preferences: {name}", _command(
             ["preferences", "--n-resamples", "50"], write, "battles.csv"), expect))
     for label, winner, expect in (("winner 'draw'", "draw", REFUSE),
@@ -215,13 +230,18 @@ def cases() -> list[Case]:
                                                 "system_b", "test"], ["estimate", "se"]):
         if name.startswith(("NaN in", "one row")):
             expect = "either"  # dropped with a warning / nothing to pool
-        out.append(Case("meta", f"meta: {name}", _command(["meta"], write, "results.csv"),
-                        expect))
+        if name == "drop column p_value":
+            expect = ACCEPT  # meta pools estimates and standard errors only
+        out.append(Case("meta", f"meta: {name}", _command(["meta"], write,
+                                                          "results.parquet"), expect))
     out.append(Case("meta", "meta: negative se", _command(
-        ["meta"], lambda p: _write(cmp_.assign(se=-cmp_["se"]), p), "results.csv"),
+        ["meta"], lambda p: _write(cmp_.assign(se=-cmp_["se"]), p), "results.parquet"),
         "either"))
     out.append(Case("meta", "meta: unknown method", _command(
-        ["meta", "--method", "bayes"], lambda p: _write(cmp_, p), "results.csv"), REFUSE))
+        ["meta", "--method", "bayes"], lambda p: _write(cmp_, p), "results.parquet"),
+        REFUSE))
+    out.append(Case("meta", "meta: a CSV compare table", _command(
+        ["meta"], lambda p: _write(cmp_, p), "results.csv"), "either"))
 
     mev = metaeval_scores()
     for name, expect, write in mutations(mev, ["system", "instance", "metric"], ["score"]):
@@ -300,6 +320,17 @@ def _command(cmd, write, filename):
     return make
 
 
+def _rated(cmd, write):
+    """``load --rater-col rater`` of the written ratings, then ``cmd`` on the study."""
+    def make(folder: Path):
+        path = folder / "ratings.csv"
+        write(path)
+        study = folder / "study.nc"
+        return [["load", str(path), "--rater-col", "rater", "-o", str(study)],
+                [*cmd, str(study), "-o", "{out}"]]
+    return make
+
+
 def _eee_command(edit):
     def make(folder: Path):
         import shutil
@@ -337,23 +368,15 @@ def run_case(case: Case, folder: Path) -> dict:
     from multistat import cli
 
     folder.mkdir(parents=True, exist_ok=True)
-    argv = case.make(folder)
+    steps = case.make(folder)
+    steps = steps if isinstance(steps[0], list) else [steps]
     out_path = folder / case.outputs[0]
-    argv = [str(out_path) if a == "{out}" else a for a in argv]
-    before = _digest(folder)
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), \
-            warnings.catch_warnings():
-        warnings.simplefilter("default")
-        try:
-            cli.main(argv)
-            status = 0
-        except SystemExit as stop:
-            status = stop.code if isinstance(stop.code, int) else 1
-        except BaseException as exc:  # noqa: BLE001 - the sweep records everything
-            status = 1
-            stderr.write(f"Traceback (uncaught): {type(exc).__name__}: {exc}\n")
-    err = stderr.getvalue()
+    for i, argv in enumerate(steps):
+        argv = [str(out_path) if a == "{out}" else a for a in argv]
+        before = _digest(folder)
+        status, err = _run(cli, argv)
+        if status != 0:  # a refusal (or a crash) of an earlier step ends the case
+            break
     after = _digest(folder)
     changed = [k for k, v in before.items() if after.get(k) != v]
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("multistat:")]
@@ -372,6 +395,22 @@ def run_case(case: Case, folder: Path) -> dict:
     return {"family": case.family, "case": case.name, "expect": case.expect,
             "status": status, "kind": kind, "stderr": err.strip()[-400:],
             "changed": changed}
+
+
+def _run(cli, argv) -> tuple[int, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), \
+            warnings.catch_warnings():
+        warnings.simplefilter("default")
+        try:
+            cli.main(argv)
+            status = 0
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else 1
+        except BaseException as exc:  # noqa: BLE001 - the sweep records everything
+            status = 1
+            stderr.write(f"Traceback (uncaught): {type(exc).__name__}: {exc}\n")
+    return status, stderr.getvalue()
 
 
 def sweep(only: str | None = None) -> list[dict]:

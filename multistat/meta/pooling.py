@@ -61,6 +61,7 @@ from multistat._validation import (
     check_probability,
     checked,
     choice,
+    name_column_problem,
 )
 from multistat.errors import (
     DataValidationError,
@@ -801,6 +802,10 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     if study in by:
         raise ParameterError(f"`study` {study!r} is also in `by`: pooling is across the "
                              "study column, so leave it out of `by`")
+    for col in (study, *by):  # the identifier checks of every table a command reads
+        problem = name_column_problem(frame[col].tolist(), col)
+        if problem is not None:
+            raise DataValidationError(f"the compare table's {problem}")
     frame = _orient_pairs(frame[need].reset_index(drop=True), by, effect)
     sizes = frame.groupby([*by, study], sort=False, dropna=False).size()
     if (sizes > 1).any():

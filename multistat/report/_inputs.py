@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from multistat._validation import name_column_problem
 from multistat.errors import DataValidationError, InputFileError, ParameterTypeError
 from multistat.io import read_parquet
 
@@ -163,11 +164,10 @@ def check_table(frame, kind: str, name: str | None = None, *, source=None) -> pd
                                   f"{_cut(list(map(str, frame.columns)), 200)}")
     if len(frame) == 0:
         raise DataValidationError(f"{where} is empty: no rows")
-    for col in schema.text:
-        missing = np.flatnonzero(frame[col].isna().to_numpy())
-        if missing.size:
-            raise DataValidationError(f"{where}: column {col!r}, row {int(missing[0])}: "
-                                      f"missing ({missing.size} such row(s))")
+    for col in schema.text:  # no missing cell, no invisible twin, no control character
+        problem = name_column_problem(frame[col].tolist(), col)
+        if problem is not None:
+            raise DataValidationError(f"{where}: {problem}")
     for col in schema.numbers:
         _numbers(frame, col, where, whole=False)
     for col in schema.integers:
