@@ -16,6 +16,7 @@ action would (the caller sees "killed by SIGTERM").
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import threading
@@ -38,6 +39,7 @@ def terminated() -> bool:
 def _stop_children(timeout: float = 5.0) -> None:
     """Terminate (then kill) the multiprocessing children of this process (the worker
     processes of a pool); each step best effort."""
+    # lazily: only a SIGTERM needs it (`multistat --help` stays fast)
     import multiprocessing
 
     children = multiprocessing.active_children()
@@ -57,9 +59,8 @@ def _stop_resource_tracker() -> None:
     caller's pipes). The pool's semaphores are released first (their finalizers run on
     garbage collection), so the tracker finds nothing leaked and exits quietly at the
     end-of-file on its pipe."""
-    import gc
-
     try:
+        # lazily: only a SIGTERM needs it (`multistat --help` stays fast)
         from multiprocessing import resource_tracker
 
         tracker = resource_tracker._resource_tracker

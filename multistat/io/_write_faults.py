@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import io
 import os
 
 #: errno values that mean "no room for this file"
@@ -84,6 +85,7 @@ def _free_bytes(folder) -> int | None:
 def _file_size_limit() -> int | None:
     """The soft ``ulimit -f`` in bytes (None: unlimited or unknown)."""
     try:
+        # lazily: POSIX only (Windows has no resource module)
         import resource
     except ImportError:  # pragma: no cover - Windows
         return None
@@ -123,8 +125,6 @@ def write_netcdf(tree, tmp, target, *, memory_limit: int) -> None:
     encoded size (estimated from its data) exceeds ``memory_limit`` is written straight
     to ``tmp`` after the same check on the estimate.
     """
-    import io
-
     estimate = int(tree.nbytes * 1.05) + (1 << 16)
     if estimate > memory_limit:
         check_room(target, estimate)

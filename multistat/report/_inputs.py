@@ -34,7 +34,7 @@ class Schema:
     text: tuple[str, ...] = ()
     #: number columns: present, each cell a number or missing (not text, not True/False)
     numbers: tuple[str, ...] = ()
-    #: whole-number columns: present, each cell a whole number
+    #: whole-number columns: present, each cell a whole number or missing
     integers: tuple[str, ...] = ()
     #: columns that must be numbers when the table has them
     optional_numbers: tuple[str, ...] = ()
@@ -81,8 +81,7 @@ SCHEMAS: dict[str, Schema] = {
         key=("dataset", "metric_a", "metric_b")),
     "analysis": Schema(
         "analysis table (`multistat analyze`)",
-        text=("dataset", "metric", "system_a", "system_b"),
-        key=("dataset", "metric", "system_a", "system_b")),
+        text=("dataset", "metric", "system_a", "system_b")),
 }
 
 
@@ -104,7 +103,7 @@ def _numbers(frame: pd.DataFrame, col: str, where: str, *, whole: bool) -> None:
         raise DataValidationError(f"{where}: column {col!r}, row {i}: {_cut(raw.iloc[i])} "
                                   f"is not a number ({junk.size} such row(s))")
     if whole:
-        bad = np.flatnonzero(np.isnan(values) | (values != np.round(values)))
+        bad = np.flatnonzero(~np.isnan(values) & (values != np.round(values)))
         if bad.size:
             i = int(bad[0])
             raise DataValidationError(f"{where}: column {col!r}, row {i}: "
