@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import lzma
 import multiprocessing as mp
-import zlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -28,7 +26,7 @@ from multistat._lazy import require_extra
 from multistat._validation import check_int
 from multistat.corpus import corpus_metric_name, get_corpus_metric
 from multistat.errors import DataValidationError, InputFileError, ParameterError, ParameterTypeError
-from multistat.io._sources import COMPRESSIONS, split_suffix
+from multistat.io._mt_text import read_lines
 
 # --------------------------------------------------------------------------- translation
 # metric label -> (sacrebleu class name, corpus-metric family, fixed options)
@@ -91,30 +89,31 @@ def _split_sacrebleu_options(metrics: list[str], options: dict) -> dict[str, dic
 
 def _read_lines(path, what: str) -> list[str]:
     """Lines of a plain-text file (``\\n``-separated, trailing whitespace stripped as the
-    sacrebleu command line does; ``.gz``, ``.bz2``, ``.xz`` read transparently)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputFileError(f"`{what}`: {path}: no such file")
-    opener = COMPRESSIONS.get(split_suffix(path)[1], open)
-    try:
-        with opener(path, "rt", encoding="utf-8", newline="\n") as fh:
-            return [line.rstrip() for line in fh]
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error, lzma.LZMAError) as exc:
-        raise InputFileError(f"`{what}`: {path}: cannot read text: {exc}") from None
+    sacrebleu command line does; ``.gz``, ``.bz2``, ``.xz`` read transparently); errors
+    name the file and the line (:func:`multistat.io._mt_text.read_lines`)."""
+    return read_lines(path, f"`{what}`")
 
 
 def _text_inputs(hypotheses: Mapping, references):
     """Plain-text route: {system: file or lines} and one or more reference files."""
+    texts = None
     if is_pathlike(references):
         ref_paths = [references]
     elif isinstance(references, Sequence) and references and all(
             is_pathlike(r) for r in references):
         ref_paths = list(references)
+    elif isinstance(references, Sequence) and references and all(
+            isinstance(r, Sequence) and not isinstance(r, str)
+            and all(isinstance(x, str) for x in r) for r in references):
+        # references already read (lists of lines, one list per reference)
+        texts = [list(r) for r in references]
+        ref_paths = [f"reference {k + 1}" for k in range(len(texts))]
     else:
         raise ParameterTypeError("with a mapping of system files, `references` must be the "
-                                 "path of a plain-text reference file (one segment per line) "
-                                 f"or a list of such paths; got {type(references).__name__}")
-    refs = [_read_lines(p, "references") for p in ref_paths]
+                                 "path of a plain-text reference file (one segment per line), "
+                                 "a list of such paths or a list of lists of lines; got "
+                                 f"{type(references).__name__}")
+    refs = texts if texts is not None else [_read_lines(p, "references") for p in ref_paths]
     n = len(refs[0])
     for p, r in zip(ref_paths[1:], refs[1:]):
         if len(r) != n:
@@ -228,7 +227,8 @@ def _extract(metric, hyps: dict[str, list[str]], n: int, n_jobs: int = 1,
     systems = list(hyps)
     index: dict[tuple[int, str], int] = {}
     where = np.empty((len(systems), n), dtype=np.int64)
-    uniq_seg, uniq_hyp = [], []
+    uniq_seg: list[int] = []
+    uniq_hyp: list[str] = []
     for s, system in enumerate(systems):
         for i, text in enumerate(hyps[system]):
             key = (i, text)
@@ -281,7 +281,8 @@ def load_translations(hypotheses, references, *, metrics=("bleu", "chrf"),
     references : path, DataFrame, or path(s) of plain-text files
         A table with ``segment_col`` and ``reference_col`` (a list of columns for several
         references), or — with a mapping of system files — one reference file (or a list
-        of files for several references) with as many lines as each system file.
+        of files for several references, or lists of lines already read) with as many
+        lines as each system file.
     metrics : str or sequence of str, default ``("bleu", "chrf")``
         Any of ``"bleu"``, ``"chrf"``, ``"chrf++"``, ``"ter"`` (comma-separated string ok).
     system_col, segment_col, text_col, reference_col : str

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.cli._conventions import record, working
 
 AGREEMENT_HELP = ("Krippendorff's alpha of the raters of a study with ratings (read with "
                   "--rater-col), one row per dataset x system x metric, with a bootstrap "
@@ -32,7 +33,7 @@ def agreement_command(
                                                           ".csv or .jsonl")] =
     Path("agreement.parquet"),
     level: Annotated[str, typer.Option(
-        help="level of measurement: interval | ordinal | nominal | ratio")] = "interval",
+        help="level of measurement: {choices}")] = "interval",
     n_resamples: Annotated[int, typer.Option(
         help="bootstrap resamples over items for each interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap plan (0 is a seed)")] = 0,
@@ -49,8 +50,9 @@ def agreement_command(
     guard_outputs([study], {"--out": out})
     table_kind(out)
     start = time.perf_counter()
-    table = agreement(cube.load(study), level, n_resamples=n_resamples, seed=seed,
-                      confidence_level=confidence_level)
+    with working("agreement"):  # the bootstrap: elapsed seconds on stderr
+        table = agreement(cube.load(study), level, n_resamples=n_resamples, seed=seed,
+                          confidence_level=confidence_level)
     meta = {"kind": "agreement", "level": level, "n_resamples": n_resamples, "seed": seed,
             "confidence_level": confidence_level, "input": str(study)}
     write_table(table, out, metadata=meta)
@@ -58,6 +60,11 @@ def agreement_command(
         interval = (f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if n_resamples else "")
         typer.echo(f"{r.dataset} / {r.metric} / {r.system}: alpha = {r.alpha:.3f}{interval}"
                    f" ({r.n_units} items, {r.n_raters} raters)")
+    record(level=level, n_resamples=n_resamples, seed=seed,
+           confidence_level=confidence_level,
+           rows=table[[c for c in ("dataset", "metric", "system", "alpha", "ci_low",
+                                   "ci_high", "n_units", "n_raters") if c in table]
+                      ].to_dict(orient="records"))
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
 
 
@@ -95,4 +102,7 @@ def components_command(
     typer.echo(f"{vc.dataset} / {vc.metric}: {vc.n_ratings} ratings, {vc.n_raters} raters, "
                f"{vc.n_items} items; pooled standard deviations: "
                + ", ".join(f"{k} {v:.4g}" for k, v in pooled.items()))
+    record(dataset=vc.dataset, metric=vc.metric, n_ratings=vc.n_ratings,
+           n_raters=vc.n_raters, n_items=vc.n_items, pooled=pooled,
+           intercept=vc.intercept, effect=vc.effect)
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")

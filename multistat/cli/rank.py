@@ -19,6 +19,7 @@ from multistat.cli._common import (
     eee_file,
     eee_folder,
     guard_outputs,
+    open_study,
     split_names,
     table_kind,
     write_eee,
@@ -101,14 +102,15 @@ def rank_command(
                           "(a .jsonl file, or a folder of <system>.json): scores with "
                           "their intervals (Wilson for binary metrics), rank, rank "
                           "interval, cluster, test, correction and seed")] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="working-memory budget, e.g. 2GiB or 500MB (default: a "
+                               "safe share of physical memory); a .zarr study is streamed "
+                               "within it; results do not depend on it")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
-    # lazily: the library loads when the command runs (`multistat --help` stays fast)
-    from multistat import cube
-
     # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat.leaderboard.ranking import rank_request, run_ranking
 
@@ -124,23 +126,28 @@ def rank_command(
     test = given.get("test", library_defaults()["test"])
     if show_progress(progress):
         req = dataclasses.replace(req, progress=True)
+    if memory_limit is not None:
+        req = dataclasses.replace(req, memory_limit=memory_limit)
     guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
                   folders=eee_folder(eee_out))
     table_kind(out)
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    loaded = cube.load(study)
+    loaded = open_study(study)  # a .zarr study stays in its store
     result = run_ranking(loaded, req, requested=test, pairs=pairs_out is not None)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     write_table(board, out, metadata=meta)
     if pairs_out is not None:
         write_table(result.pairs, pairs_out, flag="--pairs-out",
-                    metadata=dict(result.pairs.attrs["multistat"], input=str(study),
+                    # run_ranking(pairs=True) returns the pair table
+                    metadata=dict(result.pairs.attrs["multistat"],  # type: ignore[union-attr]
+                                  input=str(study),
                                   stage="rank"))
     if eee_out is not None:
-        write_eee(board, eee_out, study=loaded)
+        # (a .zarr study is not loaded: the ranking's own intervals)
+        write_eee(board, eee_out, study=loaded if hasattr(loaded, "children") else None)
     record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
            confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
            notes=list(meta.get("floor_notes", ())),
@@ -152,7 +159,7 @@ def rank_command(
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
-            members = ", ".join(f"{s} ({lo:g}-{hi:g})" for s, lo, hi in
+            members = ", ".join(f"{s} (rank {lo:g}-{hi:g})" for s, lo, hi in
                                 zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"]))
             typer.echo(f"  cluster {c}: {members}")
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={req.alpha}; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from multistat import cube
 from multistat._result import Result
 from multistat._validation import check_choice
 from multistat.errors import DataValidationError, ParameterError
+
+if TYPE_CHECKING:  # the power package's class, imported where it is made
+    from multistat.power import LikertVariance
 
 
 def _nodes(study) -> dict[str, xr.Dataset]:
@@ -137,7 +141,7 @@ class VarianceComponents(Result):
         The pairs left out of the pooling and why ("" when none).
     """
 
-    variance: object
+    variance: LikertVariance
     intercept: float
     effect: float
     n_raters: int
@@ -240,7 +244,8 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     for a, b in combinations(systems, 2):
         ya, yb = r.sel(system=a).values, r.sel(system=b).values
         pa, pb = ~np.isnan(ya), ~np.isnan(yb)
-        items, raters = np.indices(ya.shape)
+        grid = np.indices(ya.shape)
+        items, raters = grid[0], grid[1]
         raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
         items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
         if (a, b) in done:  # compare's own fit of this pair

@@ -42,8 +42,10 @@ from multistat.comparison import (
 from multistat.leaderboard import stream as rank_stream
 from multistat.errors import ResamplingFloorWarning
 from multistat.pfloor import floor_notes, floor_notes_of_sizes
-from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
+from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat.request import RunRequest, build_request
 from multistat.significance import REGISTRY
+from multistat.significance.resampling import ci_choice_note
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -314,8 +316,9 @@ class RankResult(Result):
         """The run's settings (the table's metadata) and counts of rows and decisions."""
         meta = {k: v for k, v in self.table.attrs.get("multistat", {}).items()
                 if v is None or isinstance(v, (int, float, str, bool))}
-        reject = self.pairs["reject"] if "reject" in self.pairs else pd.Series([], bool)
-        return {**meta, "n_rows": len(self.table), "n_pairs": len(self.pairs),
+        pairs = self.pairs if self.pairs is not None else pd.DataFrame()
+        reject = pairs["reject"] if "reject" in pairs else pd.Series([], bool)
+        return {**meta, "n_rows": len(self.table), "n_pairs": len(pairs),
                 "n_significant": int(reject.fillna(False).astype(bool).sum())}
 
 
@@ -374,10 +377,22 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
     leaderboard, bit for bit, without a row per pair."""
 
 
-    if not hasattr(study, "children"):
-        study = cube.load(study)
+    # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
+    from multistat.io._zarr import ZarrStudy, is_zarr_path, open_zarr
+
     (test,) = req.tests
     requested = test if requested is None else requested
+    if not isinstance(study, ZarrStudy) and not hasattr(study, "children") and is_zarr_path(
+            study):
+        study = open_zarr(study)
+    if isinstance(study, ZarrStudy):
+        # lazily: the streamed leaderboard
+        from multistat.leaderboard._zarr import rank_zarr
+
+        return rank_zarr(study, req, requested=requested, pairs=pairs,
+                         parts=(RankResult, _board, _ranking_meta, better_matrix))
+    if not hasattr(study, "children"):
+        study = cube.load(study)
     if not pairs and rank_stream.applicable(study, req):
         try:
             return _run_streamed(study, req, requested)
@@ -401,18 +416,24 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
             datasets=req.datasets, scheduler=req.scheduler, n_chunks=req.n_chunks,
             known=known):
         for j, (metric, hib) in enumerate(zip(mnames, hibs)):
-            pairs = by_key.get((name, metric))
+            group = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
-                                pairs, req.level, req.equivalence_margin))
+                                group, req.level, req.equivalence_margin))
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
     out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
                                            requested, study_hash(study), notes)
-    pairs = table.copy()
-    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
-                                 **{k: v for k, v in out.attrs["multistat"].items()
-                                    if k not in ("kind", "rule", "rank_interval")},
-                                 "kind": "ranking_pairs"}}
-    return RankResult(out, pairs)
+    pair_table = table.copy()
+    if "note" in pair_table:  # rank, not the user, chose the percentile intervals
+        notes_col = pair_table["note"]
+        pair_table["note"] = notes_col.astype(object).where(
+            notes_col.isna(), notes_col.astype(str).str.replace(
+                ci_choice_note("percentile", "user"), ci_choice_note("percentile", "rank"),
+                regex=False))
+    pair_table.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                      **{k: v for k, v in out.attrs["multistat"].items()
+                                         if k not in ("kind", "rule", "rank_interval")},
+                                      "kind": "ranking_pairs"}}
+    return RankResult(out, pair_table)
 
 
 def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str,

@@ -212,7 +212,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
     figdir, tabdir = _files.own_folder(out, "figures"), _files.own_folder(out, "tables")
 
     if test is None and analysis is not None:
-        test = _tables.recommended_tests(res, analysis) or None
+        # from here on a test per (dataset, metric), as primary_tests takes it
+        test = _tables.recommended_tests(res, analysis) or None  # type: ignore[assignment]
     chosen = _tables.primary_tests(res, test)
     if not chosen:
         raise ParameterError(f"`test` {test!r} was not run on any dataset × metric")
@@ -295,8 +296,8 @@ def write_report(results, out_dir, *, analysis=None, power=None, study=None, sys
         ck = ck_all[(ck_all["dataset"] == ds) & (ck_all["metric"] == metric)]
         ck_shown = ck[ck["test"].str.rsplit(" (", n=1).str[0] == t]
         td = dec_tests[(ds, metric)]
-        other = _decisions.other_label(t, td, ranking_pairs is not None and
-                                       bool(dec_settings) and (ds, metric) in set(
+        other = _decisions.other_label(t, td, ranking_pairs is not None and board is not None
+                                       and bool(dec_settings) and (ds, metric) in set(
                                            zip(board["dataset"].astype(str),
                                                board["metric"].astype(str))))
         lbd = _tables.leaderboard_display(lb)
@@ -534,7 +535,9 @@ def _summary(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
 def _sacrebleu_signatures(meta: Mapping, study) -> dict:
     """{dataset: {metric: signature}}: from the results' metadata, else from the study."""
 
-    sigs = meta.get("sacrebleu") if isinstance(meta.get("sacrebleu"), Mapping) else {}
+    sigs = meta.get("sacrebleu")
+    if not isinstance(sigs, Mapping):
+        sigs = {}
     out = {str(k): dict(v) for k, v in sigs.items() if isinstance(v, Mapping)}
     if study is not None:
         # heavy: xarray, lazily

@@ -148,7 +148,7 @@ def _direction(df: pd.DataFrame) -> np.ndarray:
 
 def _meta(results) -> dict:
     meta = getattr(results, "attrs", {}).get("multistat", {})
-    return meta if isinstance(meta, Mapping) else {}
+    return dict(meta) if isinstance(meta, Mapping) else {}
 
 
 def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
@@ -303,7 +303,7 @@ def _study_scores(results, study, level) -> dict:
     nres = meta.get("n_resamples")
     if not _finite(nres) and "n_resamples" in results:
         nres = pd.to_numeric(results["n_resamples"], errors="coerce").max()
-    nres = int(nres) if _finite(nres) and nres > 0 else DEFAULT_N_RESAMPLES
+    nres = int(nres) if nres is not None and _finite(nres) and nres > 0 else DEFAULT_N_RESAMPLES
     seed = meta.get("seed", 0)
     seed = int(seed) if _finite(seed) else 0
     names = set(results["dataset"].astype(str))
@@ -322,7 +322,7 @@ def _study_scores(results, study, level) -> dict:
 def _scores_from_columns(results) -> dict[tuple, float]:
     if "score_a" not in results or "score_b" not in results:
         return {}
-    out = {}
+    out: dict = {}
     for side in ("a", "b"):
         sub = results[["dataset", "metric", f"system_{side}", f"score_{side}"]].dropna()
         for d, m, s, v in sub.itertuples(index=False):
@@ -332,7 +332,7 @@ def _scores_from_columns(results) -> dict[tuple, float]:
 
 # ----------------------------------------------------------------------------- leaderboard
 def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
-                test: str | None = None) -> pd.DataFrame:
+                test: str | Mapping[tuple, str] | None = None) -> pd.DataFrame:
     """Leaderboard per dataset × metric.
 
     Parameters
