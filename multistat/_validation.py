@@ -296,7 +296,7 @@ def checked(**declared: Option) -> Callable[[Callable[_P, _R]], Callable[_P, _R]
     return decorate
 
 
-def name_column_problem(values, column: str) -> str | None:
+def name_column_problem(values: Iterable[Any], column: str) -> str | None:
     """What is wrong with the identifier ``column`` of a table (``values``: its cells,
     any sequence), or None: a missing cell, a name :func:`bad_name` refuses (blank,
     control characters; dataset names also path parts), or two names that

@@ -71,7 +71,7 @@ def _stop_resource_tracker() -> None:
         return
     gc.collect()
     with contextlib.suppress(Exception):
-        tracker._stop()  # closes this end of its pipe and waits for it (reaped)
+        tracker._stop()  # type: ignore[attr-defined]  # closes its pipe, reaps it
     if getattr(tracker, "_pid", None) == pid:  # not stopped, not reaped: end it
         with contextlib.suppress(OSError, ChildProcessError):
             os.kill(pid, signal.SIGKILL)

@@ -97,7 +97,7 @@ def _no_room(target, errnum: int, why: str) -> OSError:
     err = OSError(f"could not write {os.fspath(target)}: {why}; nothing was written there "
                   f"(an existing file is kept as it was)")
     err.errno = errnum
-    err.checked_room = True
+    err.checked_room = True  # type: ignore[attr-defined]  # netcdf_write_failed reads it
     return err
 
 

@@ -174,11 +174,11 @@ def check_table(frame, kind: str, name: str | None = None, *, source=None) -> pd
     for col in schema.optional_numbers:
         if col in frame.columns:
             _numbers(frame, col, where, whole=False)
-    key = schema.key
+    names = schema.key
     recorded = (frame.attrs.get("multistat") or {}).get(schema.key_from or "")
     if isinstance(recorded, (list, tuple)) and recorded:
-        key = tuple(str(c) for c in recorded)
-    key = [c for c in key if c in frame.columns]
+        names = tuple(str(c) for c in recorded)
+    key = [c for c in names if c in frame.columns]
     if key:
         twice = frame[key].astype(str).duplicated(keep=False).to_numpy()
         if twice.any():
