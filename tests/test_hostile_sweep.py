@@ -1,7 +1,7 @@
 """A representative subset of validation/hostile_sweep.py: generated hostile inputs to
 the ratings, preference, meta-analysis, meta-evaluation and LLM-log commands end in one
 clean error line (exit 2) or a correct output, never in a traceback, a written output
-after a failure, or a silent acceptance. The whole sweep (240 cases):
+after a failure, or a silent acceptance. The whole sweep (243 cases):
 ``python -m validation.hostile_sweep``."""
 
 from __future__ import annotations
