@@ -294,3 +294,39 @@ def checked(**declared: Option) -> Callable[[Callable[_P, _R]], Callable[_P, _R]
         relocated.__dict__["options"] = dict(declared)  # a function attribute
         return relocated
     return decorate
+
+
+def name_column_problem(values: Iterable[Any], column: str) -> str | None:
+    """What is wrong with the identifier ``column`` of a table (``values``: its cells,
+    any sequence), or None: a missing cell, a name :func:`bad_name` refuses (blank,
+    control characters; dataset names also path parts), or two names that
+    :func:`twin_names` cannot tell apart. The one identifier check of every table a
+    command reads (compare tables for ``meta``, the report's inputs). The answer names
+    the column and the first row.
+
+    Examples
+    --------
+    >>> name_column_problem(["a", "b", "a"], "system") is None
+    True
+    >>> name_column_problem(["a", "a ", "b"], "system")
+    "column 'system': names 'a' (row 0) and 'a ' (row 1) differ only by surrounding whitespace"
+    >>> name_column_problem(["a", None], "metric")
+    "column 'metric', row 1: missing"
+    """
+    cells = list(values)
+    role = column if column in ("dataset", "system", "metric") else "name"
+    first: dict[str, int] = {}
+    for i, v in enumerate(cells):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return f"column {column!r}, row {i}: missing"
+        first.setdefault(str(v), i)
+    twins = twin_names(list(first))
+    if twins is not None:
+        a, b = twins
+        return (f"column {column!r}: names {a!r} (row {first[a]}) and {b!r} (row "
+                f"{first[b]}) {twins_why(a, b)}")
+    for name, i in first.items():
+        why = bad_name(name, role)
+        if why is not None:
+            return f"column {column!r}, row {i}: {role} name {name!r} {why}"
+    return None

@@ -436,15 +436,18 @@ def save(study: xr.DataTree, path) -> Path:
         The path written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    enc: dict[str, Any] = {}
     tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
                        for n, ds in datasets(study).items()})
+    # lazily: a t-only compare does not load it (first-call time)
+    from multistat.io._write_faults import netcdf_write_failed, write_netcdf
+
     with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file
         try:
-            tree.to_netcdf(tmp, engine="h5netcdf", encoding=enc or None)
+            # encoded in memory, then written with plain writes: a full disk is an
+            # OSError, never a crash inside HDF5 (io/_write_faults.write_netcdf)
+            write_netcdf(tree, tmp, path,
+                         memory_limit=(physical_memory() or 8 << 30) // 4)
         except BaseException as exc:  # disk full, ulimit -f, Ctrl-C: one clear error
-            # lazily: a t-only compare does not load it (first-call time)
-            from multistat.io._write_faults import netcdf_write_failed
 
             err = netcdf_write_failed(exc, tmp, path)
             if err is exc:

@@ -223,7 +223,9 @@ class RunRequest:
             if 1 - alpha == 1:  # the default level 1 - alpha rounds to 1
                 raise ParameterError(
                     f"`alpha` {alpha!r} is too small: the intervals' level 1 - alpha rounds "
-                    "to 1 (alpha must exceed 5.6e-17 = 2**-54, or give `confidence_level`)")
+                    "to 1 (alpha must exceed 5.6e-17 = 2**-54; only a run that gives the "
+                    "intervals a level of their own can go below: the Python API's "
+                    "confidence level argument, `multistat rank --confidence-level`)")
         else:
             put("confidence_level", CONFIDENCE_LEVEL("confidence_level", self.confidence_level))
         correction = None if self.correction == "none" else self.correction

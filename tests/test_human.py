@@ -487,3 +487,26 @@ def test_cli_agreement_and_components(tmp_path, capsys):
     assert len(rows) == 1 and "pooled standard deviations: worker_intercept" in stdout
     status, _, err = run_cli(["components", path, "--systems", "a", "-o", out], capsys)
     assert_one_line_error(status, err, "two")
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_variance_components_at_extreme_scales_equal_scale_one(scale, tmp_path):
+    """Ratings times 1e+-300 give the components of the same ratings times the scale
+    (main, 3c3bb2d: an OverflowError at 1e300, "no pair could be fitted" at 1e-300)."""
+    import multistat as ms
+
+    rng = np.random.default_rng(0)
+    rows = [(s, f"i{i}", r, float(rng.integers(1, 6))) for s in ("A", "B", "C")
+            for i in range(12) for r in ("r1", "r2", "r3")]
+    frame = pd.DataFrame(rows, columns=["system", "instance", "rater", "score"])
+    out = {}
+    for s in (1.0, scale):
+        frame.assign(score=frame["score"] * s).to_csv(tmp_path / "r.csv", index=False)
+        out[s] = ms.variance_components(ms.load(tmp_path / "r.csv", rater_col="rater"))
+    one, far = out[1.0], out[scale]
+    for k in ("worker_intercept", "worker_slope", "item_intercept", "item_slope", "sigma"):
+        # the REML optimizer's own tolerance, not the scale, bounds the agreement
+        assert getattr(far.variance, k) / scale == pytest.approx(
+            getattr(one.variance, k), rel=1e-6, abs=1e-6), k
+    assert far.effect / scale == pytest.approx(one.effect, rel=1e-9)
+    assert far.intercept / scale == pytest.approx(one.intercept, rel=1e-9)

@@ -103,3 +103,92 @@ def test_overflow_is_reported_as_overflow():
                            metrics=["m"], instances=[f"i{k}" for k in range(20)])
     with pytest.raises(DataValidationError, match="overflow in dataset 'big'"):
         compare(cube.make_study({"big": ds}), tests=("t",), scheduler="synchronous")
+
+
+# ------------------------------------------- extreme scales in every family (scale-free)
+EXTREME = [1e-300, 1e300, 1e-200, 1e155]
+
+
+def _close(a, b, rtol=1e-9):
+    return np.allclose(np.asarray(a, float), np.asarray(b, float), rtol=rtol, atol=0,
+                       equal_nan=False)
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+def test_compare_se_and_mde_at_extreme_scales_equal_scale_one(scale, tmp_path):
+    """The t and bootstrap standard errors and the MDE of the same data at 1e+-300 are
+    the scale-1 values times the scale (main, 3c3bb2d: at 1e-300 the bootstrap se and
+    mde were 0, the t se NaN)."""
+    import pandas as pd
+
+    import multistat as ms
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(3, 40))
+    base[1] += 0.3
+    out = {}
+    for s in (1.0, scale):
+        frame = pd.DataFrame({"system": np.repeat(["a", "b", "c"], 40),
+                              "instance": np.tile(np.arange(40), 3),
+                              "score": (base * s).ravel()})
+        frame.to_csv(tmp_path / "s.csv", index=False)
+        res = compare(ms.load(tmp_path / "s.csv"), tests=["t", "bootstrap"],
+                      n_resamples=199, seed=3)
+        out[s] = res.sort_values(["test", "system_a", "system_b"]).reset_index(drop=True)
+    one, big = out[1.0], out[scale]
+    assert np.isfinite(one["se"]).all() and (one["se"] > 0).all()
+    for col in ("estimate", "se", "ci_low", "ci_high", "mde"):
+        assert _close(big[col] / scale, one[col]), col
+    assert _close(big["p_value"], one["p_value"])
+
+
+@pytest.mark.parametrize("scale", EXTREME)
+def test_meta_analysis_at_extreme_scales_equals_scale_one(scale):
+    """Effects and standard errors at 1e+-300 pool as the same ones at 1 (main, 3c3bb2d:
+    every pooled number NaN); tau^2 beyond the float range is said in the note."""
+    from multistat.meta.pooling import meta_analysis
+
+    rng = np.random.default_rng(1)
+    y, se = rng.normal(0.3, 0.2, 6), np.sqrt(rng.uniform(0.01, 0.05, 6))
+    one = meta_analysis(y, se=se)
+    big = meta_analysis(y * scale, se=se * scale)
+    for f in ("estimate", "se", "ci_low", "ci_high", "pi_low", "pi_high"):
+        assert _close(getattr(big, f) / scale, getattr(one, f)), f
+    for f in ("p_value", "i2", "h2", "q", "statistic"):
+        assert _close(getattr(big, f), getattr(one, f)), f
+    assert one.tau2 > 0
+    tau2 = one.tau2 * scale * scale
+    if np.isfinite(tau2) and tau2 > 0:
+        assert _close(big.tau2, tau2)
+    else:
+        assert "tau2 is beyond the float range" in big.note
+
+
+@pytest.mark.parametrize("scale", EXTREME)
+def test_pearson_in_metric_correlation_is_scale_free(scale):
+    """main, 3c3bb2d: 0.0 at 1e155, 1.0 at 1e-200 (the true r is 0.732)."""
+    from multistat.meta.evaluation import metric_correlation
+
+    rng = np.random.default_rng(1)
+    h = rng.normal(size=(5, 40))
+    m = h + rng.normal(size=(5, 40))
+    one = metric_correlation(h, m, n_resamples=0).value
+    # scipy.stats.pearsonr on the flattened cells (average_by="none"): the reference
+    from scipy import stats
+    assert _close(one, stats.pearsonr(h.ravel(), m.ravel()).statistic, rtol=1e-12)
+    assert _close(metric_correlation(h * scale, m * scale, n_resamples=0).value, one)
+    assert _close(metric_correlation(h, m * scale, n_resamples=0).value, one)
+
+
+@pytest.mark.parametrize("scale", EXTREME)
+def test_krippendorff_interval_alpha_is_scale_free(scale):
+    """main, 3c3bb2d: NaN at 1e+-300."""
+    from multistat.human.agreement import krippendorff_alpha
+
+    rng = np.random.default_rng(2)
+    r = rng.integers(1, 6, size=(4, 30)).astype(float)
+    r[0] = r[1] + rng.integers(-1, 2, 30)
+    for level in ("interval", "ratio", "ordinal", "nominal"):
+        one = krippendorff_alpha(r, level).alpha
+        assert np.isfinite(one)
+        assert _close(krippendorff_alpha(r * scale, level).alpha, one, rtol=1e-12), level

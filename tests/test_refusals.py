@@ -297,3 +297,29 @@ def test_repeated_comparisons_are_refused_not_counted_twice(tmp_path, capsys):
         check_results(pd.concat([table, table.iloc[:1]]))
     status, _, err = run_cli(["replicability", "--p-values", "a=0.01,b=0.2,a=0.03"], capsys)
     assert_one_line_error(status, err, "'a' is named twice")
+
+
+# ------------------------------------------ messages that point at what compare has
+def test_a_tiny_alpha_does_not_suggest_a_flag_compare_lacks(study, tmp_path, capsys):
+    """main, 3c3bb2d: "or give `confidence_level`", which compare has no flag for."""
+    status, _, err = run_cli(["compare", str(study), "--tests", "t", "--alpha", "1e-17",
+                              "-o", str(tmp_path / "r.parquet")], capsys)
+    assert_one_line_error(status, err, "`--alpha` 1e-17 is too small",
+                          "`multistat rank --confidence-level`")
+    assert "`confidence_level`" not in err and "--confidence-level`)" in err
+
+
+def test_a_scheduler_closed_form_tests_do_not_use_is_said(study, tmp_path, capsys):
+    """Closed-form tests never run on the scheduler: an information line says so (and
+    nothing is said when a resampling test uses it)."""
+    status, out, err = run_cli(["compare", str(study), "--tests", "t,wilcoxon",
+                                "--scheduler", "synchronous", "-o",
+                                str(tmp_path / "r.parquet")], capsys)
+    assert status == 0, err
+    assert ("note: --scheduler synchronous is checked but not used: the tests t, wilcoxon "
+            "are closed-form and run in this process") in out
+    status, out, err = run_cli(["compare", str(study), "--tests", "t,bootstrap",
+                                "--n-resamples", "99", "--scheduler", "synchronous", "-o",
+                                str(tmp_path / "r.parquet")], capsys)
+    assert status == 0, err
+    assert "not used" not in out

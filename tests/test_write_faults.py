@@ -3,6 +3,7 @@ exit status 2 with the old file intact; SIGTERM and Ctrl-C leave no temporary fi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -188,3 +189,179 @@ def test_an_error_raised_while_ctrl_c_unwinds_is_an_abort(monkeypatch, capsys):
         cli.main(["load", "whatever.csv", "-o", "out.nc"])
     assert stop.value.code == 130
     assert "multistat: aborted" in capsys.readouterr().err
+
+
+# ---------------------------------------------- a real full file system (a small tmpfs)
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 2 MiB tmpfs mounted under ``tmp_path`` (skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if not sys.platform.startswith("linux") or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root on Linux")
+    run = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                         check=False, capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {run.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
+
+
+def _fill(folder, kib):
+    for p in folder.iterdir():
+        p.unlink()
+    if kib:
+        with open(folder / "fill", "wb") as fh:
+            try:
+                fh.write(b"\0" * (kib << 10))
+            except OSError:  # the fill itself may not fit entirely: the disk is full
+                pass
+
+
+def _mt_inputs(folder, n=1200, seed=3):
+    rng = np.random.default_rng(seed)
+    words = np.array(["the", "a", "cat", "dog", "sat", "on", "mat", "ran", "far", "home"])
+    ref = [" ".join(rng.choice(words, 12)) for _ in range(n)]
+    rows = [(s, i, " ".join(rng.choice(words, 12))) for s in ("a", "b", "c") for i in range(n)]
+    hyp = folder / "hyp.tsv"
+    pd.DataFrame(rows, columns=["system", "segment", "hypothesis"]).to_csv(hyp, sep="\t",
+                                                                           index=False)
+    refs = folder / "ref.tsv"
+    pd.DataFrame({"segment": range(n), "reference": ref}).to_csv(refs, sep="\t", index=False)
+    return [hyp, refs]
+
+
+@pytest.mark.parametrize("command", ["load", "load-mt"])
+def test_a_full_file_system_never_crashes_the_study_writer(tmp_path, small_fs, command):
+    """``load``/``load-mt`` into a 2 MiB tmpfs filled to several levels around the
+    study's size: exit 0 with a readable study, or exit 2 with one line; never a crash
+    (main, 3c3bb2d: HDF5 failing while flushing or closing, exit 139) and never a
+    temporary file left behind."""
+    from multistat import cube
+
+    inputs = ([_scores(tmp_path / "s.csv", n=20_000)] if command == "load"
+              else _mt_inputs(tmp_path))
+    out = small_fs / "study.nc"
+    assert _cli([command, *inputs, "-o", tmp_path / "ref.nc"]).returncode == 0
+    size = (tmp_path / "ref.nc").stat().st_size
+    free = 2 << 20
+    assert size < free
+    seen = set()
+    # fills leaving from well over the size to nothing, densest near the boundary
+    for left in [free, size + 8192, size - 1024, 0]:
+        _fill(small_fs, max(0, free - left) >> 10)
+        run = _cli([command, *inputs, "-o", out])
+        seen.add(run.returncode)
+        assert run.returncode in (0, 2), (left, run.returncode, run.stderr[-2000:])
+        assert [p.name for p in small_fs.iterdir() if p.name.startswith(".")] == []
+        if run.returncode == 2:
+            # load-mt's progress lines come first; then one line, no traceback
+            last = run.stderr.splitlines()[-1]
+            assert "Traceback" not in run.stderr and run.stderr.count("multistat:") == 1
+            assert last.startswith(f"multistat: error: could not write {out}: no "
+                                   "space left on device"), run.stderr
+            assert not out.exists()
+        else:
+            assert cube.open_study(out) is not None
+    assert seen == {0, 2}
+
+
+def test_a_write_failing_after_the_room_check_is_a_clean_oserror(tmp_path, small_fs,
+                                                                  monkeypatch):
+    """Another writer fills the disk between the check and the write: the plain file
+    writes fail with ENOSPC, the library raises one OSError, no temporary file stays."""
+    import errno
+
+    import multistat
+    from multistat import cube
+    from multistat.io import _write_faults
+
+    study = multistat.load(_scores(tmp_path / "s.csv", n=50_000))
+    monkeypatch.setattr(_write_faults, "check_room", lambda target, size: None)
+    _fill(small_fs, 1900)
+    with pytest.raises(OSError, match="no space left on device; nothing was written") as err:
+        cube.save(study, small_fs / "x.nc")
+    assert err.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in small_fs.iterdir()) == ["fill"]
+
+
+def test_a_study_too_large_for_memory_is_checked_before_it_is_written(tmp_path, monkeypatch):
+    """The direct write (a study larger than the memory share) is refused up front when
+    the estimate exceeds the free space, and works when it fits."""
+    import multistat
+    from multistat import cube
+    from multistat.io import _write_faults
+
+    pd.DataFrame({"system": np.repeat(["a", "b"], 1000),
+                  "instance": np.tile(np.arange(1000), 2),
+                  "score": np.arange(2000.0)}).to_csv(tmp_path / "s.csv", index=False)
+    study = multistat.load(tmp_path / "s.csv")
+    (tmp_path / "s.csv").unlink()
+    monkeypatch.setattr(cube, "physical_memory", lambda: 1024)
+    monkeypatch.setattr(_write_faults, "_free_bytes", lambda folder: 100)
+    with pytest.raises(OSError, match=r"no space left on device \(\d\d,\d\d\d bytes needed, "
+                                      r"100 free\)"):
+        cube.save(study, tmp_path / "x.nc")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(_write_faults, "_free_bytes", lambda folder: None)
+    cube.save(study, tmp_path / "x.nc")
+    back = cube.open_study(tmp_path / "x.nc", max_bytes=1 << 20)
+    (ds,) = cube.datasets(back).values()
+    assert (ds["score"].values.ravel()[:3] == [0, 1, 2]).all()
+
+
+# ------------------------------------------- SIGTERM ends every process of a run
+def _group(pgid):
+    """PIDs of the live (not zombie) processes in process group ``pgid`` (/proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux)")
+def test_sigterm_ends_the_worker_processes_and_the_resource_tracker(tmp_path):
+    """``compare --scheduler processes`` with its output piped, SIGTERM once the worker
+    processes run: ``communicate()`` returns (no process holds the pipes), the status
+    says SIGTERM, nothing of the process group is left, no output or temporary file.
+    (main, 3c3bb2d: the workers and the resource tracker stayed, re-parented to PID 1,
+    and ``communicate()`` waited for them.)"""
+    src = _scores(tmp_path / "s.csv", n=4000)
+    out = tmp_path / "out.parquet"
+    proc = popen_own_session([sys.executable, "-m", "multistat.cli", "compare", str(src),
+                              "--tests", "bootstrap", "--n-resamples", "200000",
+                              "--scheduler", "processes", "-o", str(out)],
+                             env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    pgid = proc.pid
+    try:
+        deadline = time.monotonic() + 120
+        # the command, the resource tracker and at least one worker
+        while len(_group(pgid)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert proc.poll() is None and len(_group(pgid)) >= 3, "no worker process started"
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        for pid in _group(pgid):  # whatever is left (the failure being tested)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGTERM, stderr.decode()[-2000:]
+    assert stderr == b"", stderr.decode()[-2000:]
+    for _ in range(50):  # the children are reaped by the parent before it ends
+        if not _group(pgid):
+            break
+        time.sleep(0.1)
+    assert _group(pgid) == []
+    assert not out.exists() and _hidden(tmp_path) == []

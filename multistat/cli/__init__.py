@@ -26,6 +26,7 @@ from typer._click import exceptions as _click_exceptions
 from multistat import __version__
 from multistat._blas import pin_kernels
 from multistat.cli._conventions import LIBRARY_CHOICES, conventions, fill_choices
+from multistat.cli._signals import end_run, restore, terminate_on_sigterm, terminated
 from multistat.cli.across import friedman_command, replicability_command
 from multistat.cli.compare import compare_cmd
 from multistat.cli.compare import fill_library_choices as fill_compare_choices
@@ -214,6 +215,17 @@ def main(argv=None) -> int:
     def show_warning(message, category, filename, lineno, file=None, line=None):
         typer.echo(f"multistat: warning: {cli_message(message, args)}", err=True)
 
+    # SIGTERM unwinds like Ctrl-C and ends every process of the run (_signals)
+    previous = terminate_on_sigterm()
+    try:
+        _run(args, show_warning)
+    finally:
+        end_run()  # after SIGTERM: the children stopped, then this process ends by it
+        restore(previous)
+    return 0
+
+
+def _run(args, show_warning) -> None:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = show_warning  # one line per warning, no source line
@@ -227,7 +239,8 @@ def main(argv=None) -> int:
             _fail(cli_message(exc.format_message()))
         sys.exit(2)
     except (typer.Abort, KeyboardInterrupt):
-        typer.echo("multistat: aborted", err=True)
+        if not terminated():  # SIGTERM ends the process silently, as its default does
+            typer.echo("multistat: aborted", err=True)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -236,7 +249,8 @@ def main(argv=None) -> int:
               "resamples at once")
     except Exception as exc:  # the last line of defence: one line, no traceback
         if _interrupted(exc):  # raised while Ctrl-C unwound a library (h5py closing a file)
-            typer.echo("multistat: aborted", err=True)
+            if not terminated():
+                typer.echo("multistat: aborted", err=True)
             sys.exit(130)
         lost = _scheduler_loss(exc)
         if lost is not None:
@@ -247,7 +261,6 @@ def main(argv=None) -> int:
             raise
         _fail(f"internal error {type(exc).__name__}: {cli_message(exc)} (a bug in "
               f"multistat: please report it; MULTISTAT_TRACEBACK=1 shows the traceback)", 1)
-    return 0
 
 
 def _interrupted(exc: BaseException | None) -> bool:

@@ -127,7 +127,9 @@ def compare_cmd(
              "scheduler and its workers exchange pickled tasks: use only a scheduler you "
              "trust, on a network you trust; checked before the run, and workers whose "
              "BLAS kernels differ from this process's are restarted with "
-             "OPENBLAS_CORETYPE=Haswell)")] = None,
+             "OPENBLAS_CORETYPE=Haswell). Only resampling tests (bootstrap, permutation, "
+             "...) run there: closed-form tests (t, wilcoxon, sign, ...) run in this "
+             "process whatever the scheduler, which is still checked")] = None,
     ci_method: Annotated[str | None, typer.Option(
         help="bootstrap interval: {choices} (basic inverts the p-value, so decision and "
              "interval agree)")] = None,
@@ -203,6 +205,7 @@ def compare_cmd(
     if systems_out is not None:
         table_kind(systems_out, "--systems-out")
     probe(req.scheduler)  # a dask.distributed address answers, even if no test uses it
+    _note_unused_scheduler(scheduler, req.tests)
     opened = open_study(study)
     result = run(opened, req, return_systems=systems_out is not None)
     table, systems = result if systems_out is not None else (result, None)
@@ -229,3 +232,16 @@ def compare_cmd(
     if len(shown):
         show_frame(lambda: typer.echo(shown[cols].to_string(index=False, max_rows=30)))
     typer.echo(f"wrote {out}" + "".join(f" and {p}" for p in (systems_out, eee_out) if p))
+
+
+def _note_unused_scheduler(scheduler, tests) -> None:
+    """An information line when ``--scheduler`` was given but no test of the run
+    resamples: closed-form tests run in this process, the scheduler is only checked."""
+    if scheduler is None:
+        return
+    # lazily: the registry loads numpy/scipy (`multistat --help` stays fast)
+    from multistat.significance import get_test
+
+    if not any(get_test(t).resampling for t in tests):
+        typer.echo(f"note: --scheduler {scheduler} is checked but not used: the tests "
+                   f"{', '.join(tests)} are closed-form and run in this process")

@@ -129,6 +129,17 @@ def report_command(
                    preferences, metaeval, metaeval_matrix, *(power or ())],
                   {"--out": out / "report.html"}, folders={"--out": (out, REPORT_FOLDERS)})
     start = time.perf_counter()
+    # every input table checked (columns, types, duplicates) before any work, the
+    # message naming the flag and the file (report/_inputs.py)
+    from multistat.report._inputs import read_table
+
+    analysis = read_table(analysis, "analysis", "analysis")
+    systems = read_table(systems, "systems", "systems")
+    ranking = read_table(ranking, "ranking", "ranking")
+    meta = read_table(meta, "pooled", "meta")
+    preferences = read_table(preferences, "preferences", "preferences")
+    metaeval = read_table(metaeval, "metaeval", "metaeval")
+    metaeval_matrix = read_table(metaeval_matrix, "metaeval_matrix", "metaeval_matrix")
     path = write_report(results, out, analysis=analysis, power=list(power) if power else None,
                         study=study, systems=systems,
                         test=None if test in (None, "auto") else test, effect=effect,

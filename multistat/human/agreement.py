@@ -145,6 +145,12 @@ class _Parts:
             # then centred: alpha is shift-free up to the rounding of the data themselves
             vals = x[present]
             x = x - np.partition(vals, vals.size // 2)[vals.size // 2]
+            # and divided by the power of two at or below their largest magnitude (exact;
+            # alpha is scale-free): ratings near 1e-300 or 1e300 give the alpha of the
+            # same ratings near 1 (their squares would underflow or overflow)
+            top = np.abs(x[present]).max() if vals.size else 0.0
+            if np.isfinite(top) and top > 0:
+                x = x / np.ldexp(1.0, np.frexp(top)[1] - 1)
             centred = x - np.nanmean(x, axis=1, keepdims=True)
             ss = np.nansum(centred**2, axis=1)
             self.q = 2.0 * self.m * ss / (self.m - 1.0)

@@ -289,6 +289,10 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     items_used: set = set()
     n_ratings = 0
     done = _fitted_pairs(fits, name, met)
+    # ratings beyond 2^+-400 are fitted divided by a power of two (exact; the fit is
+    # scale-equivariant), the standard deviations and effects multiplied back: their
+    # squares would overflow or underflow inside the fit
+    scale = _far_scale(r.sel(system=systems).values)
     if max_pairs is not None:
         max_pairs = check_int("max_pairs", max_pairs, minimum=1)
     chosen = balanced_pairs(len(systems), max_pairs)
@@ -313,17 +317,20 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
                          "note": "left out: fewer than 2 raters, 2 items or 2 ratings per "
                                  "system"})
             continue
-        fit = fit_crossed(np.concatenate([ya[pa], yb[pb]]),
+        fit = fit_crossed(np.concatenate([ya[pa], yb[pb]]) / scale,
                           np.concatenate([np.ones(pa.sum()), -np.ones(pb.sum())]),
                           np.concatenate([raters[pa], raters[pb]]),
                           np.concatenate([items[pa], items[pb]]))
         if fit.note == DEGENERATE_NOTE:
             rows.append({"system_a": a, "system_b": b, **dict.fromkeys(_SDS, np.nan),
-                         "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
+                         "intercept": float(fit.beta[0]) * scale,
+                         "effect": float(fit.beta[1]) * scale,
                          "n_ratings": fit.n, "note": "left out: " + fit.note})
             continue
-        rows.append({"system_a": a, "system_b": b, **fit.sd,
-                     "intercept": float(fit.beta[0]), "effect": float(fit.beta[1]),
+        rows.append({"system_a": a, "system_b": b,
+                     **{k: v * scale for k, v in fit.sd.items()},
+                     "intercept": float(fit.beta[0]) * scale,
+                     "effect": float(fit.beta[1]) * scale,
                      "n_ratings": fit.n, "note": fit.note})
     for s in systems:
         n_ratings += int((~np.isnan(r.sel(system=s).values)).sum())
@@ -352,7 +359,7 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
                + (f"-{per.max()}" if per.max() > per.min() else "")
                + " pairs; max_pairs=None fits all)")
         note = f"{sub}; {note}" if note else sub
-    pooled = {k: float(np.sqrt(np.mean(fitted[k] ** 2))) for k in _SDS}
+    pooled = {k: float(np.sqrt(np.mean((fitted[k] / scale) ** 2)) * scale) for k in _SDS}
     variance = LikertVariance(worker_intercept=pooled["rater_intercept"],
                               worker_slope=pooled["rater_slope"],
                               item_intercept=pooled["item_intercept"],
@@ -364,6 +371,16 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
                               effect=effect, n_raters=len(raters_used),
                               n_items=len(items_used), n_ratings=n_ratings, pairs=pairs,
                               dataset=name, metric=met, note=note)
+
+
+def _far_scale(values) -> float:
+    """1.0, or the power of two at or below the largest finite ``|value|`` when that is
+    beyond 2^+-400 (where squares leave the float range)."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 0.0
+    if top == 0.0 or 2.0 ** -400 <= top <= 2.0 ** 400:
+        return 1.0
+    return float(np.ldexp(1.0, np.frexp(top)[1] - 1))
 
 
 #: the five standard deviations of a fit, as ``variance_components`` pools them

@@ -232,8 +232,11 @@ def _pearson_rows(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     v = ~np.isnan(h)
     n = v.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hc = np.where(v, h, 0.0)
-        mc = np.where(v, m, 0.0)
+        # each row divided by the power of two at or below its largest magnitude (exact;
+        # r is scale-free): scores near 1e-200 or 1e155 give the r of the same scores
+        # near 1 (their products would underflow to 0 or overflow to infinity)
+        hc = _unit_rows(np.where(v, h, 0.0))
+        mc = _unit_rows(np.where(v, m, 0.0))
         hc = np.where(v, hc - hc.sum(1, keepdims=True) / n[:, None], 0.0)
         mc = np.where(v, mc - mc.sum(1, keepdims=True) / n[:, None], 0.0)
         sxy = (hc * mc).sum(1)
@@ -244,6 +247,14 @@ def _pearson_rows(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     const = (_spread(h, v) == 0) | (_spread(m, v) == 0)
     r = np.where((n < 2) | const, np.nan, np.clip(r, -1.0, 1.0))
     return r, n
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` (finite) divided by the power of two at or below their largest
+    magnitude (rows of zeros unchanged)."""
+    top = np.abs(x).max(axis=1, keepdims=True) if x.shape[1] else np.zeros((len(x), 1))
+    ok = np.isfinite(top) & (top > 0)
+    return x / np.ldexp(1.0, np.frexp(np.where(ok, top, 1.0))[1] - 1)
 
 
 def _spread(x: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -61,6 +61,7 @@ from multistat._validation import (
     check_probability,
     checked,
     choice,
+    name_column_problem,
 )
 from multistat.errors import (
     DataValidationError,
@@ -395,6 +396,50 @@ def _pool(Y, V, M, method: str, test: str, level: float) -> dict:
             "note": notes}
 
 
+#: pooled columns in the effects' unit, and in its square
+_LOCATION = ("estimate", "se", "ci_low", "ci_high", "pi_low", "pi_high")
+_SQUARED = ("tau2", "tau2_ci_low", "tau2_ci_high")
+
+
+def _pool_scaled(Y, S, M, method: str, test: str, level: float, V=None) -> dict:
+    """:func:`_pool` of effects ``Y`` with standard errors ``S``, scale-free: each group
+    whose largest ``|y|`` or ``se`` is beyond 2^+-400 is divided by the power of two at or
+    below it (exact), so
+    that effects near 1e-300 or 1e300 pool as the same effects near 1 (their variances
+    would underflow to 0 or overflow to infinity); the estimate, standard error and
+    intervals are multiplied back, tau^2 and its interval by the square of the scale (a
+    tau^2 beyond the float range is said in the note)."""
+    top = np.max(np.where(M, np.maximum(np.abs(Y), S), 0.0), axis=1)
+    # groups whose squares stay well inside the float range keep their own numbers
+    # (bits and notes as before); only the others are scaled
+    far = np.isfinite(top) & (top > 0) & ((top < 2.0 ** -400) | (top > 2.0 ** 400))
+    scale = np.ldexp(1.0, np.frexp(np.where(far, top, 1.0))[1] - 1)
+    scale = np.where(far, scale, 1.0)
+    sc = scale[:, None]
+    with np.errstate(over="ignore", under="ignore"):  # the far groups' own: not used
+        own = S**2 if V is None else V  # the variances as given, where not scaled
+    out = _pool(np.where(M, Y / sc, 0.0),
+                np.where(M, np.where(far[:, None], (S / sc) ** 2, own), 1.0), M, method,
+                test, level)
+    if np.all(scale == 1.0):
+        return out
+    with np.errstate(over="ignore", under="ignore"):
+        for c in _LOCATION:
+            out[c] = out[c] * scale
+        for c in _SQUARED:
+            small = out[c] * scale * scale
+            lost = (out[c] > 0) & ((small == 0) | ~np.isfinite(small))
+            if c == "tau2" and lost.any():
+                notes = out["note"]
+                for i in np.flatnonzero(lost):
+                    notes[i] = "; ".join(filter(None, [str(notes[i]),
+                                                       "tau2 is beyond the float range at "
+                                                       "the effects' scale (I2 and H2 are "
+                                                       "exact)"]))
+            out[c] = small
+    return out
+
+
 # ---------------------------------------------------------------------------- vectors
 @dataclass(frozen=True)
 class MetaResult(Result):
@@ -549,7 +594,8 @@ def _meta_iv(estimates, variances, se, method, test, confidence_level, labels):
         raise DataValidationError(
             f"`{name}` must be positive; position(s) {show(bad.tolist())} are "
             f"{show(s[bad].tolist())}")
-    v = s**2 if se is not None else s
+    with np.errstate(over="ignore", under="ignore"):  # pooled scale-free (_pool_scaled)
+        v = s**2 if se is not None else s
     if labels is None:
         labels = tuple(f"study {i + 1}" for i in range(len(y)))
     else:
@@ -680,7 +726,9 @@ def meta_analysis(estimates, variances=None, *, se=None, method="reml", test="z"
                            test=test, confidence_level=confidence_level)
     y, v, labels, method, test, level = _meta_iv(estimates, variances, se, method, test,
                                                  confidence_level, labels)
-    out = _pool(y[None], v[None], np.ones((1, len(y)), bool), method, test, level)
+    s = _vector("se", se) if se is not None else np.sqrt(v)
+    out = _pool_scaled(y[None], s[None], np.ones((1, len(y)), bool), method, test, level,
+                       V=v[None])
     scalars = {k: (float(a[0]) if a.dtype.kind == "f" else int(a[0]))
                for k, a in out.items() if k not in ("weights", "note")}
     return MetaResult(**scalars, weights=out["weights"][0], method=method, test=test,
@@ -754,6 +802,10 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     if study in by:
         raise ParameterError(f"`study` {study!r} is also in `by`: pooling is across the "
                              "study column, so leave it out of `by`")
+    for col in (study, *by):  # the identifier checks of every table a command reads
+        problem = name_column_problem(frame[col].tolist(), col)
+        if problem is not None:
+            raise DataValidationError(f"the compare table's {problem}")
     frame = _orient_pairs(frame[need].reset_index(drop=True), by, effect)
     sizes = frame.groupby([*by, study], sort=False, dropna=False).size()
     if (sizes > 1).any():
@@ -794,13 +846,13 @@ def _meta_table(table, *, study, by, effect, method, test, confidence_level):
     K = int(counts.max())
     G = keep_groups.size
     Y = np.zeros((G, K))
-    V = np.ones((G, K))
+    S = np.ones((G, K))
     M = np.zeros((G, K), bool)
     Y[g, pos] = y[rows]
-    V[g, pos] = s[rows] ** 2
+    S[g, pos] = s[rows]
     M[g, pos] = True
     ok = counts >= 2
-    out = _pool(Y[ok], V[ok], M[ok], method, test, level) if ok.any() else None
+    out = _pool_scaled(Y[ok], S[ok], M[ok], method, test, level) if ok.any() else None
     first = frame.iloc[rows[np.cumsum(counts) - counts]][by].reset_index(drop=True)
     res = {c: np.full(G, np.nan) for c in POOLED_COLUMNS}
     res["k"] = counts

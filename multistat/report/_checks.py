@@ -8,6 +8,7 @@ import pandas as pd
 from multistat._validation import check_int
 from multistat.errors import DataValidationError, ParameterError
 from multistat.io import read_parquet
+from multistat.report._inputs import check_table
 
 #: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
 #: hundreds of MB of memory and minutes to encode (the command line checks the same range)
@@ -179,4 +180,4 @@ def check_ranking(board) -> pd.DataFrame:
     if missing:
         raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
                                   "`multistat rank` / multistat.rank)")
-    return board
+    return check_table(board, "ranking")

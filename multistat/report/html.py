@@ -34,6 +34,7 @@ from multistat.report._checks import (  # noqa: F401
     check_systems_matches,
     check_values,
 )
+from multistat.report._inputs import SCHEMAS, read_table
 from multistat.report._markup import CSS as _CSS
 from multistat.report._markup import escape as _e
 from multistat.report._markup import figure as _img
@@ -57,6 +58,8 @@ def _slug(*parts) -> str:
 
 
 def _read_frame(obj, name: str) -> pd.DataFrame | None:
+    if name in SCHEMAS:  # columns, types, duplicates (report/_inputs.py)
+        return read_table(obj, name)
     if obj is None or isinstance(obj, pd.DataFrame):
         return obj
     if isinstance(obj, (str, Path)):

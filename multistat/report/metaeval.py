@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from multistat.errors import DataValidationError
 from multistat.io import read_parquet
 from multistat.report._files import own_folder, write_csv
+from multistat.report._inputs import check_table
 from multistat.report._markup import figure
 from multistat.report.clusters import _html_table, _slug
 from multistat.report.plots import save_png
@@ -36,7 +37,7 @@ def _frame(obj, name: str, cols) -> pd.DataFrame:
         raise DataValidationError(f"`{name}` lacks column(s) {missing}; has "
                                   f"{list(frame.columns)} (write it with `multistat "
                                   f"meta-evaluate`)")
-    return frame
+    return check_table(frame, name)
 
 
 def metric_plot(board: pd.DataFrame):

@@ -27,6 +27,7 @@ from multistat.io import read_parquet
 from multistat.report import clusters as _clusters
 from multistat.report._files import own_folder, write_csv
 from multistat.report._markup import CSS as _CSS
+from multistat.report._inputs import check_table
 from multistat.report._markup import figure
 from multistat.report.plots import save_png
 
@@ -43,7 +44,7 @@ def check_preferences(board) -> pd.DataFrame:
         raise DataValidationError(f"preference leaderboard lacks column(s) {missing} "
                                   "(write it with `multistat preferences` / "
                                   "multistat.bradley_terry)")
-    return board
+    return check_table(board, "preferences")
 
 
 def _as_ranking(board: pd.DataFrame, name: str) -> pd.DataFrame:

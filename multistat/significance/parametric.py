@@ -293,11 +293,29 @@ def paired_t_batch(slab, ia, ib, ctx):
             res = paired_t(slab.system_scores(ia[rows]), slab.system_scores(ib[rows]),
                            **call_kwargs(paired_t, ctx))
         sub = from_test_result(res, (rows.size, shape[1]), "mean", caught)
+        # the standard error of those pairs, scale-free as paired_t computes it (subnormal
+        # scores: sd / sqrt(n) of the unscaled differences underflows); NaN where the
+        # per-pair test is undefined
+        sub["se"] = np.where(np.isfinite(sub["p_value"]), _scaled_se(
+            slab.system_scores(ia[rows]), slab.system_scores(ib[rows])), np.nan)
         for k, v in sub.items():
             out[k] = np.array(np.broadcast_to(out[k], shape),
                               dtype=v.dtype if k != "n" else np.int64)
             out[k][rows] = v
     return BatchResult("t", out)
+
+
+def _scaled_se(x, y):
+    """``sd(x - y) / sqrt(n)`` over the last axis, computed on the scores divided by a
+    power of two near their largest magnitude (exact), then multiplied back."""
+    top = row_scale(x, y)
+    scale = np.ldexp(1.0, np.frexp(np.where(top > 0, top, 1.0))[1] - 1)
+    sc = scale[..., None]
+    d = x / sc - y / sc
+    if d.shape[-1] < 2:
+        return np.full(d.shape[:-1], np.nan)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return d.std(axis=-1, ddof=1) / np.sqrt(d.shape[-1]) * scale
 
 
 register(TestSpec(

@@ -66,14 +66,20 @@ MEMORY_BUDGET = 256 * 2**20  # default bytes for one pair chunk (per-pair functi
 
 
 # ----------------------------------------------------------------------------- helpers
+#: a standard deviation below this (about 3e-136) may have lost digits to squares that
+#: underflow; such columns are recomputed scaled
+TINY_SD = 2.0 ** -450
+
+
 def _std(dist: np.ndarray) -> np.ndarray:
-    """``dist.std(0, ddof=1)``, recomputed without overflow where it is not finite: those
-    columns are first divided by a power of two near their largest magnitude (exact, so
-    scale-free; at scores near 1e300 the squares overflowed to an infinite standard
-    error). Other columns are numpy's own result, at numpy's cost."""
-    with np.errstate(over="ignore", invalid="ignore"):
+    """``dist.std(0, ddof=1)``, recomputed without overflow or underflow where it is not
+    finite or tiny: those columns are first divided by a power of two near their largest
+    magnitude (exact, so scale-free; at scores near 1e300 the squares overflowed to an
+    infinite standard error, near 1e-300 they underflowed to a standard error of 0).
+    Other columns are numpy's own result, at numpy's cost."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         sd = dist.std(0, ddof=1)
-    redo = ~np.isfinite(sd)
+    redo = ~np.isfinite(sd) | (sd < TINY_SD)
     if redo.any():
         sub = dist[:, redo]
         big = np.max(np.abs(sub), axis=0)
