@@ -3,6 +3,9 @@ drop: the figure resolution, and a study that does not match the results."""
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pandas as pd
 
 from multistat._validation import check_int
@@ -180,3 +183,31 @@ def check_ranking(board) -> pd.DataFrame:
         raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
                                   "`multistat rank` / multistat.rank)")
     return board
+
+
+def stored_pairs(ranking_path) -> pd.DataFrame | None:
+    """The pair decisions a ranking file carries: the table its metadata names
+    (``pairs_file``, relative to the ranking's folder; ``multistat rank --out`` writes it
+    beside the ranking), checked against the ``pairs_sha256`` recorded with it. None when
+    the ranking names no pair table (a ranking streamed without one: the report then takes
+    the compare table's rows of the ranking's test, correction and alpha)."""
+    ranking_path = Path(ranking_path)
+    meta = read_parquet(ranking_path).attrs.get("multistat", {})
+    name = meta.get("pairs_file")
+    if not name:
+        return None
+    path = ranking_path.parent / str(name)
+    if not path.is_file():
+        raise DataValidationError(
+            f"{ranking_path}: its pair decisions {path} are missing (`multistat rank` "
+            "wrote them beside the ranking; move or copy both files, or pass "
+            "--ranking-pairs)")
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if meta.get("pairs_sha256") and digest.hexdigest() != meta["pairs_sha256"]:
+        raise DataValidationError(
+            f"{path} is not the pair table {ranking_path} was written with (its SHA-256 "
+            "differs); rerun `multistat rank`, or pass --ranking-pairs")
+    return read_parquet(path)
