@@ -129,8 +129,9 @@ _mount_commands()
 def fill_library_choices(argv=None) -> None:
     """The registry's tests and the run request's defaults written into the help of the
     commands that take them (``compare``, ``rank``; ``report``: the section inputs):
-    for the commands ``argv`` names, or all of them (None). They import numpy, so the command line calls this after pinning
-    the BLAS kernels, and only for those commands (``multistat --help`` stays fast)."""
+    for the commands ``argv`` names, or all of them (None). They import numpy, so the
+    command line calls this after pinning the BLAS kernels, and only for those commands
+    (``multistat --help`` stays fast)."""
     fillers = {"compare": fill_compare_choices, "rank": fill_rank_choices,
                "report": fill_report_choices}
     for name, fill in fillers.items():

@@ -33,6 +33,7 @@ from multistat.power.detectability import detectability, power_curves
 from multistat.report import decisions as _decisions
 from multistat.report import html as _html
 from multistat.report import tables as _tables
+from multistat.report._checks import check_study_matches
 
 __all__ = ["report_inputs"]
 
@@ -136,6 +137,7 @@ def report_inputs(results, *, study=None, sections: Mapping | None = None,
     res = _tables.check_results(raw)
     if isinstance(study, (str, Path)):
         study = cube.open_study(study)
+    check_study_matches(res, study)
     opts = _html.options_of(options)
     inputs = _html.read_inputs(given)
     if study is not None and "systems" not in inputs:
