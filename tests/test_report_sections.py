@@ -24,9 +24,9 @@ from multistat.report import write_report
 def study():
     rng = np.random.default_rng(3)
     shift = np.array([0.5, 0.2, 0.0, -0.3])[:, None, None]
-    nodes = {d: cube.make_dataset(d, rng.normal(size=(4, 1, 60)) + shift,
+    nodes = {d: cube.make_dataset(d, rng.normal(size=(4, 1, 30)) + shift,
                                   systems=["A", "B", "C<b>", "D"], metrics=["bleu"],
-                                  instances=[f"i{j}" for j in range(60)])
+                                  instances=[f"i{j}" for j in range(30)])
              for d in ("news", "ted")}
     return cube.make_study(nodes)
 
@@ -192,3 +192,39 @@ def test_rank_stores_its_pairs_so_the_report_needs_nothing_else(study, tmp_path)
     _, meta = multistat.read_table(tmp_path / "big.parquet")
     assert meta["pairs_file"] is None and "not stored" in meta["pairs_note"]
     assert not (tmp_path / "big.pairs.parquet").exists()
+
+
+def test_human_section_draws_the_rating_tables(tmp_path):
+    # the numbers come from the human layer's tables (multistat.human.pilot), the section
+    # only draws them: what the page shows is what the tables hold
+    import pandas as pd
+
+    from multistat.human.agreement import agreement
+    from multistat.human.pilot import rating_tables
+
+    rng = np.random.default_rng(7)
+    rows = [(s, i, r, float(np.clip(round(3 + 0.6 * (s == "good") + rng.normal()), 1, 5)))
+            for s in ("good", "base") for i in range(30) for r in range(3)]
+    path = tmp_path / "ratings.csv"
+    pd.DataFrame(rows, columns=["system", "item", "rater", "likert"]).to_csv(path,
+                                                                         index=False)
+    study = multistat.load(path, score_col="likert", instance_col="item", rater_col="rater")
+    tables = rating_tables(study, n_resamples=50, n_simulations=20)
+    name = next(iter(cube.datasets(study)))
+    ref = agreement(cube.datasets(study)[name].sel(metric=["likert"]), "interval",
+                    n_resamples=50, seed=0)
+    np.testing.assert_array_equal(tables["human_agreement"]["alpha"], ref["alpha"])
+    assert list(tables["human_components"]["component"]) == [
+        "rater_intercept", "rater_slope", "item_intercept", "item_slope", "sigma"]
+    assert len(tables["human_power"]) == 4 * 5
+    res = multistat.compare(study, tests=("t",), effect_sizes=False)
+    html = write_report(res, tmp_path / "rep", sections=tables,
+                        options={"histogram_pairs": None}).read_text()
+    assert 'id="human"' in html and "likert: variance components" in html
+    assert "human" in _toc(html)
+    grid = pd.read_csv(tmp_path / "rep" / "tables" / f"human_power_{name}__likert.csv")
+    np.testing.assert_allclose(grid["power"], tables["human_power"]["power"])
+    # without the tables there is no section (nothing is computed from the study)
+    bare = write_report(res, tmp_path / "bare", study=study,
+                        options={"histogram_pairs": None}).read_text()
+    assert 'id="human"' not in bare

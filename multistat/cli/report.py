@@ -175,8 +175,10 @@ def _paths(given: dict) -> list:
 def _sections_of(section, aliases: dict) -> dict:
     """``--section NAME=PATH`` items and the alias flags as ``{name: path}`` (``power``:
     a list); unknown names, a name given twice or a malformed item: one-line errors."""
-    # lazily: the registry loads with the report (matplotlib)
+    # lazily: the errors module is light
     from multistat.errors import ParameterError
+
+    # lazily: the registry loads with the report (matplotlib)
     from multistat.report.sections import INPUTS, input_names
 
     names = input_names("table") + input_names("tables")
