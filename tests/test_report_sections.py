@@ -169,6 +169,17 @@ def test_rank_stores_its_pairs_so_the_report_needs_nothing_else(study, tmp_path)
     assert meta["pairs_file"] == "rk.pairs.parquet" and len(meta["pairs_sha256"]) == 64
     stored = multistat.read_parquet(pairs)
     assert len(stored) == 2 * 6 and set(stored["test"]) == {meta["test"]}
+    # the streamed decisions stored are the compare table's (--pairs-out), bit for bit
+    explicit = _run(["rank", st, "--out", tmp_path / "rk2.parquet", "--n-resamples", "200",
+                     "--pairs-out", tmp_path / "p2.parquet"])
+    assert explicit.exit_code == 0, explicit.output
+    ref = multistat.read_parquet(tmp_path / "p2.parquet")
+    both = stored.merge(ref, on=["dataset", "metric", "system_a", "system_b"],
+                        suffixes=("", "_ref"))
+    assert len(both) == len(stored) == len(ref)
+    for col in ("estimate", "p_value", "p_adjusted", "reject", "score_a", "score_b"):
+        np.testing.assert_array_equal(both[col], both[col + "_ref"])
+    assert multistat.read_table(tmp_path / "rk2.parquet")[1]["pairs_file"] == "p2.parquet"
     # a compare table of another test: the decisions come from the stored pairs
     res = multistat.compare(study, tests=("t",), effect_sizes=False)
     rp = multistat.write_parquet(res, tmp_path / "r.parquet", metadata=res.attrs["multistat"])

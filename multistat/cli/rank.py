@@ -143,7 +143,10 @@ def rank_command(
     loaded = cube.load(study)
     n_pairs = _pair_rows(loaded, req)
     keep = pairs_out is not None or (beside and n_pairs <= STORED_PAIRS_MAX)
-    result = run_ranking(loaded, req, requested=test, pairs=keep)
+    # the default request streams its decisions (no compare table); up to the bound they
+    # come back as rows to store beside the ranking
+    result = run_ranking(loaded, req, requested=test, pairs=pairs_out is not None,
+                         stream_pairs_max=STORED_PAIRS_MAX if keep else 0)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     if keep and result.pairs is not None:
