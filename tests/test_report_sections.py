@@ -53,6 +53,7 @@ def test_write_report_takes_at_most_eight_parameters():
                                        "dpi", "options"]
 
 
+@pytest.mark.slow  # whole reports (several seconds on two cores)
 def test_the_table_of_contents_is_the_page_in_registry_order(results, study, tmp_path):
     from multistat.stages import report_inputs
 
@@ -106,19 +107,20 @@ def test_templates_escape_every_value():
     assert page.startswith('<section id="&#34;&gt;&lt;x"><h2>&lt;b&gt;</h2><p>&amp;</p>')
 
 
+@pytest.mark.slow  # whole reports (several seconds on two cores)
 def test_old_keywords_warn_and_give_the_same_page(results, study, tmp_path):
     analysis = multistat.analyze(study)
-    new = write_report(results, tmp_path / "new", sections={"analysis": analysis},
+    new = write_report(results, tmp_path / "new", sections={"analysis": analysis}, dpi=30,
                        options={"test": "t", "histogram_pairs": None}).read_text()
     with pytest.warns(DeprecationWarning, match=r"keywords analysis, histogram_pairs, test "
                                                 r"are deprecated: give the inputs as "
                                                 r"sections="):
         old = write_report(results, tmp_path / "old", analysis=analysis, test="t",
-                           histogram_pairs=None).read_text()
+                           histogram_pairs=None, dpi=30).read_text()
     assert old == new
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new call warns about nothing
-        write_report(results, tmp_path / "quiet", options={"histogram_pairs": None})
+        write_report(results, tmp_path / "quiet", options={"histogram_pairs": None}, dpi=30)
 
 
 def test_inputs_are_declared_once_with_their_kind():
@@ -138,14 +140,15 @@ def _run(args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+@pytest.mark.slow  # whole reports (several seconds on two cores)
 def test_section_option_is_the_alias_flags(results, study, tmp_path):
     res = multistat.write_parquet(results, tmp_path / "r.parquet",
                                   metadata=results.attrs["multistat"])
     an = multistat.write_parquet(multistat.analyze(study), tmp_path / "an.parquet")
     a = _run(["report", res, "--out", tmp_path / "a", "--section", f"analysis={an}",
-              "--histograms", "none"])
+              "--histograms", "none", "--dpi", "30"])
     b = _run(["report", res, "--out", tmp_path / "b", "--analysis", an,
-              "--histograms", "none"])
+              "--histograms", "none", "--dpi", "30"])
     assert a.exit_code == 0 and b.exit_code == 0, (a.output, b.output)
     assert (tmp_path / "a" / "report.html").read_text() == \
         (tmp_path / "b" / "report.html").read_text()
@@ -157,6 +160,7 @@ def test_section_option_is_the_alias_flags(results, study, tmp_path):
         assert out.exit_code != 0 and message in str(out.exception or out.output)
 
 
+@pytest.mark.slow  # whole reports (several seconds on two cores)
 def test_rank_stores_its_pairs_so_the_report_needs_nothing_else(study, tmp_path):
     from multistat.cli import rank as cli_rank
 
