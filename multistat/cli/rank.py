@@ -131,12 +131,15 @@ def rank_command(
     test = given.get("test", library_defaults()["test"])
     if show_progress(progress):
         req = dataclasses.replace(req, progress=True)
+    guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
+                  folders=eee_folder(eee_out))
     kind = table_kind(out)
     beside = pairs_out is None and kind == "parquet"
     pairs_path = pairs_out if not beside else out.with_name(out.name.removesuffix(
         ".parquet") + ".pairs.parquet")
-    guard_outputs([study], {"--out": out, "--pairs-out": pairs_path, **eee_file(eee_out)},
-                  folders=eee_folder(eee_out))
+    if beside:  # the pair table written beside the ranking is an output too
+        guard_outputs([study], {"--out": out, "--pairs-out": pairs_path,
+                                **eee_file(eee_out)}, folders=eee_folder(eee_out))
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
