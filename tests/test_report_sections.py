@@ -209,6 +209,7 @@ def test_rank_stores_its_pairs_so_the_report_needs_nothing_else(study, tmp_path)
     assert not (tmp_path / "big.pairs.parquet").exists()
 
 
+@pytest.mark.slow  # a report with figures
 def test_human_section_draws_the_rating_tables(tmp_path):
     # the numbers come from the human layer's tables (multistat.human.pilot), the section
     # only draws them: what the page shows is what the tables hold
@@ -233,13 +234,48 @@ def test_human_section_draws_the_rating_tables(tmp_path):
         "rater_intercept", "rater_slope", "item_intercept", "item_slope", "sigma"]
     assert len(tables["human_power"]) == 4 * 5
     res = multistat.compare(study, tests=("t",), effect_sizes=False)
-    html = write_report(res, tmp_path / "rep", sections=tables,
+    html = write_report(res, tmp_path / "rep", sections=tables, dpi=30,
                         options={"histogram_pairs": None}).read_text()
     assert 'id="human"' in html and "likert: variance components" in html
     assert "human" in _toc(html)
     grid = pd.read_csv(tmp_path / "rep" / "tables" / f"human_power_{name}__likert.csv")
     np.testing.assert_allclose(grid["power"], tables["human_power"]["power"])
     # without the tables there is no section (nothing is computed from the study)
-    bare = write_report(res, tmp_path / "bare", study=study,
+    bare = write_report(res, tmp_path / "bare", study=study, dpi=30,
                         options={"histogram_pairs": None}).read_text()
     assert 'id="human"' not in bare
+
+
+@pytest.mark.slow  # three commands and a report (several seconds on two cores)
+def test_human_section_from_the_analysis_commands_tables(tmp_path):
+    # `multistat agreement` and `multistat components --grid-out` write the numbers; the
+    # report draws them with no study at all
+    import pandas as pd
+
+    rng = np.random.default_rng(8)
+    rows = [(s, i, r, float(np.clip(round(3 + 0.6 * (s == "good") + rng.normal()), 1, 5)))
+            for s in ("good", "base") for i in range(30) for r in range(3)]
+    path = tmp_path / "ratings.csv"
+    pd.DataFrame(rows, columns=["system", "item", "rater", "likert"]).to_csv(path,
+                                                                         index=False)
+    study = multistat.load(path, score_col="likert", instance_col="item", rater_col="rater")
+    st = cube.save(study, tmp_path / "s.nc")
+    a, c, g = tmp_path / "a.parquet", tmp_path / "c.parquet", tmp_path / "g.parquet"
+    assert _run(["agreement", st, "--out", a, "--n-resamples", "50"]).exit_code == 0
+    out = _run(["components", st, "--out", c, "--grid-out", g, "--grid-simulations", "20"])
+    assert out.exit_code == 0, out.output
+    grid = multistat.read_parquet(g)
+    assert list(grid.columns) == ["dataset", "metric", "raters", "items", "power", "effect"]
+    res = multistat.compare(study, tests=("t",), effect_sizes=False)
+    rp = multistat.write_parquet(res, tmp_path / "r.parquet", metadata=res.attrs["multistat"])
+    rep = _run(["report", rp, "--out", tmp_path / "rep", "--histograms", "none", "--dpi",
+                "30", "--section", f"human_agreement={a}", "--section",
+                f"human_components={c}", "--section", f"human_power={g}"])
+    assert rep.exit_code == 0, rep.output
+    html = (tmp_path / "rep" / "report.html").read_text()
+    pooled = multistat.read_table(c)[1]["pooled"]
+    assert "likert: agreement" in html and "likert: variance components" in html
+    assert f"{round(pooled['sigma'], 4):g}" in html  # the pooled sd the command wrote
+    name = grid["dataset"].iloc[0]
+    drawn = pd.read_csv(tmp_path / "rep" / "tables" / f"human_power_{name}__likert.csv")
+    np.testing.assert_allclose(drawn["power"], grid["power"])

@@ -44,22 +44,39 @@ def power_grid_figure(grid: pd.DataFrame, *, title: str) -> Figure:
     return fig
 
 
+def components_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The components table the section draws (``dataset, metric, component, sd, effect,
+    note``): as given, or from a ``multistat components`` table (its pooled standard
+    deviations, stored in its metadata, one row each)."""
+    meta = table.attrs.get("multistat", {}) if hasattr(table, "attrs") else {}
+    if "component" in table or meta.get("kind") != "variance_components":
+        return table
+    pooled = meta.get("pooled", {})
+    return pd.DataFrame([{"dataset": str(meta.get("dataset", "")),
+                          "metric": str(meta.get("metric", "")),
+                          "component": str(k).replace("worker", "rater"), "sd": float(v),
+                          "effect": float(meta.get("effect", float("nan"))), "note": ""}
+                         for k, v in pooled.items()])
+
+
 def human_section(tables: Mapping, results: pd.DataFrame, figdir, tabdir, *, dpi,
                   table_html, img_html, slug) -> str:
-    """HTML of the section ('' when ``tables`` holds no design table).
+    """HTML of the section ('' when ``tables`` holds none of :data:`INPUTS`).
 
-    ``tables`` maps :data:`INPUTS` to their tables; ``table_html(frame)``,
+    ``tables`` maps :data:`INPUTS` to their tables (``human_components`` may also be the
+    table of ``multistat components``); ``table_html(frame)``,
     ``img_html(png, alt, caption)`` and ``slug(*parts)`` are the report page's own, so
     markup and file names follow its rules; files are written atomically (``save_png``,
     ``write_csv``).
     """
-    design_all = tables.get("human_design")
-    if design_all is None or not len(design_all):
+    given = {k: v for k, v in tables.items() if k in INPUTS and v is not None and len(v)}
+    if not given:
         return ""
     empty = pd.DataFrame(columns=["dataset", "metric"])
-    agree_all = tables.get("human_agreement", empty)
-    comps_all = tables.get("human_components", empty)
-    grid_all = tables.get("human_power", empty)
+    design_all = given.get("human_design", empty)
+    agree_all = given.get("human_agreement", empty)
+    comps_all = components_rows(given.get("human_components", empty))
+    grid_all = given.get("human_power", empty)
     e = html.escape
     intro = ("<p>Ratings by rater: the design, the raters' agreement (Krippendorff's alpha, "
              "interval level, bootstrap interval over items), the variance components of "
@@ -69,19 +86,24 @@ def human_section(tables: Mapping, results: pd.DataFrame, figdir, tabdir, *, dpi
     h = ['<section id="human"><h2>Human evaluation</h2>', intro]
 
     def part(frame, name, metric=None):
-        if frame is None or "dataset" not in frame:
-            return frame.iloc[0:0] if frame is not None else empty
+        if "dataset" not in frame:
+            return frame.iloc[0:0]
         sel = frame["dataset"].astype(str) == name
         if metric is not None and "metric" in frame:
             sel &= frame["metric"].astype(str) == metric
         return frame[sel]
 
-    for name in pd.unique(design_all["dataset"].astype(str)):
+    frames = (design_all, agree_all, comps_all, grid_all)
+    names = pd.unique(pd.concat([f["dataset"].astype(str) for f in frames if "dataset" in f]))
+    for name in names:
         design = part(design_all, name).drop(columns=["dataset"])
         h.append(f"<h3>{e(name)}</h3>")
-        h.append(table_html(design.round(2)))
-        write_csv(tabdir / f"human_design_{slug(name)}.csv", design)
-        for metric in pd.unique(design["metric"].astype(str)):
+        if len(design):
+            h.append(table_html(design.round(2)))
+            write_csv(tabdir / f"human_design_{slug(name)}.csv", design)
+        metrics = pd.unique(pd.concat([part(f, name)["metric"].astype(str)
+                                       for f in frames if "metric" in f]))
+        for metric in metrics:
             agree = part(agree_all, name, metric)
             if len(agree):
                 h.append(f"<h4>{e(metric)}: agreement</h4>")
@@ -89,14 +111,14 @@ def human_section(tables: Mapping, results: pd.DataFrame, figdir, tabdir, *, dpi
                                     "n_raters", "note") if c in agree]
                 h.append(table_html(agree[cols].round(3)))
             comps = part(comps_all, name, metric)
-            if not len(comps):
-                continue
-            failed = comps["note"].astype(str).str.len() > 0 if "note" in comps else None
-            if failed is not None and failed.all():
+            failed = (comps["note"].astype(str).str.len() > 0 if "note" in comps
+                      else pd.Series(False, index=comps.index))
+            if len(comps) and failed.all():
                 h.append(f"<p>No variance components: {e(str(comps['note'].iloc[0]))}</p>")
                 continue
-            h.append(f"<h4>{e(metric)}: variance components</h4>")
-            h.append(table_html(comps[["component", "sd"]].round(4)))
+            if len(comps):
+                h.append(f"<h4>{e(metric)}: variance components</h4>")
+                h.append(table_html(comps[["component", "sd"]].round(4)))
             mixed = results[(results["test"] == "mixed") & (results["dataset"] == name)
                             & (results["metric"] == metric)]
             if len(mixed):

@@ -90,9 +90,10 @@ INPUTS: dict[str, Input] = {i.name: i for i in (
     Input("human_agreement", "Krippendorff's alpha per dataset x metric x system "
                              "(`multistat agreement`)"),
     Input("human_components", "variance components per dataset x metric "
-                              "(multistat.human.pilot.rating_tables)"),
-    Input("human_power", "power of raters x items designs (multistat.human.pilot."
-                         "rating_tables)"),
+                              "(`multistat components`, multistat.human.pilot."
+                              "rating_tables)"),
+    Input("human_power", "power of raters x items designs (`multistat components "
+                         "--grid-out`, multistat.human.pilot.rating_tables)"),
     Input("replicability", "replicability of each claim across test sets "
                            "(multistat.leaderboard.across.across_results)"),
     Input("power", "power table(s) with columns n and power (`multistat power curve`, "
@@ -450,8 +451,7 @@ SECTIONS: list[Section] = [
     Section("meta", "Meta-analysis across test sets", _meta,
             ("pooled", "pooled_studies"), requires=("pooled",)),
     Section("human", "Human evaluation", _human, ("human_design", "human_agreement",
-                                                  "human_components", "human_power"),
-            requires=("human_design",)),
+                                                  "human_components", "human_power")),
     Section("power", "Power", _power, ("power",)),
 ]
 

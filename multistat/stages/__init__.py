@@ -155,8 +155,10 @@ def report_inputs(results, *, study=None, sections: Mapping | None = None,
                 out["replicability"] = rep
     if "pooled" in inputs and "pooled_studies" not in inputs:
         out["pooled_studies"] = study_rows(raw, inputs["pooled"])
-    if study is not None and "human_design" not in inputs:
-        out.update(rating_tables(study, raw))
+    human = ("human_design", "human_agreement", "human_components", "human_power")
+    if study is not None and any(k not in inputs for k in human):
+        for k, v in rating_tables(study, raw).items():
+            out.setdefault(k, v)  # a table given (`multistat agreement`, ...) is kept
     test, chosen, board, dec, dec_tests, settings = _html.decide(res, inputs, dict(opts))
     if "detectability" not in inputs:
         lb = _tables.leaderboard(dec, scores=inputs.get("systems"), test=dec_tests)
