@@ -110,8 +110,8 @@ def components_command(
         from multistat.human.pilot import power_grid
 
         effect = max(vc.effect, 1e-12)
-        grid = power_grid(vc.variance, effect, n_simulations=grid_simulations).assign(dataset=vc.dataset, metric=vc.metric,
-                                                      effect=effect)
+        grid = power_grid(vc.variance, effect, n_simulations=grid_simulations).assign(
+            dataset=vc.dataset, metric=vc.metric, effect=effect)
         write_table(grid[["dataset", "metric", "raters", "items", "power", "effect"]],
                     grid_out, flag="--grid-out",
                     metadata={"kind": "likert_power_grid", "input": str(study)})
