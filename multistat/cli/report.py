@@ -206,9 +206,14 @@ def _sections_of(section, aliases: dict) -> dict:
 def fill_library_choices(command) -> None:
     """Write the registry's input names into ``report --help`` (--section): the section
     inputs a path can give (imports the report: called for ``report`` only)."""
-    # lazily: the registry loads with the report (matplotlib)
-    from multistat.report.sections import input_names
+    # lazily: the errors module is light
+    from multistat.errors import MissingExtraError
 
+    try:
+        # lazily: the registry loads with the report (matplotlib)
+        from multistat.report.sections import input_names
+    except MissingExtraError:
+        return  # the command itself says which extra to install, in one line
     hints = {name: p.annotation for name, p in inspect.signature(command).parameters.items()}
     info = hints["section"].__metadata__[0]
     if "names:" not in info.help:
