@@ -191,6 +191,15 @@ def test_rank_stores_its_pairs_so_the_report_needs_nothing_else(study, tmp_path)
                 "--histograms", "none"])
     assert out.exit_code == 0, out.output
     assert "(the ranking&#39;s decisions)" in (tmp_path / "rep" / "report.html").read_text()
+    # without its pair file (a DVC checkout of the ranking alone) the report says so and
+    # takes the compare table's rows of the ranking's test, which this one did not run
+    from multistat.errors import DroppedDataWarning
+    from multistat.report.html import read_inputs
+
+    moved = pairs.rename(tmp_path / "elsewhere.parquet")
+    with pytest.warns(DroppedDataWarning, match=r"rk\.pairs\.parquet are missing"):
+        assert "ranking_pairs" not in read_inputs({"ranking": tmp_path / "rk.parquet"})
+    moved.rename(pairs)
     # a pair file that is not the one the ranking was written with is refused
     multistat.write_parquet(stored.iloc[::-1].reset_index(drop=True), pairs)
     out = _run(["report", rp, "--out", tmp_path / "rep2", "--ranking",

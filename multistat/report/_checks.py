@@ -4,12 +4,13 @@ drop: the figure resolution, and a study that does not match the results."""
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from multistat._validation import check_int
-from multistat.errors import DataValidationError, ParameterError
+from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io import read_parquet
 
 #: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
@@ -189,19 +190,22 @@ def stored_pairs(ranking_path) -> pd.DataFrame | None:
     """The pair decisions a ranking file carries: the table its metadata names
     (``pairs_file``, relative to the ranking's folder; ``multistat rank --out`` writes it
     beside the ranking), checked against the ``pairs_sha256`` recorded with it. None when
-    the ranking names no pair table (a ranking streamed without one: the report then takes
-    the compare table's rows of the ranking's test, correction and alpha)."""
+    the ranking names no pair table (a ranking streamed without one) or when the file it
+    names is missing (with a :class:`~multistat.errors.DroppedDataWarning`): the report then
+    takes the compare table's rows of the ranking's test, correction and alpha."""
     ranking_path = Path(ranking_path)
     meta = read_parquet(ranking_path).attrs.get("multistat", {})
     name = meta.get("pairs_file")
     if not name:
         return None
     path = ranking_path.parent / str(name)
-    if not path.is_file():
-        raise DataValidationError(
-            f"{ranking_path}: its pair decisions {path} are missing (`multistat rank` "
-            "wrote them beside the ranking; move or copy both files, or pass "
-            "--ranking-pairs)")
+    if not path.is_file():  # e.g. a DVC checkout of the ranking alone: say so, go on
+        warnings.warn(f"{ranking_path}: its pair decisions {path} are missing (`multistat "
+                      "rank` wrote them beside the ranking; copy both files, or pass "
+                      "--ranking-pairs); the decisions come from the compare table's rows "
+                      "of the ranking's test, correction and alpha", DroppedDataWarning,
+                      stacklevel=2)
+        return None
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
