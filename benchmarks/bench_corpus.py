@@ -20,7 +20,7 @@ reproduction of both sacrebleu p-values. Run::
 ``DIR`` holds ``hypotheses.tsv.gz`` and ``references.tsv.gz`` of the full WMT17 en-de task
 (converted from sacrebleu's test fixture, see ``tests/data/wmt17-en-de/SOURCE.md``). Without
 ``--data`` the 10-system x 600-segment slice shipped in ``tests/data/wmt17-en-de`` is used
-(a quick run; the W2 figures in the README are for the full task).
+(a quick run; the W2 figures in benchmarks/README.md are for the full task).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ def centred_means(X: np.ndarray, k: np.ndarray) -> np.ndarray:
     return out
 
 
-def levels(centred: np.ndarray, k: np.ndarray) -> np.ndarray:
+def levels(centred: np.ndarray, k: np.ndarray | float) -> np.ndarray:
     """Levels from centred means (any array whose last axis is the metric): ``centred +
     k``, the same array where ``k`` is all 0."""
     return centred + k if np.any(k) else centred

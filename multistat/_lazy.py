@@ -29,6 +29,7 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
     "mt": (("sacrebleu",), "machine-translation metrics (BLEU, chrF, TER)"),
     "fast": (("numba",), "the compiled rank kernels"),
     "pipeline": (("dvc",), "the DVC pipeline"),
+    "large": (("zarr",), "studies larger than memory (.zarr stores)"),
 }
 
 
@@ -40,8 +41,8 @@ def require_extra(extra: str) -> None:
     Parameters
     ----------
     extra : str
-        A key of :data:`EXTRAS`: ``"report"``, ``"distributed"``, ``"mt"``, ``"fast"``
-        or ``"pipeline"``.
+        A key of :data:`EXTRAS`: ``"report"``, ``"distributed"``, ``"mt"``, ``"fast"``,
+        ``"pipeline"`` or ``"large"``.
 
     Returns
     -------

@@ -56,6 +56,8 @@ class Result:
     _title: str | None = None
 
     def _fields(self) -> dict:
+        if not dataclasses.is_dataclass(self):  # a result class that is no dataclass
+            raise TypeError(f"{type(self).__name__} is not a dataclass: define _fields()")
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def to_dict(self) -> dict:

@@ -166,7 +166,7 @@ def final_columns(table: pd.DataFrame, columns) -> pd.DataFrame:
 def run_metadata(results) -> dict:
     """The run metadata a table carries in ``attrs["multistat"]`` (``{}`` if none)."""
     meta = getattr(results, "attrs", {}).get("multistat", {})
-    return meta if isinstance(meta, Mapping) else {}
+    return dict(meta) if isinstance(meta, Mapping) else {}
 
 
 def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
@@ -185,7 +185,7 @@ def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
     if test is not None and test not in set(results["test"].astype(str)):
         raise ParameterError(f"`test` {test!r} is not in the results; tests run: "
                              f"{', '.join(order)}")
-    out = {}
+    out: dict = {}
     for key, part in results.groupby(["dataset", "metric"], sort=False):
         present = set(part["test"].astype(str))
         if test is not None:

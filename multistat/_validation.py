@@ -25,7 +25,7 @@ import types
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -35,12 +35,18 @@ from multistat.errors import ParameterError, ParameterTypeError, show
 #: largest seed accepted (seeds are stored as unsigned 64-bit integers)
 MAX_SEED = 2**64 - 1
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+#: the error class of value faults: ParameterError or a subclass of it
+ErrorType = type[ParameterError]
 
-def _is_real(value) -> bool:
+
+def _is_real(value: object) -> bool:
     return not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
 
 
-def check_choice(name: str, value, allowed: Iterable[str], *, error=ParameterError):
+def check_choice(name: str, value: object, allowed: Iterable[str], *,
+                 error: ErrorType = ParameterError) -> str:
     """``value`` is one of the strings ``allowed``."""
     allowed = tuple(allowed)
     if not isinstance(value, str):
@@ -53,63 +59,64 @@ def check_choice(name: str, value, allowed: Iterable[str], *, error=ParameterErr
     return str(value)
 
 
-def check_alternative(alternative, *, error=ParameterError) -> str:
+def check_alternative(alternative: object, *, error: ErrorType = ParameterError) -> str:
     return check_choice("alternative", alternative, ALTERNATIVES, error=error)
 
 
-def check_real(name: str, value, *, error=ParameterError) -> float:
+def check_real(name: str, value: object, *, error: ErrorType = ParameterError) -> float:
     """A finite real number (NaN and +-inf refused)."""
-    if not _is_real(value):
+    if not isinstance(value, numbers.Real) or not _is_real(value):
         raise ParameterTypeError(f"`{name}` must be a real number; got {show(value)}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise error(f"`{name}` must be a finite real number; got {show(value)}")
-    return value
+    number = float(value)
+    if not math.isfinite(number):
+        raise error(f"`{name}` must be a finite real number; got {show(number)}")
+    return number
 
 
-def check_positive(name: str, value, *, minimum: float = 0.0, error=ParameterError) -> float:
+def check_positive(name: str, value: object, *, minimum: float = 0.0,
+                   error: ErrorType = ParameterError) -> float:
     """A finite real number ``> minimum``."""
-    value = check_real(name, value, error=error)
-    if not value > minimum:
-        raise error(f"`{name}` must be > {minimum:g}; got {show(value)}")
-    return value
+    number = check_real(name, value, error=error)
+    if not number > minimum:
+        raise error(f"`{name}` must be > {minimum:g}; got {show(number)}")
+    return number
 
 
-def check_probability(name: str, value, *, open_low=True, open_high=True,
-                      error=ParameterError) -> float:
+def check_probability(name: str, value: object, *, open_low: bool = True,
+                      open_high: bool = True, error: ErrorType = ParameterError) -> float:
     """A number in (0, 1) (alpha, power), or with closed ends when ``open_*`` is False
     (``[0, 1]``: a probability such as p1, agreement, a baseline accuracy)."""
-    value = check_real(name, value, error=error)
-    low_ok = value > 0 if open_low else value >= 0
-    high_ok = value < 1 if open_high else value <= 1
+    number = check_real(name, value, error=error)
+    low_ok = number > 0 if open_low else number >= 0
+    high_ok = number < 1 if open_high else number <= 1
     if not (low_ok and high_ok):
         if not open_low and not open_high:
-            raise error(f"`{name}` must be a probability in [0, 1]; got {show(value)}")
+            raise error(f"`{name}` must be a probability in [0, 1]; got {show(number)}")
         lo = "(0" if open_low else "[0"
         hi = "1)" if open_high else "1]"
-        raise error(f"`{name}` must be in {lo}, {hi}; got {show(value)}")
-    return value
+        raise error(f"`{name}` must be in {lo}, {hi}; got {show(number)}")
+    return number
 
 
-def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None,
-              error=ParameterError) -> int:
+def check_int(name: str, value: object, *, minimum: int | None = None,
+              maximum: int | None = None, error: ErrorType = ParameterError) -> int:
     """An integer (an integral float such as ``10.0`` is accepted) within the bounds."""
-    if not _is_real(value):
+    if not isinstance(value, numbers.Real) or not _is_real(value):
         raise ParameterTypeError(f"`{name}` must be an integer; got {show(value)}")
-    if not isinstance(value, numbers.Integral):
-        if math.isfinite(float(value)) and float(value).is_integer():
-            value = int(value)
-        else:
-            raise ParameterTypeError(f"`{name}` must be an integer; got {show(value)}")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise error(f"`{name}` must be an integer >= {minimum}; got {show(value)}")
-    if maximum is not None and value > maximum:
-        raise error(f"`{name}` must be an integer <= {maximum}; got {show(value)}")
-    return value
+    if isinstance(value, numbers.Integral):
+        number = int(value)
+    elif math.isfinite(float(value)) and float(value).is_integer():
+        number = int(float(value))
+    else:
+        raise ParameterTypeError(f"`{name}` must be an integer; got {show(value)}")
+    if minimum is not None and number < minimum:
+        raise error(f"`{name}` must be an integer >= {minimum}; got {show(number)}")
+    if maximum is not None and number > maximum:
+        raise error(f"`{name}` must be an integer <= {maximum}; got {show(number)}")
+    return number
 
 
-def check_seed(seed, *, name: str = "seed") -> int | np.random.SeedSequence:
+def check_seed(seed: object, *, name: str = "seed") -> int | np.random.SeedSequence:
     """Seeds are integers in [0, 2**64 - 1] (0 is a seed) or a SeedSequence; None is
     refused where reproducibility is part of the contract."""
     if isinstance(seed, np.random.SeedSequence):
@@ -118,12 +125,13 @@ def check_seed(seed, *, name: str = "seed") -> int | np.random.SeedSequence:
         raise ParameterTypeError(
             f"`{name}` must be a non-negative integer or numpy.random.SeedSequence; "
             f"got {show(seed)}")
-    if seed < 0:
+    number = int(seed)  # an Integral (numpy integers too): exactly
+    if number < 0:
         raise ParameterError(f"`{name}` must be a non-negative integer; got {show(seed)}")
-    if seed > MAX_SEED:
+    if number > MAX_SEED:
         raise ParameterError(f"`{name}` must fit in 64 bits (0 to 2**64 - 1); got "
                              f"{show(seed)}")
-    return int(seed)
+    return number
 
 
 def bad_name(name: str, role: str) -> str | None:
@@ -157,7 +165,7 @@ def name_key(name: str) -> str:
     return visible.strip()
 
 
-def twin_names(names) -> tuple[str, str] | None:
+def twin_names(names: Iterable[str]) -> tuple[str, str] | None:
     """Two of ``names`` that look the same but differ (surrounding whitespace, ``"a"`` and
     ``"a "``; composed and decomposed accents; an invisible zero-width character), or
     None: they would become two systems (metrics, raters...) that no one can tell apart.
@@ -202,7 +210,7 @@ class Option:
     check: Callable[[str, Any], Any]
     doc: str = ""
 
-    def __call__(self, name: str, value):
+    def __call__(self, name: str, value: object) -> Any:
         return self.check(name, value)
 
 
@@ -237,7 +245,7 @@ ALTERNATIVE = Option(lambda name, value: check_alternative(value),
 REAL = Option(check_real, "a finite number")
 
 
-def checked(**declared: Option):
+def checked(**declared: Option) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Validate a function's keyword options once, on entry, by their declarations.
 
     Each named parameter is replaced by ``declared[name](name, value)`` before the body
@@ -258,19 +266,20 @@ def checked(**declared: Option):
     ...
     multistat.errors.ParameterError: `alpha` must be in (0, 1); got 2.0
     """
-    def decorate(fn):
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        fn_name = getattr(fn, "__name__", "checked")
         signature = inspect.signature(fn)
         unknown = set(declared) - set(signature.parameters)
         if unknown:
-            raise TypeError(f"{fn.__name__} has no parameter(s) {sorted(unknown)}")
+            raise TypeError(f"{fn_name} has no parameter(s) {sorted(unknown)}")
 
         type_error = ParameterTypeError
 
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise type_error(f"{fn.__name__}(): {exc}") from None
+                raise type_error(f"{fn_name}(): {exc}") from None
             bound.apply_defaults()
             for name, option in declared.items():
                 bound.arguments[name] = option(name, bound.arguments[name])
@@ -278,9 +287,10 @@ def checked(**declared: Option):
 
         # the wrapper lives in the function's own module (its globals), so doctest and
         # the documentation find it there, as they find the function itself
-        wrapper = types.FunctionType(wrapper.__code__, fn.__globals__, fn.__name__, None,
-                                     wrapper.__closure__)
-        functools.update_wrapper(wrapper, fn)
-        wrapper.options = dict(declared)
-        return wrapper
+        where = getattr(fn, "__globals__", {})
+        relocated = types.FunctionType(wrapper.__code__, where, fn_name, None,
+                                       wrapper.__closure__)
+        functools.update_wrapper(relocated, fn)
+        relocated.__dict__["options"] = dict(declared)  # a function attribute
+        return relocated
     return decorate

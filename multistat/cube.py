@@ -30,6 +30,7 @@ Datasets may have different instances and systems. Node names are the dataset na
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -106,7 +107,7 @@ def make_dataset(name: str, score: np.ndarray, *, systems, metrics, instances,
         "higher_is_better": ("metric", hib), "kind": ("metric", kind.astype(str)),
         "corpus_fn": ("metric", cfn.astype(str)),
     }
-    data_vars = {SCORE: (DIMS, score)}
+    data_vars: dict[str, tuple[tuple[str, ...], Any]] = {SCORE: (DIMS, score)}
     if stats is not None:
         stats = np.asarray(stats, dtype=np.float64)
         if stats.shape[:3] != shape:
@@ -435,7 +436,7 @@ def save(study: xr.DataTree, path) -> Path:
         The path written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    enc = {}
+    enc: dict[str, Any] = {}
     tree = make_study({n: ds.assign_coords(higher_is_better=ds.higher_is_better.astype("i1"))
                        for n, ds in datasets(study).items()})
     with atomic_path(path) as tmp:  # a reader or a kill never sees a partial file

@@ -235,6 +235,8 @@ def mean_kernel(plan: np.ndarray, data: np.ndarray, *, ones: bool = False,
         if out is None:
             out = np.empty((plan.shape[0], rows))
         out[:, start:stop] = prod
+    if out is None:  # no rows at all
+        out = np.empty((plan.shape[0], rows))
     return out.reshape((plan.shape[0],) + lead)
 
 

@@ -108,6 +108,12 @@ class SkippedTestWarning(MultistatWarning):
     """A default test was not run where it does not apply (e.g. t on a corpus metric)."""
 
 
+class LowDegreesOfFreedomWarning(MultistatWarning):
+    """A t test ran on very few degrees of freedom (a mixed-model fit whose Satterthwaite
+    df is below :data:`multistat.significance.mixed.LOW_DF`): its interval and p-value
+    rest on a t with infinite variance; the rows are flagged ``low_df``."""
+
+
 class CompatibilityWarning(MultistatWarning):
     """A peer tool's (statistically questionable) definition was requested on purpose."""
 

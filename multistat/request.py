@@ -66,7 +66,7 @@ from multistat._validation import (
 )
 from multistat.correct import METHODS
 from multistat.errors import ParameterError, ParameterTypeError, show
-from multistat.significance import REGISTRY, get_test
+from multistat.significance import REGISTRY, TestSpec, get_test
 
 #: the tests ``compare`` runs unless told otherwise
 DEFAULT_TESTS = ("t", "wilcoxon", "sign", "bootstrap", "permutation")
@@ -76,20 +76,20 @@ CI_METHODS = ("basic", "bca", "percentile", "studentized")
 BOOTSTRAP_PVALUES = ("shifted", "berg-kirkpatrick", "sacrebleu")
 
 
-def _names(name: str, value) -> tuple | None:
+def _names(name: str, value: object) -> tuple[Any, ...] | None:
     """None, or a tuple of names (one string is one name)."""
     if value is None:
         return None
     if isinstance(value, str):
         return (value,)
     try:
-        return tuple(value)
+        return tuple(value)  # type: ignore[arg-type]  # any iterable; TypeError if not
     except TypeError:
         raise ParameterTypeError(f"`{name}` must be a name or a list of names; got "
                                  f"{type(value).__name__}") from None
 
 
-def _pairs(value):
+def _pairs(value: Any) -> str | tuple[Any, ...]:
     """``"all"``, ``"baseline:<system>"``, or a tuple of ``(a, b)`` name pairs (checked
     against each dataset's systems by ``compare``)."""
     if isinstance(value, str):
@@ -99,7 +99,7 @@ def _pairs(value):
     except TypeError:
         raise ParameterTypeError("`pairs` must be 'all', 'baseline:<system>' or a list of "
                                  f"(a, b) pairs; got {type(value).__name__}") from None
-    seen: set = set()
+    seen: set[Any] = set()
     for pair in pairs:  # a repeated pair would count twice in its correction family
         if pair in seen:
             raise ParameterError(f"`pairs` lists the pair {show(pair)} twice; each pair "
@@ -109,7 +109,7 @@ def _pairs(value):
     return pairs
 
 
-def _power(value):
+def _power(value: object) -> bool | float:
     if value is True or value is False:
         return value
     if value is None:
@@ -191,7 +191,7 @@ class RunRequest:
     power: Any = False
     mde_power: float = 0.8
     equivalence_margin: float | None = None
-    test_options: Mapping | None = None
+    test_options: Mapping[str, Any] | None = None
     # execution
     scheduler: Any = "threads"
     n_chunks: int | None = None
@@ -199,9 +199,9 @@ class RunRequest:
     max_cost: float | None = DEFAULT_MAX_COST
     progress: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
 
-        def put(name, value):
+        def put(name: str, value: object) -> None:
             object.__setattr__(self, name, value)
 
         tests = _names("tests", self.tests)
@@ -290,7 +290,7 @@ class RunRequest:
     @property
     def budget(self) -> Budget:
         """The working-memory budget every layer sizes its slabs by."""
-        return self.memory_limit
+        return Budget.of(self.memory_limit)  # held as a Budget: returned as it is
 
     @property
     def stepdown(self) -> bool:
@@ -298,12 +298,12 @@ class RunRequest:
         return self.correction in STEPDOWN_CORRECTIONS
 
     @property
-    def specs(self) -> list:
+    def specs(self) -> list[TestSpec]:
         """The registry specs of :attr:`tests`, in order."""
 
         return [REGISTRY[t] for t in self.tests]
 
-    def with_options(self, **changes) -> RunRequest:
+    def with_options(self, **changes: Any) -> RunRequest:
         """A new request with ``changes`` applied (validated; unknown names refused)."""
         unknown = sorted(set(changes) - set(option_names()))
         if unknown:
@@ -313,7 +313,7 @@ class RunRequest:
                 f"{', '.join(option_names())}")
         return dataclasses.replace(self, **changes) if changes else self
 
-    def metadata(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         """The request as the table's run metadata records it (JSON values)."""
         return {"seed": self.seed, "tests": list(self.tests), "statistic": self.statistic,
                 "pairs": self.pairs if isinstance(self.pairs, str) else
@@ -324,16 +324,16 @@ class RunRequest:
                 "family": self.family if self.family is None or isinstance(self.family, str)
                 else list(self.family),
                 "ci_method": self.ci_method, "bootstrap_pvalue": self.bootstrap_pvalue,
-                "test_options": {k: dict(v) for k, v in self.test_options.items()},
+                "test_options": {k: dict(v) for k, v in (self.test_options or {}).items()},
                 "mde_power": self.mde_power}
 
 
-def option_names() -> tuple:
+def option_names() -> tuple[str, ...]:
     """Every option a run request takes (its public fields), in declaration order."""
     return tuple(f.name for f in dataclasses.fields(RunRequest) if f.init)
 
 
-def build_request(request: RunRequest | None = None, /, **options) -> RunRequest:
+def build_request(request: RunRequest | None = None, /, **options: Any) -> RunRequest:
     """``request`` (default: all defaults) with ``options`` applied: the one way a run
     request is made from keywords (``compare``, ``rank`` and the command line use it)."""
     if request is None:
@@ -344,7 +344,8 @@ def build_request(request: RunRequest | None = None, /, **options) -> RunRequest
     return request.with_options(**options)
 
 
-def _check_test_options(test_options, tests) -> dict:
+def _check_test_options(test_options: object, tests: tuple[str, ...]
+                        ) -> dict[str, dict[str, Any]]:
     """``{test: {option: value}}`` checked against the tests run and their signatures."""
 
     if test_options is None:

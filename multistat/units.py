@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from multistat import cube
+from multistat._typing import STATISTICS
 from multistat._validation import check_choice, check_int, check_seed
 from multistat.engine import block_rng
 from multistat.errors import DataValidationError, ParameterError
@@ -121,6 +122,8 @@ def _units_of_dataset(ds: xr.Dataset, size: int, statistic: str, seed, remainder
         unit_remainder=remainder, instances_before_units=n)
 
 
+#: what ``remainder`` does with the instances past the last full unit
+REMAINDERS = ("spread", "drop")
 GROUP = "group"  # coordinate on ``instance``: the document / talk / dialogue of each instance
 
 
@@ -224,7 +227,7 @@ def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | N
     >>> np.array_split(np.arange(7), 7 // 3)   # units of a 7-instance set with size 3
     [array([0, 1, 2, 3]), array([4, 5, 6])]
     """
-    check_choice("statistic", statistic, ("mean", "median"))
+    check_choice("statistic", statistic, STATISTICS)
     if by is not None:
         check_choice("by", by, (GROUP,))
         if size is not None or seed is not None:
@@ -235,7 +238,7 @@ def evaluation_units(study: xr.DataTree, *, size: int | None = None, by: str | N
     if size is None:
         raise ParameterError("give `size` (instances per unit) or `by='group'`")
     size = check_int("size", size, minimum=1)
-    check_choice("remainder", remainder, ("spread", "drop"))
+    check_choice("remainder", remainder, REMAINDERS)
     if seed is not None:
         seed = check_seed(seed)
     if size == 1 and seed is None:

@@ -206,7 +206,7 @@ def data_file_study():
 
 
 def pytest_report_header(config):
-    """Which BLAS kernels this run uses: the bit-identity tests and the README's resampled
+    """Which BLAS kernels this run uses: the bit-identity tests and the guides' resampled
     numbers assume shape-independent products (``make test`` pins OpenBLAS's Haswell
     kernels, see multistat/_blas.py); a bare ``pytest`` on an AVX-512 host does not."""
     from threadpoolctl import threadpool_info

@@ -15,6 +15,7 @@ from multistat import cube
 from multistat.leaderboard.across import friedman, partial_conjunction, replicability
 from multistat.errors import (
     DataValidationError,
+    DroppedDataWarning,
     ParameterError,
     ParameterTypeError,
     UnknownSystemError,
@@ -307,3 +308,48 @@ def test_replicability_errors():
         replicability(0.1)
     with pytest.raises(DataValidationError, match="lacks column"):
         replicability(pd.DataFrame({"p_value": [0.1]}))
+
+
+def _narrowed_study():
+    """Three test sets; system 'late' entered only two of them (as WMT's language pairs:
+    not every team submits to every pair)."""
+    rng = np.random.default_rng(4)
+    nodes = {}
+    for d, systems in (("d1", ["a", "b", "c", "late"]), ("d2", ["a", "b", "c", "late"]),
+                       ("d3", ["a", "b", "c"])):
+        score = rng.normal(size=(len(systems), 1, 40))
+        score += np.linspace(1, 0, len(systems))[:, None, None]
+        nodes[d] = cube.make_dataset(d, score, systems=systems, metrics=["m"],
+                                     instances=[f"i{j}" for j in range(40)])
+    return cube.make_study(nodes)
+
+
+def test_friedman_names_the_systems_it_leaves_out():
+    study = _narrowed_study()
+    with pytest.warns(DroppedDataWarning, match=r"metric 'm': 1 system\(s\) left out, not "
+                                                r"scored on every test set: 'late' \(no "
+                                                r"score on 'd3'\); the test ranks the 3 "
+                                                r"systems common to all 3 test sets"):
+        r = multistat.friedman(study, metric="m")
+    assert r.n_systems == 3 and "late" not in r.mean_ranks.index
+    assert r.dropped == {"late": ["d3"]}
+    assert r.notes == ["1 system(s) left out, not scored on every test set: 'late' (no "
+                       "score on 'd3'); the test ranks the 3 systems common to all 3 test "
+                       "sets"]
+    # nothing left out: no note, no warning (the project's warnings are errors here)
+    full = multistat.leaderboard.across.blocks_per_metric(
+        cube.make_study({k: v for k, v in cube.datasets(study).items() if k != "d3"}))
+    assert multistat.friedman(full["m"]).notes == []
+
+
+def test_replicability_names_the_pairs_tested_on_fewer_test_sets():
+    study = _narrowed_study()
+    table = multistat.compare(study, tests=("t",), effect_sizes=False)
+    with pytest.warns(DroppedDataWarning, match=r"3 of 6 pair\(s\) tested on fewer than "
+                                                r"the table's 3 test sets: a vs late "):
+        out = replicability(table)
+    narrowed = out.attrs["multistat"]["narrowed"]
+    assert len(narrowed) == 3 and all("late" in n for n in narrowed)
+    assert narrowed[0].endswith("no row on 'd3' (a system not in that test set)")
+    late = out[(out.system_b == "late") | (out.system_a == "late")]
+    assert set(late["n_datasets"]) == {2}

@@ -172,3 +172,38 @@ def test_friedman_figure_names_never_become_paths(tmp_path, capsys):
     assert len(written) == 2 and "cd_ter.png" in written
     assert all(p.parent == tmp_path / "figs" for p in (tmp_path / "figs").iterdir())
     assert any(n.startswith("cd_a-b--") for n in written), written
+
+
+# the command line prints the project's warnings (one line on stderr); here they stay
+# warnings instead of the test suite's errors, to be read as a user reads them
+@pytest.mark.filterwarnings("always::multistat.errors.DroppedDataWarning")
+def test_friedman_and_replicability_record_what_they_left_out(tmp_path, capsys):
+    # 'late' entered two of the three test sets: the commands say so on the terminal and
+    # in the written table's metadata, never silently narrowing to the common systems
+    rng = np.random.default_rng(1)
+    nodes = {}
+    for d, systems in (("d1", list("ABC") + ["late"]), ("d2", list("ABC") + ["late"]),
+                       ("d3", list("ABC"))):
+        score = rng.normal(size=(len(systems), 1, 30)) + np.linspace(1, 0, len(systems))[
+            :, None, None]
+        nodes[d] = cube.make_dataset(d, score, systems=systems, metrics=["m"],
+                                     instances=[f"i{j}" for j in range(30)])
+    path = tmp_path / "study.nc"
+    cube.save(cube.make_study(nodes), path)
+    status, text, err = run(["friedman", path, "--out", tmp_path / "f.parquet"], capsys)
+    assert status in (0, None), err
+    assert "multistat: warning: metric 'm': 1 system(s) left out" in err
+    assert "note: 1 system(s) left out, not scored on every test set: 'late'" in text
+    meta = read_parquet(tmp_path / "f.parquet").attrs["multistat"]
+    assert meta["dropped_systems"] == {"late": ["d3"]}
+    assert meta["notes"][0].startswith("1 system(s) left out, not scored on every test set")
+    table = multistat.compare(cube.make_study(nodes), tests=("t",), effect_sizes=False)
+    tpath = tmp_path / "results.parquet"
+    multistat.write_parquet(table, tpath)
+    status, text, err = run(["replicability", tpath, "--out", tmp_path / "r.parquet"],
+                            capsys)
+    assert "multistat: warning: 3 of 6 pair(s) tested on fewer" in err
+    assert status in (0, None), err
+    assert "3 of 6 pair(s) tested on fewer than the table's 3 test sets" in text
+    meta = read_parquet(tmp_path / "r.parquet").attrs["multistat"]
+    assert len(meta["narrowed"]) == 3 and "no row on 'd3'" in meta["narrowed"][0]

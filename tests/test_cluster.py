@@ -136,7 +136,7 @@ def test_mqm_ted_talks_as_clusters():
     perm = cl[cl.test == "permutation"]
     assert (perm.p_value >= 2 / 32 - 1e-12).all()
     assert perm.note.str.contains("exact enumeration").all()
-    # README: Nemo vs UEdin is significant over sentences, not over talks
+    # docs/guides/across-test-sets.md: Nemo vs UEdin is significant over sentences, not over talks
     pick = (boot_i.system_a == "Nemo") & (boot_i.system_b == "UEdin")
     assert boot_i[pick].p_value.item() == pytest.approx(0.026, abs=0.001)
     assert boot_c[pick].p_value.item() == pytest.approx(0.30, abs=0.01)

@@ -1,6 +1,7 @@
 """Every guide of the documentation runs, as the README does (tests/test_readme.py's
-rules): its code blocks execute in order in a scratch copy of the data, and ``#>`` lines
-and console outputs must match."""
+rules): its code blocks execute in order in a scratch directory holding copies of the
+repository's ``data/`` (the demo study) and ``tests/data/``, and ``#>`` lines and console
+outputs must match. Each guide has a namespace of its own."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md"))
 
 @pytest.mark.parametrize("guide", GUIDES, ids=[g.stem for g in GUIDES])
 def test_guide_runs(guide, tmp_path):
+    shutil.copytree(ROOT / "data", tmp_path / "data")
     shutil.copytree(ROOT / "tests" / "data", tmp_path / "tests" / "data")
     blocks = [b for b in parse_blocks(guide.read_text(encoding="utf-8"))
               if b[1] in RUN and b[3] is None]

@@ -133,7 +133,7 @@ def test_smallest_adjusted_against_statsmodels(method):
         assert multipletests(p, method=method)[1].min() >= got - 1e-15
     assert multipletests(np.full(m, f), method=method)[1].min() == pytest.approx(got)
     if method in ("holm", "bonferroni"):
-        assert got == pytest.approx(45 * 2 / 1001)  # README: 0.09 at 1000 resamples
+        assert got == pytest.approx(45 * 2 / 1001)  # leaderboards guide: 0.09 at 1000 resamples
     assert pfloor.smallest_adjusted(f, m, "westfall-young") == f
 
 
@@ -155,7 +155,7 @@ def test_resamples_needed_is_the_boundary():
 
 
 def test_the_system_counts_the_docs_give_for_the_holm_floor():
-    """README ("Leaderboards at shared-task size"), pfloor's and rank's docstrings: with
+    """docs/guides/leaderboards.md ("Leaderboards at shared-task size"), pfloor's and rank's docstrings: with
     B = 10,000 and Holm at alpha 0.05 the bootstrap (p >= 2/(B + 1) two-sided) cannot
     reject from 23 systems (253 pairs) on, the permutation test (p >= 1/(B + 1)) from 33
     (528): 253 x 2/10001 = 0.0506 > 0.05 >= 231 x 2/10001; 528/10001 > 0.05 >= 496/10001."""

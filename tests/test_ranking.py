@@ -264,8 +264,9 @@ def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
                                  "--seed", 5, "--test", "t", "--correction", "holm",
                                  "--alpha", 0.01], capsys)
     assert status in (0, None), err
-    assert "cluster 1: top1 (1-2), top2 (1-2)" in text
-    assert "cluster 2: mid (3-3)" in text
+    # the parentheses say what they hold: each system's rank interval
+    assert "cluster 1: top1 (rank 1-2), top2 (rank 1-2)" in text
+    assert "cluster 2: mid (rank 3-3)" in text
     board = read_parquet(out)
     assert tuple(board.columns) == ranking.COLUMNS
     meta = board.attrs["multistat"]
@@ -326,3 +327,23 @@ def test_rank_corpus_metric_reuses_the_plan():
         assert c["best"] == 1 and c["good"] == c["good2"] == 2 and c["weak"] == 3, metric
         assert g["p_best"].sum() == pytest.approx(1.0)
         assert g.set_index("system").loc["best", "rank_ci_high"] == 1
+
+
+def test_interval_notes_say_who_chose_the_interval():
+    # rank's pairs carry percentile intervals because rank chose them (its default), not
+    # the user; compare with ci_method="percentile" is the user's choice, and says so
+    from multistat import cube
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 1, 30)) + np.array([0.6, 0.3, 0.0, -0.2])[:, None, None]
+    study = cube.make_study([cube.make_dataset("d", x, systems=list("abcd"), metrics=["m"],
+                                               instances=np.arange(30))])
+    pairs = ranking.rank_with_pairs(study, n_resamples=200).pairs
+    notes = set(pairs["note"].dropna())
+    assert notes and all(n.startswith("percentile interval by default (rank's intervals "
+                                      "are percentile intervals)") for n in notes), notes
+    table = multistat.compare(study, tests=("bootstrap",), ci_method="percentile",
+                              n_resamples=200, effect_sizes=False)
+    assert table["note"].str.startswith("percentile interval, chosen by the user "
+                                        "(ci_method; the default is basic)").all()
+    assert not table["note"].str.contains("by choice").any()

@@ -1,6 +1,7 @@
 """The README is run: every code block of README.md executes in a scratch directory.
 
-Rules (also stated at the end of README.md, "Development"):
+Rules (also stated in docs/development.md; tests/test_guides.py runs every guide of
+docs/guides/ by the same rules):
 
 * The scratch directory holds copies of the repository's ``data/`` and ``tests/data/``;
   blocks run there, in the order they appear.
@@ -36,6 +37,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: the guide that walks through the demo study's committed report
+REPORTS_GUIDE = ROOT / "docs" / "guides" / "reports.md"
+#: the README is a landing page; tutorials and reference live in docs/
+README_MAX_LINES = 300
 RUN = {"python", "console", "bash", "sh", "shell"}
 NORUN = re.compile(r"^<!--\s*norun:\s*(\S.*?)\s*-->\s*$")
 
@@ -164,10 +169,11 @@ def test_parser_and_matcher():
 
 
 def test_readme_runs(scratch):
-    """Every runnable block of README.md, in order; about a minute in total."""
+    """Every runnable block of README.md, in order."""
     blocks = parse_blocks(README.read_text(encoding="utf-8"))
     runnable = [b for b in blocks if b[1] in RUN and b[3] is None]
-    assert len(runnable) >= 10, "the README lost its examples"
+    langs = {b[1] for b in runnable}
+    assert "python" in langs and "console" in langs, "the README lost its examples"
     namespace = {"__name__": "__readme__"}
     env = _shell_env()
     timings = []
@@ -236,12 +242,25 @@ def _md_table_after(text: str, marker: str) -> list[str]:
     return out
 
 
-def test_readme_demo_numbers_are_the_committed_report():
-    """The demo's numbers the README quotes are those `make report` wrote on this commit
-    (reports/tables and reports/metrics.json are committed with the pipeline's lock)."""
+def test_readme_is_a_landing_page_whose_links_resolve():
+    """At most 300 lines; every relative link and picture points at a committed file."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= README_MAX_LINES
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [t.split("#")[0] for t in targets if not re.match(r"[a-z]+:", t) and t[0] != "#"]
+    assert any(t.endswith(".png") for t in local), "the README lost its picture"
+    assert "docs/statistics.md" in local and "docs/guides/getting-started.md" in local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, missing
+
+
+def test_reports_guide_numbers_are_the_committed_report():
+    """The demo's numbers the reports guide (docs/guides/reports.md) quotes are those
+    `make report` wrote on this commit (reports/tables and reports/metrics.json are
+    committed with the pipeline's lock)."""
     import json
 
-    text = README.read_text(encoding="utf-8")
+    text = REPORTS_GUIDE.read_text(encoding="utf-8")
     tables = ROOT / "reports" / "tables"
     board = (tables / "leaderboard_newstest__sent_bleu.md").read_text(encoding="utf-8")
     assert _md_table_after(text, "**Leaderboard.**") == board.strip().splitlines()

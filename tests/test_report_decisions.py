@@ -67,7 +67,8 @@ def test_every_section_shows_the_rankings_decisions(runs, tmp_path, monkeypatch)
     # stated once, at the top
     sentence = ("One decision per pair: every “beats” count, heatmap star, cluster and "
                 "rank range in this report comes from the bootstrap test, westfall-young "
-                "correction per dataset × metric, α = 0.05 (the ranking's decisions).")
+                "correction per dataset × metric, α = 0.05, 2,000 resamples (seed 0) (the "
+                "ranking's decisions).")
     assert html.count(sentence) == 1
     assert html.index(sentence) < html.index('id="summary"')
     # leaderboard "Beats" (tables/leaderboard.csv wins) = the ranking's beats

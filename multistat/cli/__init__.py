@@ -25,7 +25,7 @@ from typer._click import exceptions as _click_exceptions
 
 from multistat import __version__
 from multistat._blas import pin_kernels
-from multistat.cli._conventions import conventions
+from multistat.cli._conventions import LIBRARY_CHOICES, conventions, fill_choices
 from multistat.cli.across import friedman_command, replicability_command
 from multistat.cli.compare import compare_cmd
 from multistat.cli.compare import fill_library_choices as fill_compare_choices
@@ -126,17 +126,36 @@ def _mount_commands():
 _mount_commands()
 
 
+def command_functions() -> dict:
+    """``{command path: its mounted function}`` of every command (``"power curve"``)."""
+    out = {}
+    groups = [("", app)] + [(f"{g.name} ", g.typer_instance) for g in app.registered_groups
+                            if g.typer_instance is not None]
+    for prefix, group in groups:
+        for info in group.registered_commands:
+            if info.callback is not None:
+                name = info.name or info.callback.__name__.replace("_", "-")
+                out[prefix + name] = info.callback
+    return out
+
+
 def fill_library_choices(argv=None) -> None:
-    """The registry's tests and the run request's defaults written into the help of the
-    commands that take them (``compare``, ``rank``; ``report``: the section inputs):
-    for the commands ``argv`` names, or all of them (None). They import numpy, so the
-    command line calls this after pinning the BLAS kernels, and only for those commands
-    (``multistat --help`` stays fast)."""
+    """The library's choices and defaults written into the help of the commands that
+    take them (the registry's tests and the run request's defaults in ``compare`` and
+    ``rank``; the section inputs in ``report``; the allowed values of
+    :data:`~multistat.cli._conventions.LIBRARY_CHOICES` everywhere): for the commands
+    ``argv`` names, or all of them (None). They import numpy, so the command line calls
+    this after pinning the BLAS kernels, and only for those commands (``multistat --help``
+    stays fast)."""
     fillers = {"compare": fill_compare_choices, "rank": fill_rank_choices,
                "report": fill_report_choices}
     for name, fill in fillers.items():
         if argv is None or name in argv:
             fill(_MOUNTED[name])
+    functions = command_functions()
+    for path, choices in LIBRARY_CHOICES.items():
+        if argv is None or all(part in argv for part in path.split()):
+            fill_choices(functions[path], choices)
 
 
 def _invoked_options(argv) -> dict[str, str]:
@@ -163,7 +182,7 @@ _NUMPY_REPR = re.compile(r"np\.[a-z_]+[0-9]*_?\(('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|
 _MESSAGE_LIMIT = 600  # characters of a whole message (values are cut at the source)
 
 
-def cli_message(text: str, argv=()) -> str:
+def cli_message(text: object, argv=()) -> str:
     """A library error message as the command line shows it: one line; Python
     parameter names (`` `metrics` ``, ``metrics=[...]``) replaced by the invoked
     subcommand's flags (``--metrics``); no numpy reprs; at most 600 characters (the
@@ -235,7 +254,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _interrupted(exc: BaseException) -> bool:
+def _interrupted(exc: BaseException | None) -> bool:
     """Whether ``exc`` was raised while a KeyboardInterrupt was being handled (anywhere
     in its chain of causes and contexts): then the run was aborted, not a bug."""
     seen = set()

@@ -25,7 +25,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, overload
 
 import typer
 
@@ -41,9 +41,9 @@ STUDY_SUFFIXES: tuple[str, ...] = (".nc",)
 
 # ------------------------------------------------------- `multistat load` reading options
 FormatOpt = Annotated[str | None, typer.Option(
-    "--format", help="long | wide | pairs (NLPStatTest two-column) | lines (one score per "
-                     "line, one file per system) | comet (comet-score output) | inspect | "
-                     "lm-eval | helm | eee (language-model evaluation logs); default: "
+    "--format", help="{choices} (pairs: NLPStatTest two-column; lines: one score per "
+                     "line, one file per system; comet: comet-score output; inspect, "
+                     "lm-eval, helm, eee: language-model evaluation logs); default: "
                      "detect from the extension and content")]
 SystemCol = Annotated[list[str] | None, typer.Option(
     help="column holding the system name (repeat to join several columns with '/', e.g. "
@@ -86,6 +86,18 @@ def read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset
     if systems:
         kw["systems"] = tuple(s.strip() for s in systems.split(","))
     return kw
+
+
+@overload
+def split_names(text: None, flag: str | None = None) -> None: ...
+
+
+@overload
+def split_names(text: str, flag: str) -> list[str]: ...
+
+
+@overload
+def split_names(text: str | None, flag: str | None = None) -> list[str] | None: ...
 
 
 def split_names(text: str | None, flag: str | None = None) -> list[str] | None:
@@ -177,7 +189,7 @@ def guard_outputs(inputs: Iterable, outputs: Mapping[str, object] | Iterable[tup
             raise ParameterError(f"`{flag}` {show(out)} is a directory; give a file path "
                                  f"(e.g. {show(out / ('results' + out.suffix))})")
     for flag, (directory, _) in (folders or {}).items():
-        if Path(directory).exists() and not Path(directory).is_dir():
+        if Path(str(directory)).exists() and not Path(str(directory)).is_dir():
             raise ParameterError(f"`{flag}` {show(directory)} is a file; give a folder "
                                  f"(it is created if it does not exist)")
     files = [f for inp in inputs if inp is not None for f in _expand(inp)]
@@ -193,7 +205,7 @@ def guard_outputs(inputs: Iterable, outputs: Mapping[str, object] | Iterable[tup
                 raise ParameterError(f"`{flag_a}` and `{flag_b}` are the same file "
                                      f"{show(a)}; give each output its own path")
     for flag, (directory, names) in (folders or {}).items():
-        base = Path(directory)
+        base = Path(str(directory))
         for name in names:
             inside = os.path.realpath(base / name)
             for f in files:
@@ -281,12 +293,23 @@ def echo_summary(study, dropped=()) -> None:
     # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
+    # lazily: the conventions module reads the package version
+    from multistat.cli._conventions import record
+
+    summary = []
     for name, ds in cube.datasets(study).items():
         metrics = ", ".join(f"{m}{'' if h else ' (lower is better)'} [{k}]" for m, h, k in
                             zip(ds.metric.values, ds.higher_is_better.values, ds.kind.values))
         typer.echo(f"dataset {name}: {ds.sizes['system']} systems x {ds.sizes['metric']} "
                    f"metrics x {ds.sizes['instance']} instances; metrics: {metrics}")
+        summary.append({"dataset": str(name), "systems": int(ds.sizes["system"]),
+                        "metrics": [{"metric": str(m), "higher_is_better": bool(h),
+                                     "kind": str(k)} for m, h, k in
+                                    zip(ds.metric.values, ds.higher_is_better.values,
+                                        ds.kind.values)],
+                        "instances": int(ds.sizes["instance"])})
     typer.echo(f"dropped: {len(dropped)} item(s)" + "".join(f"\n  - {d}" for d in dropped))
+    record(datasets=summary, dropped=[str(d) for d in dropped])
 
 
 # ------------------------------------------------- options and helpers of several commands
@@ -296,14 +319,20 @@ OUT_TABLE_HELP = "table to write: .parquet (with run metadata), .csv or .jsonl"
 
 
 def open_study(path: Path):
-    """A saved study (.nc) or any score file ``multistat load`` reads with defaults."""
+    """A saved study (.nc), a study store (.zarr: opened, not loaded) or any score file
+    ``multistat load`` reads with defaults."""
     # heavy: xarray, lazily (`multistat --help` stays fast)
     from multistat import cube
 
+    # lazily: a study larger than memory stays in its Zarr store, read chunk by chunk
+    from multistat.io._zarr import is_zarr_path, open_zarr
+
+    if is_zarr_path(path):
+        return open_zarr(path)
     return cube.load(path)
 
 
-def parse_pairs(pairs: str, pair: list[str] | None):
+def parse_pairs(pairs: str | None, pair: list[str] | None):
     """``--pairs all | baseline:<system> | 'a,b;c,d'`` and repeated ``--pair a,b`` ->
     what ``compare``/``analyze`` take (a string or a list of ``(a, b)`` names)."""
     def one(text, flag):
@@ -317,7 +346,7 @@ def parse_pairs(pairs: str, pair: list[str] | None):
         if pairs not in ("all", None):
             raise ParameterError("give pairs with either --pairs or --pair, not both")
         return [one(p, "--pair") for p in pair]
-    text = pairs.strip()
+    text = (pairs or "all").strip()
     if text == "all" or text.startswith("baseline:"):
         return text
     items = [p for p in text.split(";") if p.strip()]

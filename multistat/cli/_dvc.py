@@ -96,8 +96,8 @@ def check_not_tracked(directory, names, *, flag: str = "--out", force: bool = Fa
     if base != root and root in base.parents:
         rel = base.relative_to(root).parts
         folders += [root.joinpath(*rel[:i]) for i in range(1, len(rel) + 1)]
-    running = os.environ.get("DVC_STAGE", "")
-    running = running.rsplit(":", 1)[-1].split("@")[0] if running else None
+    env_stage = os.environ.get("DVC_STAGE", "")
+    running = env_stage.rsplit(":", 1)[-1].split("@")[0] if env_stage else None
     for folder in folders:
         for stage, tracked, source in stage_outputs(folder):
             if stage == running:

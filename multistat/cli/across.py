@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.cli._conventions import record
 from multistat.errors import InputFileError, MultistatError, ParameterError
 
 
@@ -78,7 +79,7 @@ def friedman_command(
     lower_is_better: Annotated[bool, typer.Option(
         "--lower-is-better", help="with --wide: smaller scores are better")] = False,
     posthoc: Annotated[str, typer.Option(
-        help="nemenyi | bonferroni-dunn (against --control) | wilcoxon-holm")] = "nemenyi",
+        help="{choices} (bonferroni-dunn: against --control)")] = "nemenyi",
     control: Annotated[str | None, typer.Option(
         help="control system of bonferroni-dunn (default: the best mean rank)")] = None,
     alpha: Annotated[float, typer.Option(help="level of the critical difference")] = 0.05,
@@ -119,6 +120,8 @@ def friedman_command(
                    "blocks)")
         typer.echo(f"{head}Nemenyi critical difference (alpha={alpha:g}): "
                    f"{r.critical_difference:.4g}")
+        for note in r.notes:
+            typer.echo(f"{head}note: {note}")
         typer.echo(f"{head}mean ranks (1 = best): " + ", ".join(
             f"{k} {v:.2f}" for k, v in r.mean_ranks.items()))
         sig = r.pairwise[r.pairwise["reject"]]
@@ -145,7 +148,9 @@ def friedman_command(
                 "iman_davenport_p_value": r.iman_davenport_p_value,
                 "critical_difference": r.critical_difference, "n_blocks": r.n_blocks,
                 "control": r.control or "",
-                "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()}}
+                "mean_ranks": {k: float(v) for k, v in r.mean_ranks.items()},
+                "dropped_systems": {k: list(v) for k, v in r.dropped.items()},
+                "notes": r.notes}
 
     meta = {"stage": "friedman", "input": str(input), "posthoc": posthoc, "alpha": alpha,
             "blocks": "rows of the wide table" if wide else "test sets (datasets), one "
@@ -154,6 +159,10 @@ def friedman_command(
     if not several:  # one test: its numbers at the top level
         meta.update(stats(next(iter(results.values()))))
     meta["per_metric"] = {m: stats(r) for m, r in results.items() if m}
+    record(**{k: v for k, v in meta.items() if k not in ("stage", "input")},
+           significant_pairs={m: [[a, b] for a, b, rej in zip(
+               r.pairwise.system_a, r.pairwise.system_b, r.pairwise["reject"]) if rej]
+               for m, r in results.items()})
     table = pd.concat(tables, ignore_index=True)
     if not wide:
         table = table[["metric", *[c for c in table.columns if c != "metric"]]]
@@ -170,7 +179,7 @@ def _p_list(text: str):
     named = ["=" in t for t in items]
     if any(named) and not all(named):
         raise ParameterError("--p-values: name every p-value (set=p) or none")
-    out = {}
+    out: dict[str, float] = {}
     for i, t in enumerate(items):
         name, _, value = t.rpartition("=") if "=" in t else (f"dataset{i + 1}", "", t)
         if name.strip() in out:
@@ -194,7 +203,7 @@ def replicability_command(
                            "(0.01,0.2,...) or named (newstest=0.01,ted=0.2)")] = None,
     alpha: Annotated[float, typer.Option(help="family-wise level")] = 0.05,
     method: Annotated[str, typer.Option(
-        help="bonferroni (any dependence) | fisher (independent test sets)")] =
+        help="{choices} (bonferroni: any dependence; fisher: independent test sets)")] =
     "bonferroni",
     test: Annotated[str | None, typer.Option(
         help="only this test of the compare table (default: every test)")] = None,
@@ -214,6 +223,9 @@ def replicability_command(
         typer.echo("partial conjunction p (u = 1..N): " +
                    ", ".join(f"{p:.4g}" for p in r.partial_conjunction_p))
         typer.echo("identified by Holm: " + (", ".join(r.datasets) or "none"))
+        record(k=r.k, n_test_sets=len(r.p_values), method=method, alpha=alpha,
+               partial_conjunction_p=[float(p) for p in r.partial_conjunction_p],
+               datasets=list(r.datasets))
         return
     # heavy: pyarrow, pandas, lazily
     from multistat.io import read_parquet
@@ -228,8 +240,13 @@ def replicability_command(
                                  f"{', '.join(sorted(set(table.get('test', []))))})")
         table = table[table["test"] == test]
     res = replicability(table, alpha=alpha, method=method)
+    notes = list(res.attrs.get("multistat", {}).get("notes", ()))
     write_table(res, out, metadata={"stage": "replicability", "input": str(input),
-                                      "alpha": alpha, "method": method})
+                                      "alpha": alpha, "method": method, "notes": notes,
+                                      "narrowed": list(res.attrs.get("multistat", {}).get(
+                                          "narrowed", ()))})
+    for note in notes:
+        typer.echo(f"note: {note}")
     held = res[res["k"] > 0]
     typer.echo(f"{len(held)} of {len(res)} claims hold on at least one test set "
                f"({method}, alpha={alpha:g}):")
@@ -237,4 +254,6 @@ def replicability_command(
             "datasets"]
     if len(held):
         typer.echo(held[cols].to_string(index=False, max_rows=30))
+    record(method=method, alpha=alpha, claims=len(res), holding=len(held),
+           rows=held[cols].to_dict(orient="records"))
     typer.echo(f"wrote {out}")

@@ -99,7 +99,7 @@ def compare_cmd(
     tests: Annotated[str | None, typer.Option(
         help="comma-separated tests of the registry (multistat.significance)")] = None,
     statistic: Annotated[str | None, typer.Option(
-        help="mean | median (bootstrap/permutation)")] = None,
+        help="{choices} (bootstrap/permutation)")] = None,
     pairs: Annotated[str | None, typer.Option(
         help="all | baseline:<system> | explicit pairs 'a,b;c,d' (estimates are a - b)")] =
     None,
@@ -107,7 +107,7 @@ def compare_cmd(
     metrics: Annotated[str | None, typer.Option(help="comma-separated metrics")] = None,
     datasets: Annotated[str | None, typer.Option(help="comma-separated datasets")] = None,
     alternative: Annotated[str | None, typer.Option(
-        help="two-sided | less | greater (a - b)")] = None,
+        help="{choices} (a - b)")] = None,
     null_value: Annotated[float | None, typer.Option(
         help="margin delta of H0 (finite)")] = None,
     alpha: Annotated[float | None, typer.Option(
@@ -117,8 +117,8 @@ def compare_cmd(
     seed: Annotated[int | None, typer.Option(
         help="random seed, 0 to 2**64-1 (0 is a seed)")] = None,
     correction: Annotated[str | None, typer.Option(
-        help="statsmodels multipletests method, westfall-young (step-down over the shared "
-             "resampling plan; bootstrap/permutation only), or none")] = None,
+        help="{choices} (statsmodels' multipletests methods; westfall-young: step-down "
+             "over the shared resampling plan, bootstrap/permutation only), or none")] = None,
     family: Annotated[str | None, typer.Option(
         help="columns defining correction families (comma-separated) or 'all'; default "
              "dataset,metric,test")] = None,
@@ -129,10 +129,10 @@ def compare_cmd(
              "BLAS kernels differ from this process's are restarted with "
              "OPENBLAS_CORETYPE=Haswell)")] = None,
     ci_method: Annotated[str | None, typer.Option(
-        help="bootstrap interval: basic (inverts the p-value, so decision and interval "
-             "agree) | bca | percentile | studentized")] = None,
+        help="bootstrap interval: {choices} (basic inverts the p-value, so decision and "
+             "interval agree)")] = None,
     bootstrap_pvalue: Annotated[str | None, typer.Option(
-        help="shifted | berg-kirkpatrick | sacrebleu (compatibility, warns)")] = None,
+        help="{choices} (sacrebleu: compatibility, warns)")] = None,
     power: Annotated[float | None, typer.Option(
         "--power", help="add a power column: power of the paired t test to detect this "
                         "difference (metric units, finite)")] = None,
@@ -212,8 +212,9 @@ def compare_cmd(
     if systems_out is not None:
         write_table(systems, systems_out, metadata=meta, flag="--systems-out")
     if eee_out is not None:
-        write_eee(table, eee_out, study=opened if systems is None else None,
-                  systems=systems)
+        # (a .zarr study is not loaded: the records take the table's scores)
+        write_eee(table, eee_out, study=opened if systems is None and hasattr(
+            opened, "children") else None, systems=systems)
     shown = table[table["reject"]]
     record(comparisons=len(table), tests=list(pd_unique(table["test"])),
            significant=int(table["reject"].sum()),

@@ -2,7 +2,8 @@
 
 Mounted by :mod:`multistat.cli` (``app.command("load-mt")(load_mt_command)``); both write
 a study file (NetCDF) that ``compare``, ``report`` and the pipelines read. This module
-imports only :mod:`multistat.cli._common`, never :mod:`multistat.cli` (no import cycle).
+imports only :mod:`multistat.cli._common` and :mod:`multistat.cli._conventions`, never
+:mod:`multistat.cli` (no import cycle).
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from multistat.cli._common import (
     split_names,
     study_output,
 )
+from multistat.cli._conventions import record
 from multistat.errors import InputFileError, ParameterError, show
 
-_TEXT_SUFFIXES = (".txt", ".gz")
+_TEXT_SUFFIXES = (".gz", ".txt")  # in this order: X.txt.gz -> X
+#: --canary choices (multistat.io._mt_text.CANARY_CHOICES, not imported: --help stays fast)
+CANARY_CHOICES = ("auto", "keep")
 
 
 def _system_files(spec: str) -> dict[str, Path] | None:
@@ -177,6 +181,114 @@ def _parse_test_sets(items: list[str]) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def _parse_domains(items, names: list, named: bool) -> dict:
+    """``--domains`` -> ``{test set: domain file}``."""
+    if not items:
+        return {}
+    out = {}
+    for item in items:
+        name, eq, path = item.partition("=")
+        if not named:
+            if len(items) > 1:
+                raise ParameterError("--domains: one domain file for one test set (with "
+                                     "--test-set: NAME=FILE per test set)")
+            out[names[0]] = Path(item)
+            continue
+        if not eq or name.strip() not in names:
+            raise ParameterError(f"--domains {item!r}: with --test-set give NAME=FILE, NAME "
+                                 f"one of {', '.join(map(repr, names))}")
+        out[name.strip()] = Path(path)
+    return out
+
+
+def _split_choice(by: str | None, have_domains: bool) -> str:
+    choices = ("test-set", "domain", "both")
+    if by is None:
+        return "domain" if have_domains else "test-set"
+    if by not in choices:
+        raise ParameterError(f"--by must be one of {', '.join(choices)}; got {by!r}")
+    if by != "test-set" and not have_domains:
+        raise ParameterError(f"--by {by} needs each segment's domain: --domains FILE "
+                             f"(plain-text files) or --domain-col COLUMN (a references table)")
+    return by
+
+
+def _check_inputs(name, hyps, files, refs, domain_file, canary, *, where, system_col,
+                  segment_col, reference_cols, domain_col):
+    """Read and check one test set's inputs before any metric is computed:
+    ``(TextTestSet or None, domain per kept segment or None, segments to drop, the line
+    saying which canary lines were skipped or None)``."""
+    # heavy: the readers, lazily
+    from multistat.io._mt_text import CANARY_DOMAIN, is_canary, read_test_set
+
+    if files is not None:
+        texts = read_test_set(name, files, refs, domain_file, canary=canary, where=where)
+        said = None
+        if texts.skipped:
+            lines = ", ".join(map(str, texts.skipped[:5])) + (
+                f" and {len(texts.skipped) - 5} more" if len(texts.skipped) > 5 else "")
+            said = (f"load-mt: {name}: skipped the canary line(s) {lines} of every file "
+                    f"({len(texts.files)} files; --canary keep keeps them)")
+        return texts, texts.domains, set(), said
+    prefix = f"{where} " if where else ""
+    for path, what in ((Path(hyps), "HYPOTHESES"), (Path(refs), "REFERENCES")):
+        if not path.is_file():
+            raise InputFileError(f"{prefix}{what} {str(path)!r}: no such file")
+    _refuse_plain_text(Path(hyps), system_col)
+    if domain_col is None and canary == "keep":
+        return None, None, set(), None
+    # heavy: pyarrow, pandas, lazily
+    from multistat.io._parsing import read_table
+
+    table = read_table(Path(refs), keep_empty=True)
+    need = [segment_col, *reference_cols] + ([domain_col] if domain_col else [])
+    lacking = [c for c in need if c not in table.columns]
+    if lacking:
+        raise InputFileError(f"{prefix}REFERENCES {str(refs)!r} lacks column(s) "
+                             f"{lacking}; it has {list(map(str, table.columns))[:10]}")
+    segments = table[segment_col].astype(str).tolist()
+    drop = set()
+    if canary == "auto":
+        first = table[reference_cols[0]].astype(str)
+        drop = {s for s, t in zip(segments, first) if is_canary(t)}
+        if domain_col:
+            drop |= {s for s, d in zip(segments, table[domain_col].astype(str))
+                     if d.strip().lower() == CANARY_DOMAIN}
+        said = (f"load-mt: {name}: skipped {len(drop)} canary segment(s) "
+                f"({', '.join(sorted(drop)[:5])}); --canary keep keeps them") if drop else None
+    domains = None
+    if domain_col:
+        empty = [s for s, d in zip(segments, table[domain_col].astype(str)) if not d.strip()]
+        if empty:
+            raise InputFileError(f"{prefix}REFERENCES {str(refs)!r}: column "
+                                 f"{domain_col!r} is empty for segment(s) {empty[:5]}")
+        domains = {s: str(d).strip() for s, d in zip(segments, table[domain_col])}
+    return None, domains, drop, said
+
+
+def _split_nodes(ds, name: str, domains, drop: set, split: str) -> dict:
+    """The test set's dataset(s): the whole set, one per domain, or both; canary segments
+    of a table (``drop``) removed. ``domains``: a list per kept segment (plain text) or a
+    ``{segment: domain}`` mapping (table)."""
+    segments = [str(s) for s in ds.instance.values]
+    keep = [i for i, s in enumerate(segments) if s not in drop]
+    if len(keep) < len(segments):
+        ds = ds.isel(instance=keep)
+        segments = [segments[i] for i in keep]
+    out = {}
+    if split in ("test-set", "both") or domains is None:  # a set without domains: whole
+        out[name] = ds
+    if split in ("domain", "both") and domains is not None:
+        labels = (list(domains) if not isinstance(domains, dict)
+                  else [domains[s] for s in segments])
+        positions: dict[str, list[int]] = {}
+        for i, d in enumerate(labels):
+            positions.setdefault(d, []).append(i)
+        for d, idx in positions.items():
+            out[f"{name}-{d}"] = ds.isel(instance=idx)
+    return out
+
+
 def echo_corpus_scores(study) -> None:
     """One table per dataset: each system's corpus score per metric (the metric of the
     summed statistics, as sacrebleu reports it), best first by the first metric."""
@@ -186,6 +298,7 @@ def echo_corpus_scores(study) -> None:
     # heavy: numpy, lazily
     from multistat.corpus import get_corpus_metric
 
+    scores = []
     for name, ds in cube.datasets(study).items():
         metrics = [str(m) for m in ds.metric.values]
         cols = []
@@ -201,6 +314,10 @@ def echo_corpus_scores(study) -> None:
         for i in order:
             typer.echo("  " + systems[i].ljust(width)
                        + "".join(f"{c[i]:>10.2f}" for c in cols))
+        scores.append({"dataset": str(name), "systems": [
+            {"system": systems[i], **{m: float(c[i]) for m, c in zip(metrics, cols)}}
+            for i in order]})
+    record(corpus_scores=scores)
 
 
 def load_mt_command(
@@ -248,6 +365,21 @@ def load_mt_command(
     sacrebleu_option: Annotated[list[str] | None, typer.Option(
         help="any other sacrebleu metric option KEY=VALUE (repeatable), e.g. "
              "chrf_word_order=2, ter_case_sensitive=true")] = None,
+    domains: Annotated[list[str] | None, typer.Option(
+        "--domains", help="each segment's domain, one line per line of the references: "
+                          "WMT's documents/<pair>.docs (domain TAB document) or "
+                          "metadata/<pair>.jsonl (a 'domain' key); with --test-set "
+                          "NAME=FILE, repeatable")] = None,
+    domain_col: Annotated[str | None, typer.Option(
+        help="with a references table: its column of each segment's domain")] = None,
+    by: Annotated[str | None, typer.Option(
+        help="datasets written: test-set (one per test set), domain (one per test set x "
+             "domain, named TESTSET-DOMAIN) or both; default: domain when domains are "
+             "given, else test-set")] = None,
+    canary: Annotated[str, typer.Option(
+        help="auto: drop WMT's canary lines (a reference line 'CANARY GUID ...' or domain "
+             "'canary', the first line of WMT24 files) from every file, and say so; keep: "
+             "keep every line")] = "auto",
     n_jobs: Annotated[int, typer.Option(
         help="worker processes for the statistics extraction (helps TER on idle cores)")] =
     1,
@@ -256,20 +388,23 @@ def load_mt_command(
     True,
 ):
     """Machine translation outputs -> a study with corpus BLEU / chrF / TER (sacrebleu);
-    one dataset per test set; prints each system's corpus scores."""
+    one dataset per test set (or per test set x domain); prints each system's corpus
+    scores. Every input file is read and checked (files exist, line counts match,
+    references present) before any metric is computed."""
     # heavy: pyarrow, xarray, lazily
     from multistat import cube
 
     # heavy: pyarrow, xarray, lazily
     from multistat.adapters import load_translations
 
+    sets: list[tuple[str | None, str, list[str]]]
     if test_set:
         if hypotheses is not None or references:
             raise ParameterError("give HYPOTHESES REFERENCES or --test-set NAME=HYPS:REFS "
                                  "(repeatable), not both")
         if dataset is not None:
             raise ParameterError("--test-set names each dataset; drop --dataset")
-        sets = _parse_test_sets(test_set)
+        sets = list(_parse_test_sets(test_set))
     else:
         if hypotheses is None or not references:
             raise ParameterError("give HYPOTHESES and REFERENCES, or --test-set "
@@ -283,7 +418,16 @@ def load_mt_command(
     if lowercase:
         options["lowercase"] = True
     refs_cols = split_names(reference_col, "--reference-col")
+    if canary not in CANARY_CHOICES:
+        raise ParameterError(f"--canary must be one of {', '.join(CANARY_CHOICES)}; got "
+                             f"{canary!r}")
+    domain_files = _parse_domains(domains, [n for n, _, _ in sets], bool(test_set))
+    if domain_col is not None and domain_files:
+        raise ParameterError("give --domains (files beside plain-text systems) or "
+                             "--domain-col (a column of the references table), not both")
+    split = _split_choice(by, bool(domain_files) or domain_col is not None)
     plan, inputs = [], []
+    refs: Path | list[Path]
     for name, hyps, ref_specs in sets:
         where = f"--test-set {name}:" if test_set else "REFERENCES"
         files = _system_files(hyps)
@@ -294,26 +438,50 @@ def load_mt_command(
             if len(ref_specs) != 1:
                 raise ParameterError(f"{where} with a hypotheses table give one references "
                                      f"table (several references: --reference-col a,b)")
+            if name in domain_files:
+                raise ParameterError("--domains goes with plain-text system files; with a "
+                                     "references table name its domain column "
+                                     "(--domain-col)")
             refs = Path(ref_specs[0])
             inputs += [hyps, refs]
         else:
+            if domain_col is not None:
+                raise ParameterError("--domain-col names a column of a references table; "
+                                     "with plain-text files give --domains FILE")
             files = _system_names(files, system_name_from)
             refs = _reference_files(ref_specs)
             inputs += [*files.values(), *refs]
         plan.append((name, hyps, files, refs))
+    inputs += list(domain_files.values())
     guard_outputs(inputs, {"--out": out})
     study_output(out)
+    # every input read and checked before any metric is computed
+    checked = [_check_inputs(name, hyps, files, refs, domain_files.get(name), canary,
+                             where=f"--test-set {name}:" if test_set else "",
+                             system_col=system_col, segment_col=segment_col,
+                             reference_cols=refs_cols, domain_col=domain_col)
+               for name, hyps, files, refs in plan]
+    for *_, said in checked:  # said once every input has passed its checks
+        if said:
+            typer.echo(said, err=True)
     nodes = {}
-    for name, hyps, files, refs in plan:
-        if files is None:
-            _refuse_plain_text(Path(hyps), system_col)
+    for (name, hyps, files, refs), (texts, domains_of, dropped, _) in zip(plan, checked):
+        if texts is not None:
+            source, reference_texts = texts.hypotheses, texts.references
+        else:
+            source, reference_texts = Path(hyps), refs
         study = load_translations(
-            files if files is not None else Path(hyps),
-            refs if files is None or len(refs) > 1 else refs[0], metrics=metrics,
+            source, reference_texts, metrics=metrics,
             system_col=system_col, segment_col=segment_col, text_col=text_col,
             reference_col=refs_cols[0] if len(refs_cols) == 1 else refs_cols, dataset=name,
             n_jobs=n_jobs, progress=_progress_printer() if progress else None, **options)
-        nodes.update(cube.datasets(study))
+        (loaded, ds), = cube.datasets(study).items()  # one dataset, default-named
+        for node_name, node in _split_nodes(ds, loaded, domains_of, dropped,
+                                            split).items():
+            if node_name in nodes:
+                raise ParameterError(f"two datasets are named {node_name!r} (test set x "
+                                     f"domain); rename a test set")
+            nodes[node_name] = node
     study = cube.make_study(nodes)
     save_study(study, out)
     echo_summary(study)

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.cli._conventions import record, working
 
 AGREEMENT_HELP = ("Krippendorff's alpha of the raters of a study with ratings (read with "
                   "--rater-col), one row per dataset x system x metric, with a bootstrap "
@@ -32,7 +33,7 @@ def agreement_command(
                                                           ".csv or .jsonl")] =
     Path("agreement.parquet"),
     level: Annotated[str, typer.Option(
-        help="level of measurement: interval | ordinal | nominal | ratio")] = "interval",
+        help="level of measurement: {choices}")] = "interval",
     n_resamples: Annotated[int, typer.Option(
         help="bootstrap resamples over items for each interval (0: none)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap plan (0 is a seed)")] = 0,
@@ -49,8 +50,9 @@ def agreement_command(
     guard_outputs([study], {"--out": out})
     table_kind(out)
     start = time.perf_counter()
-    table = agreement(cube.load(study), level, n_resamples=n_resamples, seed=seed,
-                      confidence_level=confidence_level)
+    with working("agreement"):  # the bootstrap: elapsed seconds on stderr
+        table = agreement(cube.load(study), level, n_resamples=n_resamples, seed=seed,
+                          confidence_level=confidence_level)
     meta = {"kind": "agreement", "level": level, "n_resamples": n_resamples, "seed": seed,
             "confidence_level": confidence_level, "input": str(study)}
     write_table(table, out, metadata=meta)
@@ -58,6 +60,11 @@ def agreement_command(
         interval = (f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if n_resamples else "")
         typer.echo(f"{r.dataset} / {r.metric} / {r.system}: alpha = {r.alpha:.3f}{interval}"
                    f" ({r.n_units} items, {r.n_raters} raters)")
+    record(level=level, n_resamples=n_resamples, seed=seed,
+           confidence_level=confidence_level,
+           rows=table[[c for c in ("dataset", "metric", "system", "alpha", "ci_low",
+                                   "ci_high", "n_units", "n_raters") if c in table]
+                      ].to_dict(orient="records"))
     typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
 
 
@@ -71,6 +78,10 @@ def components_command(
     metric: Annotated[str | None, typer.Option(help="metric (needed when several)")] = None,
     systems: Annotated[str | None, typer.Option(
         help="comma-separated systems (default: all; at least two)")] = None,
+    max_pairs: Annotated[int, typer.Option(
+        help="fit at most this many pairs: beyond, a balanced subsample (whole rounds of "
+             "the cyclic design, every system in as many pairs), said in the note; 0: "
+             "every pair")] = 120,
     grid_out: Annotated[Path | None, typer.Option(
         "--grid-out", help="also write the power of raters x items designs (3-20 raters, "
                            "50-800 items) at the pilot's components and mean |beta_1| "
@@ -98,12 +109,13 @@ def components_command(
         check_int("--grid-simulations", grid_simulations, minimum=1)
     start = time.perf_counter()
     vc = variance_components(cube.load(study), dataset=dataset, metric=metric,
-                             systems=split_names(systems, "--systems"))
+                             systems=split_names(systems, "--systems"),
+                             max_pairs=None if max_pairs == 0 else max_pairs)
     pooled = {k: float(v) for k, v in dataclasses.asdict(vc.variance).items()}
     meta = {"kind": "variance_components", "dataset": vc.dataset, "metric": vc.metric,
             "pooled": pooled, "intercept": vc.intercept, "effect": vc.effect,
             "n_raters": vc.n_raters, "n_items": vc.n_items, "n_ratings": vc.n_ratings,
-            "input": str(study)}
+            "max_pairs": max_pairs, "note": vc.note, "input": str(study)}
     write_table(vc.to_frame(), out, metadata=meta)
     if grid_out is not None:
         # heavy: the Likert simulation, lazily
@@ -118,5 +130,10 @@ def components_command(
     typer.echo(f"{vc.dataset} / {vc.metric}: {vc.n_ratings} ratings, {vc.n_raters} raters, "
                f"{vc.n_items} items; pooled standard deviations: "
                + ", ".join(f"{k} {v:.4g}" for k, v in pooled.items()))
+    if vc.note:
+        typer.echo(f"note: {vc.note}")
+    record(dataset=vc.dataset, metric=vc.metric, n_ratings=vc.n_ratings,
+           n_raters=vc.n_raters, n_items=vc.n_items, pooled=pooled,
+           intercept=vc.intercept, effect=vc.effect, note=vc.note)
     written = " and ".join(str(p) for p in (out, grid_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from multistat.cli._common import guard_outputs, split_names, table_kind, write_table
+from multistat.cli._conventions import record
 from multistat.errors import ParameterError, show
 
 HELP = ("Meta-analysis across studies: pool each metric x pair x test of compare tables "
@@ -35,7 +36,7 @@ def meta_command(
         help="comma-separated columns of one pooled effect")] =
     "metric,system_a,system_b,test",
     method: Annotated[str, typer.Option(
-        help="reml | ml | pm (Paule-Mandel) | dl (DerSimonian-Laird) | fixed")] = "reml",
+        help="{choices} (pm: Paule-Mandel; dl: DerSimonian-Laird)")] = "reml",
     knha: Annotated[bool, typer.Option(
         "--knha", help="Hartung-Knapp-Sidik-Jonkman inference (t on k - 1 df) instead of "
                        "z")] = False,
@@ -75,7 +76,11 @@ def meta_command(
     typer.echo(f"pooled {int((pooled['k'] >= 2).sum())} of {len(pooled)} groups across "
                f"{n_studies} studies ({study}); {method}, "
                f"{'knha' if knha else 'z'} inference")
-    cols = [*by_cols, "k", "estimate", "ci_low", "ci_high", "p_value", "tau2", "i2"]
+    cols = [*(by_cols or ()), "k", "estimate", "ci_low", "ci_high", "p_value", "tau2", "i2"]
+    record(method=method, inference="knha" if knha else "z", study=study,
+           n_studies=int(n_studies), groups=len(pooled),
+           pooled_groups=int((pooled["k"] >= 2).sum()),
+           rows=pooled[cols].to_dict(orient="records"))
     if len(pooled):
         typer.echo(pooled[cols].to_string(index=False, max_rows=30,
                                           float_format=lambda v: f"{v:.4g}"))

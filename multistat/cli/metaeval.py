@@ -32,28 +32,25 @@ def meta_evaluate_command(
     matrix_out: Annotated[Path | None, typer.Option(
         "--matrix-out", help="also write the Pearson correlations between the metrics "
                              "(for the report's heatmap)")] = None,
-    level: Annotated[str, typer.Option(help="segment | system")] = "segment",
-    statistic: Annotated[str, typer.Option(
-        help="pearson | spearman | kendall_b | kendall_c | kendall_23 | acc23 | "
-             "pairwise_accuracy")] = "pearson",
+    level: Annotated[str, typer.Option(help="{choices}")] = "segment",
+    statistic: Annotated[str, typer.Option(help="{choices}")] = "pearson",
     average_by: Annotated[str, typer.Option(
-        help="segment level: none | system | item (per item over systems, then the "
-             "mean)")] = "item",
+        help="segment level: {choices} (item: per item over systems, then the mean)")
+    ] = "item",
     epsilon: Annotated[str, typer.Option(
         help="metric tie threshold (Kendall statistics): a number or 'optimal' (tie "
              "calibration, each metric its own)")] = "0",
     test: Annotated[str, typer.Option(
         help="test behind the clusters: auto (perm-pairs with a tie threshold, as "
-             "WMT23/24; else perm-both) | perm-both | perm-pairs | bootstrap | "
-             "williams")] = "auto",
+             "WMT23/24; else perm-both) | {choices}")] = "auto",
     correction: Annotated[str, typer.Option(
         help="correction over the metric pairs of a dataset: auto (none with the wmt "
              "cluster rule, as WMT; holm with strict), holm, any statsmodels "
              "multipletests method, or none")] = "auto",
     cluster_rule: Annotated[str, typer.Option(
-        help="wmt (mt-metrics-eval's rank groups: a new cluster where a metric of the "
-             "current cluster beats the next one, one-sided p <= alpha) | strict "
-             "(multistat rank's rule: every metric above beats every metric below)")]
+        help="{choices} (wmt: mt-metrics-eval's rank groups, a new cluster where a metric "
+             "of the current cluster beats the next one, one-sided p <= alpha; strict: "
+             "multistat rank's rule, every metric above beats every metric below)")]
     = "wmt",
     alpha: Annotated[float, typer.Option(help="level of the corrected decisions")] = 0.05,
     seed: Annotated[int, typer.Option(help="seed of the shared plans (0 is a seed)")] = 0,
@@ -84,9 +81,10 @@ def meta_evaluate_command(
     common.guard_outputs([study], outputs)
     for flag, path in outputs.items():
         common.table_kind(path, flag)
+    eps: str | float = epsilon
     if epsilon != "optimal":
         try:
-            epsilon = float(epsilon)
+            eps = float(epsilon)
         except ValueError:
             raise ParameterError(f"--epsilon must be a number >= 0 or 'optimal'; got "
                                  f"{epsilon!r}") from None
@@ -94,7 +92,7 @@ def meta_evaluate_command(
     with working("meta-evaluate"):  # the resampling plans: elapsed seconds on stderr
         board, pairs, matrix = _meta_evaluation(
             cube.load(study), human, metrics=common.split_names(metrics, "--metrics"),
-            level=level, statistic=statistic, average_by=average_by, epsilon=epsilon,
+            level=level, statistic=statistic, average_by=average_by, epsilon=eps,
             test=test, n_resamples=n_resamples, seed=seed, alpha=alpha,
             correction=None if correction == "none" else correction,
             confidence_level=confidence_level,

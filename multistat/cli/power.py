@@ -48,7 +48,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="print one JSON object wit
                                                       "number instead of a table")]
 AlphaOpt = Annotated[float, typer.Option("--alpha", help="significance level")]
 AltOpt = Annotated[str, typer.Option("--alternative",
-                                     help="two-sided | greater | less (on a - b)")]
+                                     help="{choices} (on a - b)")]
 PowerOpt = Annotated[float | None, typer.Option(
     "--power", help="target power (leave out to compute the power)")]
 NOpt = Annotated[float | None, typer.Option("--n", help="sample size (leave out to solve)")]
@@ -174,7 +174,8 @@ def two_proportions_cmd(
     p2: Annotated[float | None, typer.Option("--p2", help="new proportion")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
     method: Annotated[str, typer.Option(
-        "--method", help="pooled (R power.prop.test) | arcsine (Cohen's h)")] = "pooled",
+        "--method", help="{choices} (pooled: R power.prop.test; arcsine: Cohen's h)")
+    ] = "pooled",
     as_json: JsonOpt = False,
 ) -> None:
     """Two independent proportions (unpaired accuracies; R power.prop.test)."""
@@ -193,7 +194,7 @@ def mcnemar_cmd(
     agreement: Annotated[float | None, typer.Option(
         "--agreement", help="share of items where both are right or both wrong")] = None,
     power: PowerOpt = None, alpha: AlphaOpt = 0.05, alternative: AltOpt = "two-sided",
-    method: Annotated[str, typer.Option("--method", help="normal (Connett) | exact")] =
+    method: Annotated[str, typer.Option("--method", help="{choices} (normal: Connett)")] =
         "normal",
     as_json: JsonOpt = False,
 ) -> None:
@@ -231,12 +232,12 @@ def mde_cmd(
     agreement: Annotated[float | None, typer.Option(
         "--agreement", help="fixed expected agreement P_a")] = None,
     agreement_model: Annotated[str | None, typer.Option(
-        "--agreement-model", help="glue | squad (Card et al. Tables 5/6) or "
+        "--agreement-model", help="{choices} (Card et al. Tables 5/6) or "
                                   "'c0,c_baseline,c_delta' for P_a = c0 + c_b b + c_d delta")]
         = None,
     power: Annotated[float, typer.Option("--power", help="target power")] = 0.8,
     alpha: AlphaOpt = 0.05,
-    method: Annotated[str, typer.Option("--method", help="normal | exact")] = "normal",
+    method: Annotated[str, typer.Option("--method", help="{choices}")] = "normal",
     sd: Annotated[float | None, typer.Option(
         "--sd", help="paired t instead of McNemar: sd of the differences (MDE in metric "
                      "units)")] = None,
@@ -244,13 +245,8 @@ def mde_cmd(
 ) -> None:
     """Minimum detectable effect: accuracy improvement (McNemar) or mean difference (t)."""
     # heavy: pyarrow, pandas, lazily
-    from multistat.power import (
-        GLUE_AGREEMENT_MODEL,
-        SQUAD_AGREEMENT_MODEL,
-        LinearAgreementModel,
-        mde_accuracy,
-        mde_paired_t,
-    )
+    from multistat.power import LinearAgreementModel, mde_accuracy, mde_paired_t
+    from multistat.power.analytic import AGREEMENT_MODELS  # loaded with the line above
 
     if sd is not None:
         value = mde_paired_t(n=n, sd=sd, power=power, alpha=alpha)
@@ -260,19 +256,18 @@ def mde_cmd(
         return
     model = None
     if agreement_model is not None:
-        named = {"glue": GLUE_AGREEMENT_MODEL, "squad": SQUAD_AGREEMENT_MODEL}
-        if agreement_model.lower() in named:
-            model = named[agreement_model.lower()]
+        if agreement_model.lower() in AGREEMENT_MODELS:
+            model = AGREEMENT_MODELS[agreement_model.lower()]
         else:
             try:
                 model = LinearAgreementModel(*[float(t) for t in agreement_model.split(",")])
             except (TypeError, ValueError):
                 raise PowerParameterError(
-                    f"`--agreement-model` must be glue, squad or three comma-separated "
-                    f"numbers; got {agreement_model!r}") from None
+                    f"`--agreement-model` must be {', '.join(AGREEMENT_MODELS)} or three "
+                    f"comma-separated numbers; got {agreement_model!r}") from None
     value = mde_accuracy(n=n, baseline=baseline, agreement=agreement, agreement_model=model,
                          power=power, alpha=alpha, method=method)
-    used = agreement if model is None else float(model(baseline, value))
+    used = agreement if model is None or baseline is None else float(model(baseline, value))
     _emit("minimum detectable accuracy improvement (McNemar)",
           {"n": n, "baseline": baseline, "agreement": used,
            "agreement_model": agreement_model, "power": power, "alpha": alpha,
@@ -291,10 +286,12 @@ def curve_cmd(
                                                                     "the first)")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="dataset (default: "
                                                                      "the first)")] = None,
+    # typer's required option: a default of ... (the parameters around it have defaults)
     delta: Annotated[float, typer.Option("--delta", help="hypothesised true difference "
-                                                         "a - b (metric units)")] = ...,
-    method: Annotated[str, typer.Option("--method", help="bootstrap (shifted to delta) | "
-                                                         "normal")] = "bootstrap",
+                                                         "a - b (metric units)")
+                     ] = ...,  # type: ignore[assignment]
+    method: Annotated[str, typer.Option("--method", help="{choices} (bootstrap: shifted "
+                                                         "to delta)")] = "bootstrap",
     test: Annotated[str, typer.Option("--test", help="registered test name")] = "t",
     sample_sizes: Annotated[str | None, typer.Option(
         "--sample-sizes", help="comma-separated grid (default: n_points evenly spaced)")]
@@ -421,8 +418,9 @@ def mcnemar_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import mcnemar_exact_errors, simulate_mcnemar
 
-    r = simulate_mcnemar(n=n, delta=delta, agreement=agreement, n_simulations=n_simulations,
-                         alpha=alpha, seed=seed)
+    with working("power mcnemar-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_mcnemar(n=n, delta=delta, agreement=agreement,
+                             n_simulations=n_simulations, alpha=alpha, seed=seed)
     d = r.to_dict()
     ex = mcnemar_exact_errors(n=n, delta=delta, agreement=agreement, alpha=alpha)
     d.update({"exact_power": ex.power, "exact_type_m": ex.type_m, "exact_type_s": ex.type_s})
@@ -444,9 +442,10 @@ def bleu_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_bleu
 
-    r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
-                      n_simulations=n_simulations, n_permutations=n_permutations,
-                      alpha=alpha, seed=seed)
+    with working("power bleu-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_bleu(n=n, delta=delta, p_zero=p_zero, b_zero=b_zero,
+                          n_simulations=n_simulations, n_permutations=n_permutations,
+                          alpha=alpha, seed=seed)
     _emit_sim("BLEU simulation (Delta-Laplace, randomization test)", r, as_json)
 
 
@@ -457,10 +456,11 @@ def likert_sim_cmd(
     effect: Annotated[float, typer.Option(
         "--effect", help="system coefficient (systems coded -1/+1; means differ by 2x)")]
         = 0.1,
-    preset: Annotated[str, typer.Option("--preset", help="high | low variance "
-                                                         "(Card et al. Table 16)")] = "high",
-    method: Annotated[str, typer.Option("--method", help="anova (fast, vectorized) | "
-                                                         "mixedlm (statsmodels, slow)")]
+    preset: Annotated[str, typer.Option("--preset", help="{choices}: variance (Card et "
+                                                         "al. Table 16)")] = "high",
+    method: Annotated[str, typer.Option("--method", help="{choices} (anova: fast, "
+                                                         "vectorized; mixedlm: "
+                                                         "statsmodels, slow)")]
         = "anova",
     n_simulations: Annotated[int | None, typer.Option(
         "--n-simulations", help="default 2000 (anova) / 10 (mixedlm)")] = None,
@@ -498,9 +498,10 @@ def likert_sim_cmd(
                        "SDs " + ", ".join(f"{k} {getattr(variance, k):.4g}" for k in (
                            "worker_intercept", "worker_slope", "item_intercept",
                            "item_slope", "sigma")))
-    r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect, preset=preset,
-                        variance=variance, method=method, n_simulations=n_simulations,
-                        alpha=alpha, seed=seed)
+    with working("power likert-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_likert(n_items=n_items, n_workers=n_workers, effect=effect,
+                            preset=preset, variance=variance, method=method,
+                            n_simulations=n_simulations, alpha=alpha, seed=seed)
     _emit_sim("Likert simulation (mixed model)", r, as_json)
 
 
@@ -527,9 +528,10 @@ def preference_sim_cmd(
     # heavy: pyarrow, pandas, lazily
     from multistat.power import simulate_preference
 
-    r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
-                            alpha=alpha, seed=seed, n_raters=n_raters, item_sd=item_sd,
-                            rater_sd=rater_sd)
+    with working("power preference-sim"):  # the simulations: elapsed seconds on stderr
+        r = simulate_preference(n=n, p_a=p_a, p_tie=p_tie, n_simulations=n_simulations,
+                                alpha=alpha, seed=seed, n_raters=n_raters,
+                                item_sd=item_sd, rater_sd=rater_sd)
     rated = n_raters > 1 or item_sd > 0 or rater_sd > 0
     _emit_sim("preference simulation (" + ("sign-flip test over items" if rated else
                                            "binomial test") + ")", r, as_json)

@@ -41,7 +41,8 @@ def preferences_command(
         "--winner", help="column of the outcome: model_a, model_b, tie (or 'tie "
                          "(bothbad)')")] = "winner",
     ties: Annotated[str, typer.Option(
-        help="half: a tie is half a win each; davidson: Davidson's tie model")] = "half",
+        help="{choices} (half: a tie is half a win each; davidson: Davidson's tie "
+             "model)")] = "half",
     n_resamples: Annotated[int, typer.Option(
         help="bootstrap resamples of the battles (score and rank intervals)")] = 1000,
     seed: Annotated[int, typer.Option(help="seed of the bootstrap (0 is a seed)")] = 0,

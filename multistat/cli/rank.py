@@ -19,6 +19,7 @@ from multistat.cli._common import (
     eee_file,
     eee_folder,
     guard_outputs,
+    open_study,
     split_names,
     table_kind,
     write_eee,
@@ -71,7 +72,8 @@ def rank_command(
         help="pairwise test behind clusters and rank ranges: auto (= bootstrap of the "
              "score difference, any metric kind) or a registered test (mannwhitney: WMT's "
              "rank-sum test of each system's own scores, for studies loaded with "
-             "--missing keep)")] = None,
+             "--missing keep; mixed: the rater-aware mixed model of a study loaded with "
+             "--rater-col, decided with holm)")] = None,
     correction: Annotated[str | None, typer.Option(
         help="correction within each dataset x metric: auto (westfall-young for the "
              "resampling tests, whose adjusted p is not multiplied by the number of "
@@ -108,14 +110,15 @@ def rank_command(
                           "(a .jsonl file, or a folder of <system>.json): scores with "
                           "their intervals (Wilson for binary metrics), rank, rank "
                           "interval, cluster, test, correction and seed")] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="working-memory budget, e.g. 2GiB or 500MB (default: a "
+                               "safe share of physical memory); a .zarr study is streamed "
+                               "within it; results do not depend on it")] = None,
 ) -> None:
     """Leaderboard per dataset x metric: WMT clusters (a boundary where every system
     above is significantly better than every system below), rank ranges from the
     corrected decisions, bootstrap rank intervals, P(best). Writes a Parquet table and
     prints the clusters."""
-    # lazily: the library loads when the command runs (`multistat --help` stays fast)
-    from multistat import cube
-
     # lazily: the library loads when the command runs (`multistat --help` stays fast)
     from multistat.leaderboard.ranking import rank_request, run_ranking
 
@@ -131,6 +134,8 @@ def rank_command(
     test = given.get("test", library_defaults()["test"])
     if show_progress(progress):
         req = dataclasses.replace(req, progress=True)
+    if memory_limit is not None:
+        req = dataclasses.replace(req, memory_limit=memory_limit)
     guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
                   folders=eee_folder(eee_out))
     kind = table_kind(out)
@@ -143,7 +148,7 @@ def rank_command(
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
-    loaded = cube.load(study)
+    loaded = open_study(study)  # a .zarr study stays in its store
     n_pairs = _pair_rows(loaded, req)
     keep = pairs_out is not None or (beside and n_pairs <= STORED_PAIRS_MAX)
     # the default request streams its decisions (no compare table); up to the bound they
@@ -161,17 +166,19 @@ def rank_command(
             meta["pairs_sha256"] = _sha256(written or pairs_path)
     elif beside:
         meta["pairs_file"] = None
-        meta["pairs_note"] = (f"{n_pairs:,} pairs (more than {STORED_PAIRS_MAX:,}): not "
-                              "stored beside the ranking; --pairs-out writes them")
+        meta["pairs_note"] = ((f"{n_pairs:,} pairs (more than {STORED_PAIRS_MAX:,})"
+                               if n_pairs < 2**62 else "a .zarr study") + ": the pairs are "
+                              "not stored beside the ranking; --pairs-out writes them")
         pairs_path = None
     else:
         pairs_path = None
     write_table(board, out, metadata=meta)
     if eee_out is not None:
-        write_eee(board, eee_out, study=loaded)
+        # (a .zarr study is not loaded: the ranking's own intervals)
+        write_eee(board, eee_out, study=loaded if hasattr(loaded, "children") else None)
     record(test=meta["test"], correction=meta["correction"], alpha=req.alpha,
            confidence_level=req.level, n_resamples=req.n_resamples, seed=req.seed,
-           notes=list(meta.get("floor_notes", ())),
+           notes=list(meta.get("floor_notes", ())) + list(meta.get("low_df_notes", ())),
            leaderboards=[{"dataset": str(ds), "metric": str(metric), "clusters": [
                [{"system": str(s), "rank_ci_low": float(lo), "rank_ci_high": float(hi)}
                 for s, lo, hi in zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"])]
@@ -180,23 +187,26 @@ def rank_command(
     for (ds, metric), g in board.groupby(["dataset", "metric"], sort=False):
         typer.echo(f"{ds} / {metric}:")
         for c, gc in g.groupby("cluster", sort=True):
-            members = ", ".join(f"{s} ({lo:g}-{hi:g})" for s, lo, hi in
+            members = ", ".join(f"{s} (rank {lo:g}-{hi:g})" for s, lo, hi in
                                 zip(gc["system"], gc["rank_ci_low"], gc["rank_ci_high"]))
             typer.echo(f"  cluster {c}: {members}")
     typer.echo(f"{meta['test']} test, {meta['correction']} correction, alpha={req.alpha}; "
                f"rank intervals at {req.level:g} from {req.n_resamples} resamples "
                f"(seed {req.seed})")
-    for note in meta.get("floor_notes", ()):
+    for note in (*meta.get("floor_notes", ()), *meta.get("low_df_notes", ())):
         typer.echo(f"note: {note}")
     written = " and ".join(str(p) for p in (out, pairs_path, eee_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")
 
 
 def _pair_rows(study, req) -> int:
-    """Pair rows the ranking's compare table would have: k(k-1)/2 per dataset x metric."""
+    """Pair rows the ranking's compare table would have: k(k-1)/2 per dataset x metric
+    (a .zarr study, larger than memory by design, counts as beyond any bound)."""
     # lazily: the library loads when the command runs
     from multistat import cube
 
+    if not hasattr(study, "children"):
+        return 2**62
     dsets, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
     return sum((len(metrics) if metrics else ds.sizes["metric"])
                * ds.sizes["system"] * (ds.sizes["system"] - 1) // 2

@@ -38,6 +38,7 @@ from multistat.cli._common import (
     table_kind,
     write_table,
 )
+from multistat.cli._conventions import record
 from multistat.errors import DroppedDataWarning, ParameterError
 
 
@@ -48,7 +49,10 @@ def load(
              "evaluation logs (inspect .eval/.json, lm-eval --log_samples output, HELM run "
              "folders, Every Eval Ever JSONL), folders or quoted globs; several are read "
              "with the same options and validated together")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
+    out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc), or a "
+                                      "chunked store (.zarr) for studies larger than "
+                                      "memory, written from wide Parquet files row "
+                                      "group by row group")] =
     Path("study.nc"),
     format: FormatOpt = None, system_col: SystemCol = None, metric_col: MetricCol = None,
     instance_col: InstanceCol = None, score_col: ScoreCol = None,
@@ -75,6 +79,12 @@ def load(
         help="language-model evaluation logs: 'runs' (default): repeated samples "
              "(inspect epochs, repeated lm-eval runs, HELM trials) are runs; 'mean': "
              "their mean is the score")] = None,
+    chunk_instances: Annotated[int | None, typer.Option(
+        help="--out STUDY.zarr: instances per chunk of the store (default: about 32 MiB "
+             "per chunk)")] = None,
+    memory_limit: Annotated[str | None, typer.Option(
+        "--memory-limit", help="--out STUDY.zarr: working-memory budget of the writer, "
+                               "e.g. 1GiB")] = None,
 ):
     """Validate score file(s), write the study cube (NetCDF) and print a summary."""
 
@@ -84,6 +94,35 @@ def load(
     # heavy: pyarrow, pandas, lazily
     from multistat.io import read_scores
 
+    # lazily: the Zarr writer (the `large` extra)
+    from multistat.io._zarr import is_zarr_path, write_zarr
+
+    if is_zarr_path(out):  # a study larger than memory: streamed into a chunked store
+        given = {"--format": format not in (None, "wide", "parquet"),
+                 "--system-col": system_col, "--metric-col": metric_col,
+                 "--score-col": score_col, "--dataset-col": dataset_col,
+                 "--missing": missing != "raise", "--sep": sep, "--run-col": run_col,
+                 "--group-col": group_col, "--rater-col": rater_col,
+                 "--rater-aggregate": rater_aggregate, "--epochs": epochs,
+                 "--dataset-from-filename": dataset_from_filename}
+        bad = [flag for flag, value in given.items() if value]
+        if bad:
+            raise ParameterError(f"--out {out}: a .zarr study is written from wide Parquet "
+                                 f"files (one column per system, one file per metric); "
+                                 f"{', '.join(bad)} apply to .nc studies only")
+        if systems is not None or (instance_col and len(instance_col) > 1):
+            raise ParameterError("--systems (a pairs file's two names) and several "
+                                 "--instance-col apply to .nc studies only")
+        guard_outputs(paths, {})
+        write_zarr(paths, out, metric=metric, dataset=dataset,
+                   lower_is_better=lower_is_better or (),
+                   instance_col=instance_col[0] if instance_col else None,
+                   chunk=chunk_instances, memory_limit=memory_limit)
+        typer.echo(f"wrote {out}")
+        return
+    if chunk_instances is not None or memory_limit is not None:
+        raise ParameterError("--chunk-instances and --memory-limit apply to --out "
+                             "STUDY.zarr")
     guard_outputs(paths, {"--out": out})
     study_output(out)
     kw = read_kwargs(format, system_col, metric_col, instance_col, score_col, dataset_col,
@@ -113,10 +152,12 @@ def load(
                              "(--format inspect, lm-eval, helm or eee)")
     # one plain wide file: straight into the cube (no long frame, nothing dropped);
     # ratings by rater go the long route
-    study = None if rater_col or rater_aggregate else cube.from_wide_files(
+    wide = None if rater_col or rater_aggregate else cube.from_wide_files(
         source, **kw, run_col=run_col, group_col=group_col)
-    dropped = []
-    if study is None:
+    dropped: list = []
+    if wide is not None:
+        study = wide
+    else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DroppedDataWarning)  # reported in the summary
             frame = read_scores(source, **kw, run_col=run_col, group_col=group_col,
@@ -133,12 +174,12 @@ def units(
     by: Annotated[str | None, typer.Option(
         help="group: one unit per group (document, talk) of the instances, from "
              "--group-col at load time; replaces --size")] = None,
-    statistic: Annotated[str, typer.Option(help="mean | median of a unit")] = "mean",
+    statistic: Annotated[str, typer.Option(help="{choices}: of a unit")] = "mean",
     seed: Annotated[int | None, typer.Option(
         help="shuffle instances with this seed first (default: no shuffle)")] = None,
     remainder: Annotated[str, typer.Option(
-        help="spread: numpy.array_split into n//size units (NLPStatTest); drop: only "
-             "full units")] = "spread",
+        help="{choices} (spread: numpy.array_split into n//size units, as NLPStatTest; "
+             "drop: only full units)")] = "spread",
     out: Annotated[Path, typer.Option("--out", "-o", help="study file to write (.nc)")] =
     Path("units.nc"),
 ):
@@ -185,6 +226,7 @@ def analyze(
     cols = ["dataset", "metric", "system_a", "system_b", "n", "skewness", "normality_p",
             "test_statistic", "recommended"]
     show_frame(lambda: typer.echo(table[cols].to_string(index=False, max_rows=40)))
+    record(alpha=alpha, rows=table[cols].to_dict(orient="records"))
     typer.echo(f"wrote {out}")
 
 
@@ -199,6 +241,9 @@ def demo_data(
     from multistat.demo import write_demo
 
     seed = seed_value(seed)
+    written = []
     for p in write_demo(out, seed):
         typer.echo(f"wrote {p}")
+        written.append(str(p))
+    record(seed=seed, files=written)
 

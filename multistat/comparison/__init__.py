@@ -431,6 +431,21 @@ def run(study, req: RunRequest, *, return_systems: bool = False, resampled=None)
     the plan. Kept until this returns: ``(B, S, M)`` per metric group and test, nothing
     per pair.
     """
+    # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
+    from multistat.io._zarr import ZarrStudy, is_zarr_path, open_zarr
+
+    if not isinstance(study, ZarrStudy) and not hasattr(study, "children") and is_zarr_path(
+            study):
+        study = open_zarr(study)
+    if isinstance(study, ZarrStudy):
+        if return_systems:
+            raise ParameterError("per-system scores (`return_systems`, --systems-out) are "
+                                 "not streamed on a .zarr study; use `multistat rank`")
+        # lazily: the streamed walk
+        from multistat.comparison._streamed import run_zarr
+
+        return run_zarr(study, req, walk=(_pair_arrays, _block, _assemble),
+                        resampled=resampled)
     if not hasattr(study, "children"):
         study = cube.load(study)
     _check_study(study, req)
@@ -477,7 +492,7 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                        scheduler=req.scheduler, n_chunks=req.n_chunks,
                        ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
                        budget=req.budget)
-    ctxs = {s.name: base_ctx.for_test(req.test_options.get(s.name)) for s in specs}
+    ctxs = {s.name: base_ctx.for_test((req.test_options or {}).get(s.name)) for s in specs}
     all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
     input_hash = _HashLater(study)  # started after the first group's moments
     bar = _Progress.start(req.progress, all_ds, specs, metrics, req.pairs, req.n_resamples,
@@ -505,7 +520,7 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
             # do; it emits no warnings (tested), so none can land in a test's notes
             mult_later = background(mde_multiplier, slab.n, req.alpha, req.mde_power,
                                     req.alternative, name="multistat-mde")
-            sys_obs = slab.means() if not slab.is_corpus else slab.corpus_observed
+            sys_obs = slab.observed()
             input_hash.start()
             base = {
                 "dataset": name,
@@ -551,9 +566,10 @@ def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Wal
                 walked.families.append(
                     None if {"dataset", "metric"} & set(res.arrays) else
                     ((name, slab.metrics, spec.name), len(ia)))
-                if walked.equivalence is not None:  # TOST in the same walk
+                margin = req.equivalence_margin
+                if walked.equivalence is not None and margin is not None:  # TOST in the walk
                     walked.equivalence.append(equivalence.block_pvalues(
-                        spec, slab, ia, ib, ctxs[spec.name], req.equivalence_margin,
+                        spec, slab, ia, ib, ctxs[spec.name], margin,
                         run=None if slab.present is None else _holes_side(slab, base_ctx)))
         bar.finish(name)
     bar.close()
@@ -889,7 +905,7 @@ def study_hash(study) -> str:
             if var in ds:
                 # the buffer itself (tobytes() would copy the whole cube)
                 buf = np.ascontiguousarray(np.asarray(ds[var].values))
-                h.update(memoryview(buf).cast("B") if buf.size else b"")
+                h.update(buf.data.cast("B") if buf.size else b"")
         for dim in ("system", "metric", "instance"):
             h.update("\x1f".join(_label_strings(ds, dim)).encode())
     return h.hexdigest()

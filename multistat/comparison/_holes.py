@@ -78,6 +78,8 @@ def run_group(slab: Slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, powe
     out = {s.name: _Scatter((P, M)) for s in specs}
     extra_all: dict = {}
     if paired or want_effects or power:
+        if slab.present is None:  # this path runs on slabs with a presence mask
+            raise ValueError("the incomplete-design path needs the slab's presence mask")
         groups = data.joint_groups(slab.present, ia, ib)
         for mask, rows in groups:
             n_joint = int(mask.sum())
@@ -89,22 +91,22 @@ def run_group(slab: Slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, powe
                         "both systems (missing='keep'); at least 2 are needed")}, P)
         for n_joint, batch in data._batches([g for g in groups if g[0].sum() >= 2], M, budget,
                                        base_ctx.n_resamples, slab.clusters is not None):
-            parts, la, lb, offset = [], [], [], 0
+            parts, la_parts, lb_parts, offset = [], [], [], 0
             for mask, rows in batch:
                 systems, local = np.unique(np.concatenate([ia[rows], ib[rows]]),
                                            return_inverse=True)
                 parts.append((systems, mask))
-                la.append(offset + local[:len(rows)])
-                lb.append(offset + local[len(rows):])
+                la_parts.append(offset + local[:len(rows)])
+                lb_parts.append(offset + local[len(rows):])
                 offset += len(systems)
             rows = np.concatenate([r for _, r in batch])
-            la, lb = np.concatenate(la), np.concatenate(lb)
+            la, lb = np.concatenate(la_parts), np.concatenate(lb_parts)
             sub = data.sub_slab(slab, parts)
             results, extra = run_complete(sub, la, lb, paired, ctxs, base_ctx, bar,
                                           want_effects, power, budget)
             mult = (np.nan if mde_design is None
                     else mde_multiplier(sub.n, *mde_design))
-            means = sub.means() if not sub.is_corpus else sub.corpus_observed
+            means = sub.observed()
             for spec in paired:
                 res = dict(results[spec.name].arrays)
                 se = res.get("null_sd", res.get("se") if spec.resampling else None)

@@ -133,13 +133,13 @@ class _Parts:
         v = self.values.size
         # unit x value counts (dense: nominal/ordinal levels are few; a wide interval or
         # ratio table is handled per unit below, not through this matrix)
-        self.counts = None
+        self.counts: np.ndarray | None = None
         if level in ("nominal", "ordinal") or (level == "ratio"):
             counts = np.zeros((x.shape[0], v))
             np.add.at(counts, (rows, codes), 1.0)
             self.counts = counts
         if level == "nominal":
-            self.q = (self.m**2 - (self.counts**2).sum(axis=1)) / (self.m - 1.0)
+            self.q = (self.m**2 - (self._dense()**2).sum(axis=1)) / (self.m - 1.0)
         elif level == "interval":
             # first moved by one of its own values (exact differences for nearby values),
             # then centred: alpha is shift-free up to the rounding of the data themselves
@@ -166,6 +166,12 @@ class _Parts:
             d = np.where(s == 0, 0.0, (a - b) / np.where(s == 0, 1.0, s))
         return d * d
 
+    def _dense(self) -> np.ndarray:
+        """The unit x value counts (kept at the nominal, ordinal and ratio levels)."""
+        if self.counts is None:
+            raise ValueError(f"no unit x value counts at the {self.level} level")
+        return self.counts
+
     def _ratio_within(self, x, present):
         q = np.empty(x.shape[0])
         step = max(1, 2**22 // max(1, x.shape[1] ** 2))
@@ -186,21 +192,21 @@ class _Parts:
             expected = 2.0 * (n * s2 - s1 * s1)
         elif self.level == "nominal":
             observed = w @ self.q
-            nc = w @ self.counts
+            nc = w @ self._dense()
             expected = n * n - (nc * nc).sum(axis=1)
         elif self.level == "ratio":
             observed = w @ self.q
-            nc = w @ self.counts
+            nc = w @ self._dense()
             expected = np.zeros(w.shape[0])
             step = max(1, 2**22 // max(1, self.values.size))
             for s in range(0, self.values.size, step):
                 delta = self._ratio_delta(self.values[s:s + step, None], self.values[None, :])
                 expected += (nc[:, s:s + step] * (nc @ delta.T)).sum(axis=1)
         else:  # ordinal: interval alpha on the mid-positions, which move with the resample
-            nc = w @ self.counts
+            nc = w @ self._dense()
             pos = np.cumsum(nc, axis=1) - nc / 2.0             # (B, V), half-integers
-            sum_pos = self.counts @ pos.T                      # (U, B)
-            sum_sq = self.counts @ (pos * pos).T
+            sum_pos = self._dense() @ pos.T                      # (U, B)
+            sum_sq = self._dense() @ (pos * pos).T
             q = 2.0 * (self.m[:, None] * sum_sq - sum_pos**2) / (self.m[:, None] - 1.0)
             observed = np.einsum("bu,ub->b", w, q)
             expected = 2.0 * (n * (nc * pos * pos).sum(axis=1) - (nc * pos).sum(axis=1) ** 2)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -214,7 +215,7 @@ class Battles:
     ia: np.ndarray
     ib: np.ndarray
     counts: np.ndarray  # (P, 3) float64, exact integers
-    items: object = None  # scipy.sparse CSR (G, 3 P), or None
+    items: Any = None  # scipy.sparse CSR (G, 3 P), or None
 
     @property
     def n_battles(self) -> int:
@@ -870,7 +871,7 @@ def _partial_fits(pl: _Plan, counts):
                        pl.davidson)
         b, conv = _newton_from(sia, sib, len(idx), counts[rows][:, sel], pl.davidson,
                                start, pl.theta_hat, chord)
-        beta[np.ix_(rows, idx)] = b
+        beta[np.ix_(np.asarray(rows, dtype=np.intp), idx)] = b
         ok[rows] = conv
     return beta, ok
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,11 @@ import xarray as xr
 
 from multistat import cube
 from multistat._result import Result
-from multistat._validation import check_choice
+from multistat._validation import check_choice, check_int
 from multistat.errors import DataValidationError, ParameterError
+
+if TYPE_CHECKING:  # the power package's class, imported where it is made
+    from multistat.power import LikertVariance
 
 
 def _nodes(study) -> dict[str, xr.Dataset]:
@@ -137,7 +141,7 @@ class VarianceComponents(Result):
         The pairs left out of the pooling and why ("" when none).
     """
 
-    variance: object
+    variance: LikertVariance
     intercept: float
     effect: float
     n_raters: int
@@ -154,8 +158,53 @@ class VarianceComponents(Result):
         return self.pairs.assign(dataset=self.dataset, metric=self.metric)
 
 
-def variance_components(study, *, dataset=None, metric=None, systems=None, fits=None
-                        ) -> VarianceComponents:
+#: pairs :func:`variance_components` fits by default (a balanced subsample beyond that)
+MAX_PAIRS = 120
+
+
+def balanced_pairs(n: int, max_pairs: int | None) -> list[tuple[int, int]]:
+    """At most ``max_pairs`` pairs of ``n`` systems, every system in (about) as many pairs.
+
+    All ``n (n - 1) / 2`` pairs when they are no more than ``max_pairs`` (or it is None).
+    Else whole rounds of the cyclic design: the pairs ``(i, i + k mod n)`` of the offsets
+    ``k = 1, 2, ...`` in turn; each round is ``n`` pairs (``n / 2`` when ``k = n / 2``)
+    that put every system in exactly two pairs (one), with systems ``k`` apart, so a round
+    never favours a system and the subsample is a fixed function of ``n`` (no seed). At
+    least one round is taken.
+
+    Parameters
+    ----------
+    n : int
+        Number of systems (at least 2).
+    max_pairs : int or None
+        Largest number of pairs; None for all.
+
+    Returns
+    -------
+    list of tuple
+        ``(i, j)`` with ``i < j``, sorted.
+
+    Examples
+    --------
+    >>> balanced_pairs(4, None)
+    [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    >>> balanced_pairs(6, 6)          # one round: every system in two pairs
+    [(0, 1), (0, 5), (1, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    total = n * (n - 1) // 2
+    if max_pairs is None or total <= max_pairs:
+        return list(combinations(range(n), 2))
+    chosen: set = set()
+    for k in range(1, n // 2 + 1):
+        round_ = {tuple(sorted((i, (i + k) % n))) for i in range(n)}
+        if chosen and len(chosen) + len(round_) > max_pairs:
+            break
+        chosen |= round_
+    return sorted(chosen)
+
+
+def variance_components(study, *, dataset=None, metric=None, systems=None, fits=None,
+                        max_pairs: int | None = MAX_PAIRS) -> VarianceComponents:
     """Estimate Card et al.'s five standard deviations from a pilot of human ratings.
 
     Fits ``rating ~ system + (1 + system || rater) + (1 + system || item)`` (system coded
@@ -178,6 +227,13 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
         on the same study) hold every pair's fit (``intercept``, ``estimate``, ``sd_*``):
         they are pooled instead of fitting the pairs again (the same numbers; the report
         passes its table). Pairs it lacks are fitted.
+    max_pairs : int or None, default 120
+        Fit at most this many pairs: with more systems, a balanced subsample of whole
+        rounds of the cyclic design (:func:`balanced_pairs`: every system in the same
+        number of pairs; 60 systems: 120 of 1,770 pairs, each system in 4), and the note
+        says so. The pooled standard deviations are a mean over pairs, so a balanced
+        subsample estimates the same quantity at a fraction of the cost (one REML fit per
+        pair). None fits every pair.
 
     Returns
     -------
@@ -233,10 +289,15 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
     items_used: set = set()
     n_ratings = 0
     done = _fitted_pairs(fits, name, met)
-    for a, b in combinations(systems, 2):
+    if max_pairs is not None:
+        max_pairs = check_int("max_pairs", max_pairs, minimum=1)
+    chosen = balanced_pairs(len(systems), max_pairs)
+    for i, j in chosen:
+        a, b = systems[i], systems[j]
         ya, yb = r.sel(system=a).values, r.sel(system=b).values
         pa, pb = ~np.isnan(ya), ~np.isnan(yb)
-        items, raters = np.indices(ya.shape)
+        grid = np.indices(ya.shape)
+        items, raters = grid[0], grid[1]
         raters_used |= set(np.unique(np.concatenate([raters[pa], raters[pb]])))
         items_used |= set(np.unique(np.concatenate([items[pa], items[pb]])))
         if (a, b) in done:  # compare's own fit of this pair
@@ -283,6 +344,14 @@ def variance_components(study, *, dataset=None, metric=None, systems=None, fits=
         f"{len(left_out)} of {len(pairs)} pairs left out of the pooling: "
         + "; ".join(f"{a} vs {b} ({n.removeprefix('left out: ')})" for a, b, n in zip(
             left_out["system_a"], left_out["system_b"], left_out["note"])))
+    total = len(systems) * (len(systems) - 1) // 2
+    if len(chosen) < total:
+        per = np.bincount(np.asarray(chosen).ravel(), minlength=len(systems))
+        sub = (f"pooled over a balanced subsample of {len(chosen)} of {total} pairs (whole "
+               f"rounds of the cyclic design, each system in {per.min()}"
+               + (f"-{per.max()}" if per.max() > per.min() else "")
+               + " pairs; max_pairs=None fits all)")
+        note = f"{sub}; {note}" if note else sub
     pooled = {k: float(np.sqrt(np.mean(fitted[k] ** 2))) for k in _SDS}
     variance = LikertVariance(worker_intercept=pooled["rater_intercept"],
                               worker_slope=pooled["rater_slope"],

@@ -29,7 +29,8 @@ The layouts (``format=``):
 Modules: :mod:`._sources` (files, compression, separator sniffing), :mod:`._parsing`
 (line-aware parsing of tables, scores and identifiers), :mod:`._layouts` (long, wide,
 pairs), :mod:`._model` (data-model validation), :mod:`._reader` (:func:`read_scores`),
-:mod:`._parquet` (Parquet with metadata).
+:mod:`._parquet` (Parquet with metadata), :mod:`._zarr` (studies larger than memory:
+wide Parquet to a chunked Zarr store, :func:`write_zarr`, :func:`open_zarr`).
 """
 
 from multistat.io._parquet import read_parquet, read_table, write_parquet
@@ -37,5 +38,7 @@ from multistat.io._reader import read_scores
 from multistat.io._sources import COLUMNS, FORMATS
 from multistat.io._sources import KEY_JOIN as KEY_JOIN
 from multistat.io._sources import PARQUET_METADATA_KEY as PARQUET_METADATA_KEY
+from multistat.io._zarr import ZarrStudy, open_zarr, write_zarr
 
-__all__ = ["COLUMNS", "FORMATS", "read_parquet", "read_scores", "read_table", "write_parquet"]
+__all__ = ["COLUMNS", "FORMATS", "ZarrStudy", "open_zarr", "read_parquet", "read_scores",
+           "read_table", "write_parquet", "write_zarr"]

@@ -99,7 +99,7 @@ def _rows(path: Path, header, samples, *, group_col, missing) -> LogRows:
                                                                     dict) else None
     if isinstance(ids, list):
         order = {str(i): k for k, i in enumerate(ids)}
-    parsed = []
+    parsed: list = []
     for member, sample in samples:
         if not isinstance(sample, dict):
             raise InputFileError(f"{path}, {member}: a sample is not a JSON object")
@@ -209,6 +209,8 @@ def member_bytes(zf: zipfile.ZipFile, path: Path, name: str) -> bytes:
     import zstandard
 
     fh = zf.fp
+    if fh is None:  # the archive was closed
+        raise InputFileError(f"{path} (member {name}): the archive is closed")
     fh.seek(info.header_offset)
     local = fh.read(30)
     if len(local) != 30 or local[:4] != b"PK\x03\x04":

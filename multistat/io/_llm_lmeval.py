@@ -66,7 +66,7 @@ def read_lmeval(files: list[Path], *, group_col=None, missing="raise") -> list[L
         info = _results(path.parent, time, results) if time is not None else None
         named.append((path, task, time, info))
     # runs: the sample files of one (system, task), in the order of their times
-    keyed = {}
+    keyed: dict[tuple[str, str], list] = {}
     for path, task, time, info in named:
         system = _system(path, info)
         keyed.setdefault((system, task), []).append((time or "", path))

@@ -4,6 +4,9 @@ at least 2 systems and 2 instances; the sorted long frame and the metrics metada
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -11,7 +14,19 @@ import pandas as pd
 from multistat._validation import bad_name, twin_names, twins_why
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io._layouts import Long
-from multistat.io._sources import Source, _names, plural, show
+from multistat.io._sources import _names, plural, show
+
+
+class Places(Protocol):
+    """Where rows came from, for messages: a score file (``_sources.Source``) or an
+    evaluation log (``_llm_common.LogSource``)."""
+
+    path: Path
+
+    def place(self, row: int) -> str: ...
+
+    def where(self, row: int, column: str | None = None, *, label: str | None = None
+              ) -> str: ...
 
 
 # ----------------------------------------------------------------------------- validation
@@ -21,7 +36,7 @@ def _appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return new.astype(np.int64), np.asarray(uniq, dtype=np.int64)
 
 
-def validate(raw: Long, sources: list[Source], *, missing: str,
+def validate(raw: Long, sources: Sequence[Places], *, missing: str,
               lower_is_better: tuple[str, ...], rater_aggregate: str | None = None):
     """Checks of the data model; returns (sorted frame, metrics meta, dropped lines)."""
     aggregated = 0
@@ -112,9 +127,9 @@ def validate(raw: Long, sources: list[Source], *, missing: str,
             n_inst = len(inst_uniq)
             cell = lut[sys_g[pos]] * n_inst + inst_local
             present = np.bincount(cell, minlength=n_sys * n_inst).reshape(n_sys, n_inst) > 0
-            nan_cell = np.zeros(n_sys * n_inst, dtype=bool)
-            nan_cell[cell[isnan[pos]]] = True
-            nan_cell = nan_cell.reshape(n_sys, n_inst)
+            nan_flat = np.zeros(n_sys * n_inst, dtype=bool)
+            nan_flat[cell[isnan[pos]]] = True
+            nan_cell = nan_flat.reshape(n_sys, n_inst)
             # runs: every instance of a system has each of that system's runs
             lack_run = np.zeros((n_sys, n_inst), dtype=bool)
             if runs is not None:
@@ -139,7 +154,7 @@ def validate(raw: Long, sources: list[Source], *, missing: str,
                         f"{plural(int(nan_cell.sum()), 'NaN score')} for this metric); pass "
                         f"missing='drop' to drop those instances for every system"
                     )
-                if lack_run.any():
+                if runs is not None and lack_run.any():  # only runs leave a run lacking
                     s_, j = (int(v) for v in np.argwhere(lack_run)[0])
                     have = set(runs[pos[(lut[sys_g[pos]] == s_) & (inst_local == j)]])
                     all_runs = pd.unique(runs[pos[lut[sys_g[pos]] == s_]])
@@ -155,11 +170,11 @@ def validate(raw: Long, sources: list[Source], *, missing: str,
                 if absent.any():
                     incomplete = np.flatnonzero(absent.any(axis=1))
                     s = int(incomplete[0])
-                    lacking = np.flatnonzero(absent[s])
+                    gaps = np.flatnonzero(absent[s])
                     what = (f"has no scores at all (other systems have {n_inst} instances)"
-                            if lacking.size == n_inst else
-                            f"lacks {lacking.size} of {n_inst} instances (e.g. "
-                            f"{_names([inst_name(j) for j in lacking[:3]], 3)})")
+                            if gaps.size == n_inst else
+                            f"lacks {gaps.size} of {n_inst} instances (e.g. "
+                            f"{_names([inst_name(j) for j in gaps[:3]], 3)})")
                     more = ("" if incomplete.size == 1
                             else f"; {incomplete.size} systems are incomplete")
                     raise DataValidationError(
@@ -167,10 +182,10 @@ def validate(raw: Long, sources: list[Source], *, missing: str,
                         f"pass missing='drop' to keep only the instances every system has"
                     )
             elif missing == "drop":
-                bad_inst = (~present | nan_cell | lack_run).any(axis=0)
+                bad_inst = np.asarray((~present | nan_cell | lack_run).any(axis=0))
                 if bad_inst.any():
                     idx = np.flatnonzero(bad_inst)
-                    for j in idx:
+                    for j in idx.tolist():
                         reasons = []
                         nan_sys = [sys_names[systems[s]] for s in np.flatnonzero(nan_cell[:, j])]
                         abs_sys = [sys_names[systems[s]] for s in np.flatnonzero(~present[:, j])]
@@ -208,7 +223,7 @@ def validate(raw: Long, sources: list[Source], *, missing: str,
     # the file (keys taken before dropping, so dropped rows do not reorder the rest)
     sys_key, _ = _appearance(ds_c * len(sys_names) + sys_g)
     inst_key, _ = _appearance(ds_c * len(inst_names) + inst_g)
-    sort_keys = (inst_key, sys_key, met_c, ds_c)
+    sort_keys: tuple[np.ndarray, ...] = (inst_key, sys_key, met_c, ds_c)
     if runs is not None:
         sort_keys = (_appearance(runs)[0],) + sort_keys
     if raters is not None:

@@ -11,6 +11,7 @@ import math
 import warnings
 import zlib
 from collections.abc import Sequence
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -68,7 +69,7 @@ def read_text(src: Source) -> pd.DataFrame:
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
             raise InputFileError(f"{src.path}: cannot be read ({exc})") from None
     if src.header:
-        header = split_line(src.first_line, src.sep)
+        header = split_line(src.first_line or "", src.delimiter)
         seen = set()
         for name in header:
             if name in seen:
@@ -82,14 +83,14 @@ def read_text(src: Source) -> pd.DataFrame:
 def _malformed(src: Source, bad: tuple[int, str, int], expected: int | None) -> InputFileError:
     lineno, text, nfields = bad
     if expected is None:
-        expected = (len(split_line(src.first_line, src.sep)) if src.header
+        expected = (len(split_line(src.first_line or "", src.delimiter)) if src.header
                     else src.n_fields)
     if nfields == 0:
         return InputFileError(
             f"{src.path}, line {lineno}: malformed line: blank line between data lines")
     return InputFileError(
         f"{src.path}, line {lineno}: malformed line: expected {expected} fields separated "
-        f"by {sep_name(src.sep)}, found {nfields}: {show(text)}"
+        f"by {sep_name(src.delimiter)}, found {nfields}: {show(text)}"
     )
 
 
@@ -103,7 +104,7 @@ def check_short_rows(src: Source, frame: pd.DataFrame, used: Sequence[str]) -> N
         return
     expected = frame.shape[1]
     for _, (lineno, text) in sorted(src.lines_of(rows).items()):
-        n = len(split_line(text, src.sep))
+        n = len(split_line(text, src.delimiter))
         if n < expected:
             raise _malformed(src, (lineno, text, n), expected)
 
@@ -320,6 +321,7 @@ def _refuse_cells(src: Source, values: pd.Series, column: str, role: str,
     if isinstance(dtype, pd.CategoricalDtype):
         values = values.astype(object)
         dtype = values.dtype
+    pos: int | None
     if when:
         if role != "score":
             return  # a date as an identifier is its text
@@ -401,6 +403,15 @@ def _ids(src: Source, frame: pd.DataFrame, columns: Sequence[str], role: str
     return _dedupe(codes.astype(np.int64), joined)
 
 
+@overload
+def column_list(name: str, value: object, default: str) -> tuple[list[str], bool]: ...
+
+
+@overload
+def column_list(name: str, value: object, default: None
+                ) -> tuple[list[str] | None, bool]: ...
+
+
 def column_list(name: str, value, default: str | None) -> tuple[list[str] | None, bool]:
     """Cleaned column argument: (list of column names or None, given explicitly)."""
     if value is None:
@@ -422,7 +433,7 @@ def _need_columns(src: Source, frame: pd.DataFrame, columns: Sequence[str], arg:
             hint = ""
             if src.kind == "text" and frame.shape[1] == 1:
                 hint = (f" (the header has one column only: is the file separated by "
-                        f"something other than {sep_name(src.sep)}? pass sep=...)")
+                        f"something other than {sep_name(src.delimiter)}? pass sep=...)")
             raise InputFileError(
                 f"{src.path}: no column {col!r} ({arg}); available columns: {available}{hint}"
             )

@@ -223,6 +223,8 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
             ("metric_col", metric_col, None, "metric"),
             ("dataset_col", dataset_col, None, "dataset")):
         cols[role], explicit[role] = column_list(name, value, default)
+    # system, instance and score have a default column: never None
+    first_system, first_score = (cols["system"] or [""])[0], (cols["score"] or [""])[0]
     extra = {}
     for role, value in (("run", run_col), ("group", group_col), ("rater", rater_col)):
         if value is not None and (not isinstance(value, str) or not value):
@@ -341,8 +343,8 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         sources.append(src)
         ds_k = stem(src.path) if dataset_from_filename else dataset_fixed
         if layout in ("pairs", "lines"):
-            names = tuple(pair_names) if layout == "pairs" else (stem(src.path),)
-            pairs_layout(src, k, raw, systems=names, metric=item_metric or "score",
+            named = tuple(pair_names or ()) if layout == "pairs" else (stem(src.path),)
+            pairs_layout(src, k, raw, systems=named, metric=item_metric or "score",
                           dataset=ds_k)
             layouts.add(layout)
             continue
@@ -353,7 +355,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         table = _read_table(src)
         table.columns = [str(c) for c in table.columns]
         if layout is None:
-            has_long = (cols["system"][0] in table.columns and cols["score"][0] in table.columns)
+            has_long = (first_system in table.columns and first_score in table.columns)
             layout = "long" if has_long else "wide"
         layouts.add(layout)
         if dataset_from_filename and "dataset" in table.columns:
@@ -364,7 +366,7 @@ def read_scores(path, *, format=None, system_col=None, metric_col=None, instance
         if layout == "long":
             long_layout(src, table, k, raw, system_col=cols["system"],
                          metric_col=cols["metric"], instance_col=cols["instance"],
-                         score_col=cols["score"][0], dataset_col=cols["dataset"],
+                         score_col=first_score, dataset_col=cols["dataset"],
                          metric=item_metric, dataset=fixed_ds,
                          default_dataset=default_dataset, explicit=explicit, extra=extra)
         else:

@@ -12,9 +12,10 @@ import csv
 import gzip
 import lzma
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -32,7 +33,8 @@ PARQUET_METADATA_KEY = b"multistat"
 KEY_JOIN = "/"
 
 WHITESPACE = r"\s+"
-COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+COMPRESSIONS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open,
+                                               ".xz": lzma.open}
 _EXT_SEP = {".csv": ",", ".tsv": "\t", ".tab": "\t", ".txt": WHITESPACE}
 # score cells read as these (case-insensitive, stripped) are missing values (NaN)
 NA_TOKENS = frozenset({"", "na", "nan", "-nan", "+nan", "n/a", "#n/a", "null", "none"})
@@ -83,7 +85,7 @@ def stem(path: Path) -> str:
 
 def open_text(path: Path):
     _, comp = split_suffix(path)
-    opener = COMPRESSIONS.get(comp, open)
+    opener = COMPRESSIONS.get(comp or "", open)
     return opener(path, "rt", encoding="utf-8-sig", newline=None)
 
 
@@ -136,6 +138,13 @@ class Source:
     first_line: str | None = None  # first non-blank line (text/jsonl)
     first_lineno: int = 1  # its line number
     _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def delimiter(self) -> str:
+        """The field separator of a text source (set when the source was resolved)."""
+        if self.sep is None:
+            raise InputFileError(f"{self.path}: not a delimited text file")
+        return self.sep
 
     # -- locating rows -----------------------------------------------------------------
     def lines_of(self, rows: Iterable[int]) -> dict[int, tuple[int, str]]:
@@ -199,7 +208,7 @@ class Source:
                     continue
                 if pending_blank is not None:
                     return pending_blank
-                fields = split_line(text, self.sep)
+                fields = split_line(text, self.delimiter)
                 if expected is None:
                     expected = len(fields)
                     continue
@@ -279,7 +288,7 @@ def looks_like_pairs(src: Source) -> bool:
     if src.kind != "text" or src.first_line is None:
         return False
     tokens = src.first_line.split() if src.sep == WHITESPACE else split_line(
-        src.first_line, src.sep)
+        src.first_line, src.delimiter)
     return bool(tokens) and all(_is_number(t) for t in tokens)
 
 

@@ -237,6 +237,8 @@ def _read(items, sources, metrics, dataset, lower, options) -> WideArrays:
             mine.append(s)
         have.append(set(mine))
         del table
+    if score is None:  # no file read: the long path says why
+        raise _Fallback()
     _check_complete(sources, dataset, metrics, systems, have, len(instances))
     kind = ["binary" if _binary(score[:, m]) else "mean" for m in range(len(metrics))]
     return WideArrays(dataset, systems, metrics, instances, score,

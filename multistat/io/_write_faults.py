@@ -18,7 +18,7 @@ import os
 NO_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -60,7 +60,7 @@ def netcdf_write_failed(exc: BaseException, tmp, target) -> BaseException:
     if any(isinstance(e, KeyboardInterrupt) for e in chain):
         return KeyboardInterrupt()
     for e in chain:
-        if isinstance(e, OSError) and e.errno in NO_ROOM:
+        if isinstance(e, OSError) and e.errno is not None and e.errno in NO_ROOM:
             why = {errno.EFBIG: "the file size limit (ulimit -f) was reached"}.get(
                 e.errno, os.strerror(e.errno).lower())
             err = OSError(f"could not write {os.fspath(target)}: {why}; nothing was "

@@ -38,7 +38,9 @@ def pairwise_plan(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     postfix: ``k >= 0`` pushes leaf ``k``'s sum, ``-1`` replaces the top two sums ``a``,
     ``b`` by ``a + b``. Compiled code then needs no recursion (numba does not cache
     recursive functions reliably)."""
-    starts, lengths, program = [], [], []
+    starts: list[int] = []
+    lengths: list[int] = []
+    program: list[int] = []
 
     def walk(lo, m):
         if m <= _PW_BLOCK:

@@ -41,6 +41,7 @@ from multistat._result import Result
 from multistat._validation import ALPHA, checked, choice
 from multistat.errors import (
     DataValidationError,
+    DroppedDataWarning,
     ParameterError,
     ParameterTypeError,
     UnknownSystemError,
@@ -83,6 +84,13 @@ class FriedmanResult(Result):
     alpha: float = 0.05
     posthoc: str = "nemenyi"
     control: str | None = None
+    dropped: dict = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[str]:
+        """Sentences naming the systems left out of the blocks, and why."""
+        return [dropped_note(self.dropped, self.n_systems, self.n_blocks)] \
+            if self.dropped else []
 
     def to_frame(self) -> pd.DataFrame:
         """One row per system: mean rank, and the test's statistics repeated."""
@@ -143,8 +151,47 @@ def blocks_per_metric(source, metrics=None) -> dict[str, pd.DataFrame]:
         sub = long[long["metric"] == m]
         wide = sub.groupby(["dataset", "system"], sort=False)["score"].first().unstack(
             "system")
-        out[m] = wide.dropna(axis=1, how="any")
+        kept = wide.dropna(axis=1, how="any")
+        dropped = {str(s): [str(d) for d in wide.index[wide[s].isna()]]
+                   for s in wide.columns if s not in kept.columns}
+        kept.attrs["dropped"] = dropped
+        if dropped:
+            warnings.warn(f"metric {m!r}: " + dropped_note(dropped, kept.shape[1],
+                                                          kept.shape[0]),
+                          DroppedDataWarning, stacklevel=2)
+        out[m] = kept
     return out
+
+
+def dropped_note(dropped: Mapping, n_kept: int, n_blocks: int) -> str:
+    """The sentence naming the systems a test across test sets left out, and why.
+
+    Parameters
+    ----------
+    dropped : mapping
+        ``{system: [test sets it has no score on]}``.
+    n_kept, n_blocks : int
+        Systems kept and test sets (blocks) used.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> for part in dropped_note({"C": ["wmt23"]}, 2, 3).split("; "):
+    ...     print(part)
+    1 system(s) left out, not scored on every test set: 'C' (no score on 'wmt23')
+    the test ranks the 2 systems common to all 3 test sets
+    """
+    shown = "; ".join(
+        f"{s!r} (no score on {', '.join(map(repr, ds[:3]))}"
+        + (f" and {len(ds) - 3} more" if len(ds) > 3 else "") + ")"
+        for s, ds in list(dropped.items())[:10])
+    more = f"; and {len(dropped) - 10} more" if len(dropped) > 10 else ""
+    return (f"{len(dropped)} system(s) left out, not scored on every test set: {shown}"
+            f"{more}; the test ranks the {n_kept} systems common to all {n_blocks} test "
+            "sets")
 
 
 def _friedman_iv(scores, higher_is_better, alpha, posthoc, metric=None):
@@ -286,7 +333,8 @@ def friedman(scores, *, higher_is_better=True, alpha=0.05, posthoc="nemenyi",
         statistic=chi2, p_value=p, iman_davenport=float(ff), iman_davenport_p_value=ff_p,
         mean_ranks=mr.iloc[order], critical_difference=float(cd), pairwise=pairwise,
         ranks=pd.DataFrame(ranks, index=wide.index, columns=systems), n_blocks=n_blocks,
-        n_systems=k, alpha=alpha, posthoc=posthoc, control=control)
+        n_systems=k, alpha=alpha, posthoc=posthoc, control=control,
+        dropped=dict(wide.attrs.get("dropped", {})))
 
 
 def _pairwise(posthoc, values, oriented, systems, mean_ranks, se, cd, alpha, control,
@@ -412,7 +460,7 @@ def _p_series(p_values) -> pd.Series:
     if len(s) == 0:
         raise ParameterError("`p_values` is empty; give one p-value per test set")
     for name, v in s.items():
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= float(v) <= 1:
             raise ParameterError(f"`p_values`: test set {name!r} has p-value {v!r}; "
                                  "p-values must be numbers in [0, 1]")
     if s.index.has_duplicates:
@@ -523,8 +571,19 @@ def _replicability_table(table: pd.DataFrame, alpha: float, method: str) -> pd.D
     table = table.assign(alternative=table.get("alternative", "two-sided"))
     rows = []
     keys = ["metric", "system_a", "system_b", "test", "alternative"]
+    every = list(dict.fromkeys(table["dataset"].astype(str)))
+    narrowed: list[str] = []  # claims tested on fewer test sets than the table has, why
     for key, g in table.groupby(keys, sort=False):
-        g = g[np.isfinite(g["p_value"].to_numpy(dtype=float))]
+        finite = np.isfinite(g["p_value"].to_numpy(dtype=float))
+        nan_on = [str(d) for d in g["dataset"][~finite]]
+        absent = [d for d in every if d not in set(g["dataset"].astype(str))]
+        if nan_on or absent:
+            why = "; ".join(t for t in (
+                f"no row on {', '.join(map(repr, absent))} (a system not in that test set)"
+                if absent else "",
+                f"p-value NaN on {', '.join(map(repr, nan_on))}" if nan_on else "") if t)
+            narrowed.append(f"{key[1]} vs {key[2]} ({key[0]}, {key[3]}): {why}")
+        g = g[finite]
         if len(g) == 0:
             continue
         if g["dataset"].duplicated().any():
@@ -541,7 +600,16 @@ def _replicability_table(table: pd.DataFrame, alpha: float, method: str) -> pd.D
                                  f"{x:.6g}" for x in r.partial_conjunction_p)))
     if not rows:
         raise DataValidationError("`p_values` table has no finite p-value")
-    return pd.DataFrame(rows, columns=list(REPLICABILITY_COLUMNS))
+    out = pd.DataFrame(rows, columns=list(REPLICABILITY_COLUMNS))
+    notes = []
+    if narrowed:
+        notes.append(f"{len(narrowed)} of {table.groupby(keys, sort=False).ngroups} "
+                     f"pair(s) tested on fewer than the table's {len(every)} test sets: "
+                     + "; ".join(narrowed[:5])
+                     + (f"; and {len(narrowed) - 5} more" if len(narrowed) > 5 else ""))
+        warnings.warn(notes[0], DroppedDataWarning, stacklevel=3)
+    out.attrs["multistat"] = {"notes": notes, "narrowed": narrowed}
+    return out
 
 
 def wide_scores(results: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:

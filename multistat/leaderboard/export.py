@@ -289,7 +289,7 @@ def to_eee(table: pd.DataFrame, path, *, study=None, systems: pd.DataFrame | Non
                 config.update(min_score=None, max_score=None)
             unc: dict = {}
             if _finite(row.get("ci_low")) and _finite(row.get("ci_high")):
-                ci = {"lower": float(row["ci_low"]), "upper": float(row["ci_high"])}
+                ci: dict = {"lower": float(row["ci_low"]), "upper": float(row["ci_high"])}
                 if _finite(row.get("confidence_level")):
                     ci["confidence_level"] = float(row["confidence_level"])
                 if row.get("ci_method"):
@@ -300,7 +300,7 @@ def to_eee(table: pd.DataFrame, path, *, study=None, systems: pd.DataFrame | Non
             if (str(row.get("ci_method", "")).startswith("bootstrap")
                     and _finite(row.get("n_resamples"))):
                 unc["num_bootstrap_samples"] = int(row["n_resamples"])
-            score_details = {"score": float(row["score"])}
+            score_details: dict = {"score": float(row["score"])}
             if details.get(key):
                 score_details["details"] = dict(details[key])
             if unc:

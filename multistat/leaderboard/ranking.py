@@ -40,10 +40,12 @@ from multistat.comparison import (
     system_distributions,
 )
 from multistat.leaderboard import stream as rank_stream
-from multistat.errors import ResamplingFloorWarning
+from multistat.errors import ParameterError, ResamplingFloorWarning
 from multistat.pfloor import floor_notes, floor_notes_of_sizes
-from multistat.request import DEFAULT_N_RESAMPLES, RunRequest, build_request
+from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat.request import STEPDOWN_CORRECTIONS, RunRequest, build_request
 from multistat.significance import REGISTRY
+from multistat.significance.resampling import ci_choice_note
 
 COLUMNS = ("dataset", "metric", "system", "score", "ci_low", "ci_high", "rank",
            "rank_ci_low", "rank_ci_high", "expected_rank", "p_best", "rank_range_low",
@@ -206,6 +208,13 @@ def rank_request(*, test="auto", alpha=0.05, correction="auto", n_resamples=DEFA
     check_choice("test", test, ("auto", *sorted(REGISTRY)))
     if correction == "auto":
         correction = auto_correction(test)
+    if correction in STEPDOWN_CORRECTIONS and not REGISTRY[test].joint_null:
+        raise ParameterError(
+            f"`correction` {correction!r} cannot decide a leaderboard of the closed-form "
+            f"{test!r} test: the Westfall-Young step-down needs the resampled null of a "
+            f"resampling test (bootstrap or permutation) and {test!r} has none. Use "
+            "`correction` 'holm' (the default for closed-form tests), or a resampling "
+            "`test`")
     return build_request(tests=(test,), pairs="all", metrics=metrics, datasets=datasets,
                          alpha=alpha, confidence_level=confidence_level,
                          n_resamples=n_resamples, seed=seed, correction=correction,
@@ -314,8 +323,9 @@ class RankResult(Result):
         """The run's settings (the table's metadata) and counts of rows and decisions."""
         meta = {k: v for k, v in self.table.attrs.get("multistat", {}).items()
                 if v is None or isinstance(v, (int, float, str, bool))}
-        reject = self.pairs["reject"] if "reject" in self.pairs else pd.Series([], bool)
-        return {**meta, "n_rows": len(self.table), "n_pairs": len(self.pairs),
+        pairs = self.pairs if self.pairs is not None else pd.DataFrame()
+        reject = pairs["reject"] if "reject" in pairs else pd.Series([], bool)
+        return {**meta, "n_rows": len(self.table), "n_pairs": len(pairs),
                 "n_significant": int(reject.fillna(False).astype(bool).sum())}
 
 
@@ -376,10 +386,22 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
     a report's decisions read: :func:`stream_pair_table`)."""
 
 
-    if not hasattr(study, "children"):
-        study = cube.load(study)
+    # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
+    from multistat.io._zarr import ZarrStudy, is_zarr_path, open_zarr
+
     (test,) = req.tests
     requested = test if requested is None else requested
+    if not isinstance(study, ZarrStudy) and not hasattr(study, "children") and is_zarr_path(
+            study):
+        study = open_zarr(study)
+    if isinstance(study, ZarrStudy):
+        # lazily: the streamed leaderboard
+        from multistat.leaderboard._zarr import rank_zarr
+
+        return rank_zarr(study, req, requested=requested, pairs=pairs,
+                         parts=(RankResult, _board, _ranking_meta, better_matrix))
+    if not hasattr(study, "children"):
+        study = cube.load(study)
     if not pairs and rank_stream.applicable(study, req):
         try:
             return _run_streamed(study, req, requested, stream_pairs_max)
@@ -403,18 +425,47 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
             datasets=req.datasets, scheduler=req.scheduler, n_chunks=req.n_chunks,
             known=known):
         for j, (metric, hib) in enumerate(zip(mnames, hibs)):
-            pairs = by_key.get((name, metric))
+            group = by_key.get((name, metric))
             parts.append(_board(name, metric, bool(hib), sysnames, obs[:, j], dist[..., j],
-                                pairs, req.level, req.equivalence_margin))
+                                group, req.level, req.equivalence_margin))
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
     out.attrs["multistat"] = _ranking_meta(table.attrs.get("multistat", {}), req, test,
                                            requested, study_hash(study), notes)
-    pairs = table.copy()
-    pairs.attrs = {"multistat": {**table.attrs.get("multistat", {}),
-                                 **{k: v for k, v in out.attrs["multistat"].items()
-                                    if k not in ("kind", "rule", "rank_interval")},
-                                 "kind": "ranking_pairs"}}
-    return RankResult(out, pairs)
+    if "low_df" in table:
+        out.attrs["multistat"]["low_df_notes"] = low_df_notes(table)
+    pair_table = table.copy()
+    if "note" in pair_table:  # rank, not the user, chose the percentile intervals
+        notes_col = pair_table["note"]
+        pair_table["note"] = notes_col.astype(object).where(
+            notes_col.isna(), notes_col.astype(str).str.replace(
+                ci_choice_note("percentile", "user"), ci_choice_note("percentile", "rank"),
+                regex=False))
+    pair_table.attrs = {"multistat": {**table.attrs.get("multistat", {}),
+                                      **{k: v for k, v in out.attrs["multistat"].items()
+                                         if k not in ("kind", "rule", "rank_interval")},
+                                      "kind": "ranking_pairs"}}
+    return RankResult(out, pair_table)
+
+
+#: what the rank interval of a ``mixed`` leaderboard resamples (said in its metadata)
+RATER_INTERVAL_NOTE = ("; it resamples items (each system's rating means), not raters: "
+                       "the clusters and rank ranges come from the mixed model's pairwise "
+                       "tests, which do account for raters")
+
+
+def low_df_notes(pairs: pd.DataFrame) -> list[str]:
+    """One sentence per dataset x metric of ``pairs`` (a compare table) whose rows are
+    flagged ``low_df`` (a mixed-model fit on fewer than 2 Satterthwaite df)."""
+    if pairs is None or "low_df" not in pairs or not len(pairs):
+        return []
+    low = pairs["low_df"].astype(object).eq(True)
+    out = []
+    for (ds, metric), g in pairs[low].groupby(["dataset", "metric"], sort=False):
+        total = int(((pairs["dataset"] == ds) & (pairs["metric"] == metric)).sum())
+        out.append(f"{ds} / {metric}: {len(g)} of {total} pairs were decided on fewer than "
+                   "2 Satterthwaite df (low_df): their intervals and p-values are "
+                   "unreliable; more raters, not more items, fix them")
+    return out
 
 
 def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str,
@@ -432,7 +483,8 @@ def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str
                 f"({test} test, {req.correction or 'no'} correction per dataset x metric, "
                 f"alpha {req.alpha})",
         "rank_interval": "equal-tailed bootstrap interval of each system's rank (ties "
-                         "averaged) over the shared plan, inverted-cdf quantiles",
+                         "averaged) over the shared plan, inverted-cdf quantiles"
+                         + (RATER_INTERVAL_NOTE if test == "mixed" else ""),
         "score_interval": "Wilson interval of the count for binary (0/1) metrics, "
                           "bootstrap percentile interval otherwise (as system_scores)",
         "input_sha256": input_sha256, "floor_notes": notes}

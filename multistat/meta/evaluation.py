@@ -433,7 +433,8 @@ def _soft_pa(h, m, n_resamples, seed, key) -> float:
     block by block (one block of the plan in memory at a time)."""
     v = ~np.isnan(h)
     hx, mx = np.where(v, h, 0.0), np.where(v, m, 0.0)
-    ch = cm = 0.0
+    ch: np.ndarray | float = 0.0
+    cm: np.ndarray | float = 0.0
     for flips in eng.plan_blocks("permutation", h.shape[1], n_resamples, seed, key):
         ch = ch + _pairwise_p(hx, v, flips, count=True)
         cm = cm + _pairwise_p(mx, v, flips, count=True)
@@ -612,6 +613,9 @@ class _Data:
 # ----------------------------------------------------------------------------- bootstrap
 class _BootKernel:
     """Per-metric statistics ``(Bb, K)`` under a count plan over the items (picklable)."""
+
+    #: the item x statistic columns a plan multiplies (None for the Kendall pair matrices)
+    data: np.ndarray | None
 
     def __init__(self, d: _Data):
         self.statistic, self.average_by, self.K = d.statistic, d.average_by, d.K

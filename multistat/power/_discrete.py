@@ -77,6 +77,14 @@ class DiscreteSampleSize(float):
     rule : how the two numbers are defined and established
     """
 
+    smallest: int
+    stays_above: int
+    power_smallest: float
+    power_stays_above: float
+    bound_n: int
+    target: float
+    rule: str
+
     def __new__(cls, smallest, stays_above, power_smallest, power_stays_above, bound_n,
                 target):
         obj = super().__new__(cls, float(smallest))

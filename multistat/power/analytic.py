@@ -49,6 +49,10 @@ __all__ = [
 ]
 
 _N_MAX = 1e9
+#: methods of the two-proportion power (R power.prop.test's pooled variance; Cohen's h)
+PROPORTION_METHODS = ("pooled", "arcsine")
+#: methods of McNemar's power and minimum detectable improvement
+MCNEMAR_METHODS = ("normal", "exact")
 
 
 # =============================================================================== paired t
@@ -213,7 +217,7 @@ def power_two_proportions(*, n=None, p1=None, p2=None, power=None, alpha=0.05,
     Card et al. (2020, appendix E.5, Table 9 "MDE Binomial") use ``power.prop.test``.
     """
     alternative = c.alternative(alternative)
-    method = c.choice("method", method, ("pooled", "arcsine"))
+    method = c.choice("method", method, PROPORTION_METHODS)
     unknown = c.one_unknown(n=n, p1=p1, p2=p2, power=power, alpha=alpha)
     n, p1, p2, power, alpha = c.given(
         n=(n, c.positive), p1=(p1, c.closed_unit), p2=(p2, c.closed_unit),
@@ -338,7 +342,7 @@ def power_mcnemar(*, n=None, delta=None, agreement=None, power=None, alpha=0.05,
     ``exact=True``, which Card et al.'s notebooks use).
     """
     alternative = c.alternative(alternative)
-    method = c.choice("method", method, ("normal", "exact"))
+    method = c.choice("method", method, MCNEMAR_METHODS)
     unknown = c.one_unknown(n=n, delta=delta, agreement=agreement, power=power, alpha=alpha)
     if n is not None:
         n = (c.integer("n", n, minimum=1) if method == "exact" else c.positive("n", n))
@@ -592,6 +596,8 @@ class LinearAgreementModel:
 GLUE_AGREEMENT_MODEL = LinearAgreementModel(0.41422307, 0.58187475, -0.46624237)
 #: Card et al. (2020) Table 6 (SQuAD 2.0, R^2 = 0.944).
 SQUAD_AGREEMENT_MODEL = LinearAgreementModel(0.4339, 0.5932, -1.2849)
+#: the agreement models by name (the command line's ``--agreement-model glue``)
+AGREEMENT_MODELS = {"glue": GLUE_AGREEMENT_MODEL, "squad": SQUAD_AGREEMENT_MODEL}
 
 
 def mde_accuracy(*, n, baseline=None, agreement=None, agreement_model=None, power=0.8,
@@ -636,7 +642,7 @@ def mde_accuracy(*, n, baseline=None, agreement=None, agreement_model=None, powe
     power = c.open_unit("power", power)
     alpha = c.open_unit("alpha", alpha)
     alternative = c.choice("alternative", alternative, ("two-sided", "greater"))
-    method = c.choice("method", method, ("normal", "exact"))
+    method = c.choice("method", method, MCNEMAR_METHODS)
     if (agreement is None) == (agreement_model is None):
         raise PowerParameterError(
             "give exactly one of `agreement` (a number) and `agreement_model` "

@@ -48,7 +48,7 @@ from multistat.power.analytic import power_paired_t
 __all__ = ["design_effect", "mde_paired_t_cluster", "power_paired_t_cluster"]
 
 
-def _sizes(cluster_size) -> tuple[float, float | None, int | None]:
+def _sizes(cluster_size) -> tuple[float, float, int | None]:
     """``(mean size, sum m^2 / n, number of groups or None)`` from a size or sizes."""
     if np.ndim(cluster_size) == 0:
         m = c.real("cluster_size", cluster_size)

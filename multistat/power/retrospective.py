@@ -34,6 +34,8 @@ from multistat.significance import get_test
 
 __all__ = ["power_curve", "default_sample_sizes"]
 
+#: how the curve's power is estimated: resampled (shifted to delta) or the normal formula
+CURVE_METHODS = ("bootstrap", "normal")
 _MAX_CELLS = 20_000_000  # doubles per test call (160 MB); larger grids go in blocks
 
 
@@ -88,7 +90,7 @@ def power_curve(x=None, y=None, *, delta, method="bootstrap", test="t", sample_s
         error), ``n_simulations, method, test, delta, alpha, alternative, seed``.
     """
 
-    method = c.choice("method", method, ("bootstrap", "normal"))
+    method = c.choice("method", method, CURVE_METHODS)
     alternative = c.alternative(alternative)
     alpha = c.open_unit("alpha", alpha)
     delta = c.real("delta", delta)

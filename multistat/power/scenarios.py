@@ -356,6 +356,9 @@ class LikertVariance:
     sigma: float
 
 
+#: how each simulated Likert study is analysed: a vectorized ANOVA or statsmodels' MixedLM
+LIKERT_METHODS = ("anova", "mixedlm")
+
 #: Card et al. (2020) Table 16 (worker intercept, worker slope, item intercept, item
 #: slope, sigma); the same values as ``power_sim.R`` of the authors' repository.
 LIKERT_PRESETS = {
@@ -458,7 +461,7 @@ def simulate_likert(*, n_items, n_workers, effect, preset="high", variance=None,
     significant positive effects (``power_correct_sign``); ``power`` counts both signs.
     This scenario loops over simulations (one model fit each).
     """
-    method = c.choice("method", method, ("anova", "mixedlm"))
+    method = c.choice("method", method, LIKERT_METHODS)
     components = c.choice("components", components, ("ml", "reml"))
     if n_simulations is None:
         n_simulations = 2000 if method == "anova" else 10

@@ -84,7 +84,7 @@ def nice_step(k: int, span_pt: float, size: float, gap_pt: float = 6.0) -> int:
 
 
 # ----------------------------------------------------------------------------- checking
-def _rectangles(fig, texts, dpi: float) -> np.ndarray:
+def _rectangles(fig, texts, dpi: float) -> tuple[np.ndarray, tuple[float, float]]:
     """(N, 4, 2) corners in pixels, at ``dpi``, of each text's own (rotated) rectangle."""
     # heavy: matplotlib, lazily
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -67,13 +67,13 @@ def decision_rows(results: pd.DataFrame, ranking: pd.DataFrame | None, chosen: d
     if "test" not in meta:
         raise DataValidationError("the ranking table has no run metadata (test, correction, "
                                   "alpha); write it with `multistat rank` / multistat.rank")
-    want = {"test": str(meta["test"]), "correction": _norm(meta.get("correction")),
+    want: dict = {"test": str(meta["test"]), "correction": _norm(meta.get("correction")),
             "alpha": float(meta.get("alpha", 0.05))}
     ranked = set(_keys(ranking))
     in_ranking = _keys(results).isin(ranked)
     if ranking_pairs is not None:
         pairs = _tables.check_results(ranking_pairs)
-        got = dict(zip(("test", "correction", "alpha"), _settings(pairs)))
+        got: dict = dict(zip(("test", "correction", "alpha"), _settings(pairs)))
         if (got["test"], got["correction"]) != (want["test"], want["correction"]) or \
                 not math.isclose(got["alpha"], want["alpha"]):
             raise DataValidationError(
@@ -154,7 +154,7 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None,
         where = "" if len(parts) == 1 else " for " + ", ".join(f"{d} / {m}"
                                                              for d, m in keys)
         said.append(f"the {_tables.test_label(t)} test, {corr} correction per dataset × "
-                    f"metric, α = {alpha:g}{where}")
+                    f"metric, α = {alpha:g}{_resampled(rows, t, keys)}{where}")
     source = " (the ranking's decisions)" if settings else ""
     text = ("One decision per pair: every “beats” count, heatmap star"
             + (", cluster and rank range" if settings else "")
@@ -166,6 +166,22 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None,
         notes = _tables._meta(rows).get("floor_notes", [])
     out += [str(n) for n in (notes or ()) if str(n) not in out]
     return text, out
+
+
+def _resampled(rows: pd.DataFrame, test: str, keys) -> str:
+    """``", 10,000 resamples (seed 0)"``: how many resamples decided (the rows' own
+    ``n_resamples``/``seed``; nothing for a closed-form test, whose rows have none)."""
+    if "n_resamples" not in rows:
+        return ""
+    sel = rows[(rows["test"] == test) & _keys(rows).isin(set(keys))]
+    nres = pd.unique(pd.to_numeric(sel["n_resamples"], errors="coerce").dropna())
+    if not len(nres):
+        return ""
+    text = ", ".join(f"{int(n):,}" for n in sorted(nres))
+    seeds = pd.unique(pd.to_numeric(sel["seed"], errors="coerce").dropna()) \
+        if "seed" in sel else []
+    seed = f" (seed {int(seeds[0])})" if len(seeds) == 1 else ""
+    return f", {text} resamples{seed}"
 
 
 def other_label(shown: str, deciding: str, from_pairs: bool) -> str:

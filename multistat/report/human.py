@@ -123,9 +123,17 @@ def human_section(tables: Mapping, results: pd.DataFrame, figdir, tabdir, *, dpi
                             & (results["metric"] == metric)]
             if len(mixed):
                 cols = [c for c in ("system_a", "system_b", "estimate", "ci_low", "ci_high",
-                                    "p_adjusted", "reject") if c in mixed]
+                                    "df", "low_df", "p_adjusted", "reject") if c in mixed]
                 h.append(f"<h4>{e(metric)}: mixed-model comparisons</h4>")
                 h.append(table_html(mixed[cols].round(4)))
+                low = mixed["low_df"].fillna(False).astype(bool) if "low_df" in mixed \
+                    else pd.Series(False, index=mixed.index)
+                if low.any():  # flagged by the test (multistat.significance.mixed.LOW_DF)
+                    h.append(f"<p>{int(low.sum())} of {len(mixed)} comparisons have fewer "
+                             "than 2 Satterthwaite degrees of freedom (low_df): a t on so "
+                             "few df has infinite variance, so their intervals and p-values "
+                             "are unreliable. The rater slope variance rests on too few "
+                             "raters; more raters, not more items, narrow them.</p>")
             grid = part(grid_all, name, metric)
             if not len(grid):
                 continue

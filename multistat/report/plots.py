@@ -57,7 +57,8 @@ def _short(text, width: int = 40) -> str:
 
 
 def _labels(names) -> list[str]:
-    out, seen = [], {}
+    out: list[str] = []
+    seen: dict[str, int] = {}
     for n in names:
         s = _short(n)
         seen[s] = seen.get(s, 0) + 1

@@ -268,7 +268,7 @@ def _systems_per_group(results) -> dict[tuple, list[str]]:
 def _scores_from_columns(results) -> dict[tuple, float]:
     if "score_a" not in results or "score_b" not in results:
         return {}
-    out = {}
+    out: dict = {}
     for side in ("a", "b"):
         sub = results[["dataset", "metric", f"system_{side}", f"score_{side}"]].dropna()
         for d, m, s, v in sub.itertuples(index=False):
@@ -278,7 +278,7 @@ def _scores_from_columns(results) -> dict[tuple, float]:
 
 # ----------------------------------------------------------------------------- leaderboard
 def leaderboard(results: pd.DataFrame, *, study=None, scores: pd.DataFrame | None = None,
-                test: str | None = None) -> pd.DataFrame:
+                test: str | Mapping[tuple, str] | None = None) -> pd.DataFrame:
     """Leaderboard per dataset × metric.
 
     Parameters

@@ -36,7 +36,7 @@ def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
     """Maximal runs of systems (sorted by rank) whose rank range is below ``cd``: the bars
     that join systems the Nemenyi test does not separate."""
     r = mean_ranks.to_numpy()
-    spans = []
+    spans: list = []
     for i in range(len(r)):
         j = i
         while j + 1 < len(r) and r[j + 1] - r[i] < cd:
@@ -160,6 +160,7 @@ def across_section(results: pd.DataFrame, friedman: Mapping | None, replicabilit
         md.append(f"### {m}\n\n" + to_markdown(pw))
         png = save_png(cd_diagram(fr), figdir / f"cd_diagram_{_slug(m)}.png", dpi=dpi)
         h += [f"<h3>{_e(m)}: {fr.n_blocks} test sets</h3>",
+              *(f'<p class="note">Note: {_e(n)}</p>' for n in fr.notes),
               '<div class="grid">', _table(summary, cls="friedman"),
               _table(ranks.assign(mean_rank=[_fmt(v) for v in ranks.mean_rank]),
                      cls="mean-ranks", numeric=("mean_rank",)), "</div>",
@@ -175,6 +176,8 @@ def across_section(results: pd.DataFrame, friedman: Mapping | None, replicabilit
         _files.write_csv(tabdir / "replicability.csv", rep)
         _write(tabdir / "replicability.md", to_markdown(rep))
         shown = rep[rep["k"] > 0]
+        h += [f'<p class="note">Note: {_e(n)}</p>'
+              for n in rep.attrs.get("multistat", {}).get("notes", ())]
         h.append("<h3>Replicability across test sets</h3>"
                  f"<p>For each claim “<em>better</em> beats the other system” "
                  f"({_e(rep['test'].iloc[0])} test, one-sided p-values per dataset): k̂, the "
@@ -183,9 +186,9 @@ def across_section(results: pd.DataFrame, friedman: Mapping | None, replicabilit
                  f"identifies (Dror et al. 2017), α = {alpha:g}. {len(shown)} of "
                  f"{len(rep)} claims hold on at least one dataset; all in "
                  "<code>tables/replicability.csv</code>.</p>")
-        cols = ["metric", "better", "system_a", "system_b", "n_datasets", "k",
-                "k_fisher", "datasets"]
-        h.append(_table(shown[cols], cls="replicability",
+        shown_cols = ["metric", "better", "system_a", "system_b", "n_datasets", "k",
+                      "k_fisher", "datasets"]
+        h.append(_table(shown[shown_cols], cls="replicability",
                         numeric=("n_datasets", "k", "k_fisher")))
     h.append("</section>")
     return "".join(h)

@@ -330,6 +330,15 @@ class Slab:
             self._memo["levels"] = levels(self.centred_means(), self.centres())
         return self._memo["levels"]
 
+    def observed(self) -> np.ndarray:
+        """Each system's observed score per metric ``(S, M)``: the corpus metric's score
+        (:attr:`corpus_observed`) for a corpus slab, else :meth:`means`."""
+        if self.corpus is None:
+            return self.means()
+        if self.corpus_observed is None:
+            raise ValueError("a corpus slab without its corpus_observed scores")
+        return self.corpus_observed
+
     def centred_means(self) -> np.ndarray:
         """Per-system means of the centred scores ``mean(x - k)`` ``(S, M)`` (computed
         once; :meth:`centres`). Scores so large that their sum could overflow are
@@ -524,8 +533,9 @@ def _scores_set(self, value) -> None:
 
 #: ``(systems, metrics, instances)`` float64, instances in canonical order (a property
 #: over the dataclass field: a lazy :attr:`Slab.order` is gathered on first use)
-Slab.scores = property(_scores_get, _scores_set, doc="(systems, metrics, instances) "
-                       "float64 scores, instances sorted by label")
+Slab.scores = property(  # type: ignore[assignment]  # the field becomes a property here
+    _scores_get, _scores_set, doc="(systems, metrics, instances) float64 scores, instances "
+    "sorted by label")
 
 
 # ----------------------------------------------------------------------------- result

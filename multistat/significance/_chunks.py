@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,8 @@ def chunked(func, x, y, kwargs, *, bytes_per_value, memory_limit=None):
     if rows <= step:
         return func(x, y, **kwargs)
     xf, yf = x.reshape(rows, n), y.reshape(rows, n)
-    parts, seen = [], {}
+    parts: list[Any] = []
+    seen: dict[Any, Any] = {}
     for s in range(0, rows, step):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -40,6 +40,8 @@ tests, whose ``mde`` is not defined by the paired-t closed form and is NaN with 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from multistat._cluster import group_codes
@@ -104,7 +106,7 @@ def sub_slab(slab: Slab, parts) -> Slab:
                clusters=None if slab.clusters is None else group_codes(slab.clusters[mask0]),
                run_scores=stack(slab.run_scores, 2), ratings=stack(slab.ratings, 2),
                higher_is_better=slab.higher_is_better)
-    if slab.is_corpus:
+    if slab.corpus is not None:
         fn, stats = slab.corpus
         st = stack(stats, 1)
         sub.corpus = (fn, st)
@@ -120,14 +122,15 @@ def _batches(groups, M, budget, n_resamples, clustered):
     by_n: dict = {}
     for mask, rows in groups:
         by_n.setdefault(int(mask.sum()), []).append((mask, rows))
-    out = []
+    out: list[Any] = []
     for n_joint, items in by_n.items():
         if clustered:
             out.extend((n_joint, [it]) for it in items)
             continue
         per_system = 8 * M * (n_joint + 3 * n_resamples + MAX_BATCH_SYSTEMS)
         cap = max(2, min(MAX_BATCH_SYSTEMS, budget.rows(per_system)))
-        batch, size = [], 0
+        batch: list[Any] = []
+        size = 0
         for mask, rows in items:
             k = 2 * len(rows)
             if batch and size + k > cap:
@@ -151,11 +154,11 @@ def joint_groups(present: np.ndarray, ia: np.ndarray, ib: np.ndarray):
     combo = np.minimum(ca, cb) * K + np.maximum(ca, cb)
     combos, inverse = np.unique(combo, return_inverse=True)
     inverse = inverse.ravel()
-    rep = {}  # a system of each pattern
+    rep: dict[int, int] = {}  # a system of each pattern
     for s, c in enumerate(code.tolist()):
         rep.setdefault(c, s)
     by_mask: dict = {}
-    out = []
+    out: list[Any] = []
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(combos) + 1))
     for j, c in enumerate(combos.tolist()):

@@ -315,7 +315,7 @@ def _accepted_counts(k, m, alternative, alpha):
         kk = np.arange(mm + 1)
         tables.append(_accept(binom_half_pvalue(kk, np.full(mm + 1, mm), alternative),
                               alpha))
-        at += mm + 1
+        at += int(mm) + 1
     table = np.concatenate(tables) if tables else np.zeros(1, bool)
     return table[offset[m] + k]
 

@@ -88,7 +88,7 @@ class ASOResult(Result):
     sigma: np.ndarray | float
     confidence_level: float
     n_resamples: int
-    seed: int
+    seed: int | tuple[int, ...]
     threshold: float = THRESHOLD
     conservative_threshold: float = CONSERVATIVE_THRESHOLD
 
@@ -253,6 +253,14 @@ def _second_first(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.take_along_axis(a, first, -1) > np.take_along_axis(b, first, -1))[:, 0]
 
 
+def _entropy(ss: np.random.SeedSequence) -> int | tuple[int, ...]:
+    """The entropy of ``ss`` as the result records it: an int, or a tuple of ints."""
+    entropy = ss.entropy
+    if entropy is None or isinstance(entropy, int):
+        return int(entropy or 0)
+    return tuple(int(e) for e in entropy)
+
+
 def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
         higher_is_better=True) -> ASOResult:
     """Almost Stochastic Order: is A almost stochastically better than B?
@@ -342,7 +350,7 @@ def aso(scores_a, scores_b, *, confidence_level=0.95, n_resamples=1000, seed=0,
     return ASOResult(eps_min=shaped(eps), eps_min_reverse=shaped(rev),
                      violation_ratio=shaped(obs), sigma=shaped(sig),
                      confidence_level=confidence_level, n_resamples=n_resamples,
-                     seed=seed if isinstance(seed, int) else int(ss.entropy))
+                     seed=seed if isinstance(seed, int) else _entropy(ss))
 
 
 # ----------------------------------------------------------------------------- compare

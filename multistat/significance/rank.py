@@ -22,6 +22,7 @@ apart, each would import the others.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -113,11 +114,11 @@ def hl_and_interval(diff, level, alternative, exact, info=None, memory_limit=Non
     k_exact = _signed_rank_lower_rank(n, tail, True) if np.any(exact) else None
     k_approx = (_signed_rank_lower_rank(n, tail, False, bool(correction))
                 if not np.all(exact) else None)
-    wanted = {(n_walsh - 1) // 2, n_walsh // 2}
+    ranks = {(n_walsh - 1) // 2, n_walsh // 2}
     for k in (k_exact, k_approx):
         if k is not None and k >= 1:
-            wanted |= {k - 1, n_walsh - k}
-    wanted = sorted(wanted)
+            ranks |= {k - 1, n_walsh - k}
+    wanted = sorted(ranks)
     if info is None:
         stats_ = walsh_order_statistics(np.sort(diff, axis=-1), wanted,
                                         memory_limit=memory_limit)
@@ -551,7 +552,7 @@ def _tied_inversion(diff, tied, low, high, level, options, notes, sorted_rows=No
     n_distinct = 1 + np.count_nonzero(step, axis=-1)
     too_many[rows[2 * n_distinct - 1 > _SCAN_MAX_BREAKPOINTS]] = True
     _spread_subset_check(srt, step, n_distinct, rows, too_many)
-    pairs = {}
+    pairs: dict[Any, Any] = {}
     n = diff.shape[-1]
     exact = options.get("method") == "exact"  # "auto" is exact only up to 13 tied values
     pmf_size = n * (n + 1) + 1

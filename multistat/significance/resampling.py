@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -272,7 +273,7 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                     null_value=0.0, confidence_level=0.95, n_resamples=DEFAULT_N_RESAMPLES, seed=0,
                     dataset="", ci_method="basic", pvalue="shifted", scheduler="threads",
                     n_chunks=None, corpus=None, budget=None, progress=None,
-                    clusters=None, centre=None) -> dict:
+                    clusters=None, centre=None, streamed=None) -> dict:
     """Bootstrap test for pairs ``(ia, ib)`` of systems in ``X`` ``(S, M, n)``.
 
     ``corpus=(fn, stats)`` with ``stats`` ``(S, n, K)`` tests a corpus metric instead
@@ -286,6 +287,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
     constants ``(M,)`` the resampled means subtract (:mod:`multistat._centre`; computed
     from ``X`` when not given): ``systems`` then holds the resampled means of ``X -
     centre`` and ``centre`` is returned with them (levels are their sum).
+    ``streamed``: ``(resampled means (B, S, M), observed means (S, M))`` of ``X -
+    centre`` on this plan, computed elsewhere (a study streamed chunk by chunk,
+    :mod:`multistat.significance._streamed`); ``X`` then gives only the shape, and the
+    mean with the basic or percentile interval is all that runs.
     """
     # lazily: a t-only compare does not load it (first-call time)
     from multistat._cluster import jackknife_mean_groups, plan_args
@@ -307,13 +312,16 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             ci_method = "percentile"  # BCa's acceleration is by group for the mean only
             cluster_note += (", percentile interval (the BCa/studentized interval is "
                              "for the mean of independent instances)")
-    out = {"note": np.full((len(ia), X.shape[1]), cluster_note, dtype=object)}
+    out: dict[str, Any] = {"note": np.full((len(ia), X.shape[1]), cluster_note, dtype=object)}
     if corpus is not None:
         fn, stats = corpus
         sums = boot(eng.corpus_sums_kernel, stats)  # (B, S, K)
         sys_dist = fn(sums)[..., None]  # (B, S, 1)
         sys_obs = fn(stats.sum(1))[:, None]  # (S, 1)
         total = stats.sum(1)  # (S, K)
+    elif streamed is not None:  # the same arrays, summed chunk by chunk
+        k = np.asarray(centre, dtype=float)
+        sys_dist, sys_obs = streamed
     elif statistic == "mean":
         # (B, S, M): linear_kernel on (X - k) / n; means of scores moved by a constant
         # would round at the constant's magnitude
@@ -370,8 +378,9 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                                           ci_method=ci_method, jackknife=jack,
                                           studentized=stud, scale=scale)
         if ci_method != "basic" or pvalue != "shifted":
-            why = (f"{ci_method} interval by choice" if ci_method != "basic" else
-                   f"basic interval with the {pvalue} p-value")
+            why = (ci_choice_note(ci_method, "user") if ci_method != "basic" else
+                   f"basic interval with the {pvalue} p-value, chosen by the user "
+                   f"(bootstrap_pvalue; the default is shifted)")
             note = np.where(note == "", why, note + "; " + why)
             note = np.asarray(note, dtype=object) + (
                 ": not the inversion of the p-value, decision and interval may disagree")
@@ -379,7 +388,10 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
             ["; ".join(t for t in (cluster_note, str(x)) if t)
              for x in np.broadcast_to(np.asarray(note, dtype=object), est.shape).ravel()],
             dtype=object).reshape(est.shape)
-        est_all.append(est), p_all.append(p), lo_all.append(lo), hi_all.append(hi)
+        est_all.append(est)
+        p_all.append(p)
+        lo_all.append(lo)
+        hi_all.append(hi)
     est = np.concatenate(est_all)
     out.update(estimate=est, statistic=est - null_value, p_value=np.concatenate(p_all),
                ci_low=np.concatenate(lo_all), ci_high=np.concatenate(hi_all),
@@ -387,6 +399,32 @@ def bootstrap_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
                systems=sys_dist, systems_observed=sys_obs if sys_dist is not None else None,
                centre=k if corpus is None and statistic == "mean" else None)
     return out
+
+
+def ci_choice_note(ci_method: str, by: str) -> str:
+    """The note a bootstrap row carries when its interval is not the default (basic,
+    the inversion of the p-value): which interval, and who chose it.
+
+    Parameters
+    ----------
+    ci_method : str
+        The interval (``"percentile"``, ``"bca"``, ``"studentized"``).
+    by : {"user", "rank"}
+        ``"user"``: the caller's ``ci_method``; ``"rank"``: :func:`multistat.rank`'s
+        default (its pairs use percentile intervals, as its score and rank intervals).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> ci_choice_note("percentile", "rank")
+    "percentile interval by default (rank's intervals are percentile intervals)"
+    """
+    if by == "rank":
+        return f"{ci_method} interval by default (rank's intervals are percentile intervals)"
+    return f"{ci_method} interval, chosen by the user (ci_method; the default is basic)"
 
 
 def permutation_block(X, ia, ib, *, statistic="mean", alternative="two-sided",
@@ -681,11 +719,15 @@ def bootstrap_batch(slab, ia, ib, ctx) -> BatchResult:
     check_choice("bootstrap_pvalue", ctx.bootstrap_pvalue, BOOTSTRAP_PVALUES)
     if ctx.ci_method == "studentized" and ctx.statistic != "mean" and not slab.is_corpus:
         raise TestNotApplicableError("ci_method='studentized' needs statistic='mean'")
-    out = bootstrap_block(slab.scores, ia, ib, statistic=ctx.statistic,
+    # a study streamed chunk by chunk gives its resampled means (same plan)
+    means = getattr(slab, "bootstrap_means", None)
+    out = bootstrap_block(slab._given() if means else slab.scores, ia, ib,
+                          statistic=ctx.statistic,
                           alternative=ctx.alternative, null_value=ctx.null_value,
                           confidence_level=ctx.confidence_level, ci_method=ctx.ci_method,
                           pvalue=ctx.bootstrap_pvalue, corpus=slab.corpus,
                           centre=None if slab.is_corpus else slab.centres(),
+                          streamed=means(ctx.n_resamples, ctx.seed) if means else None,
                           **_plan_kw(slab, ctx))
     systems = out.pop("systems", None)
     out.pop("systems_observed", None)

@@ -52,7 +52,8 @@ def _scores(results: pd.DataFrame, study, level: float) -> pd.DataFrame | None:
     nres = meta.get("n_resamples")
     if not _finite(nres) and "n_resamples" in results:
         nres = pd.to_numeric(results["n_resamples"], errors="coerce").max()
-    nres = int(nres) if _finite(nres) and nres > 0 else DEFAULT_N_RESAMPLES
+    nres = int(nres) if nres is not None and _finite(nres) and nres > 0 \
+        else DEFAULT_N_RESAMPLES
     seed = meta.get("seed", 0)
     seed = int(seed) if _finite(seed) else 0
     names = set(results["dataset"].astype(str))
