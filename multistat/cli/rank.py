@@ -158,12 +158,12 @@ def rank_command(
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
     if keep and result.pairs is not None:
-        written = write_table(result.pairs, pairs_path, flag="--pairs-out",
-                              metadata=dict(result.pairs.attrs["multistat"],
-                                            input=str(study), stage="rank"))
+        stored = Path(write_table(result.pairs, pairs_path, flag="--pairs-out",
+                                  metadata=dict(result.pairs.attrs["multistat"],
+                                                input=str(study), stage="rank")))
         if kind == "parquet":  # the ranking names its pairs: the report finds them
-            meta["pairs_file"] = _relative(written or pairs_path, out)
-            meta["pairs_sha256"] = _sha256(written or pairs_path)
+            meta["pairs_file"] = _relative(stored, out)
+            meta["pairs_sha256"] = _sha256(stored)
     elif beside:
         meta["pairs_file"] = None
         meta["pairs_note"] = ((f"{n_pairs:,} pairs (more than {STORED_PAIRS_MAX:,})"

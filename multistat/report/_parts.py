@@ -151,7 +151,9 @@ def summary_table(res: pd.DataFrame, study, meta: Mapping) -> pd.DataFrame:
 def sacrebleu_signatures(meta: Mapping, study) -> dict:
     """{dataset: {metric: signature}}: from the results' metadata, else from the study."""
 
-    sigs = meta.get("sacrebleu") if isinstance(meta.get("sacrebleu"), Mapping) else {}
+    sigs = meta.get("sacrebleu")
+    if not isinstance(sigs, Mapping):
+        sigs = {}
     out = {str(k): dict(v) for k, v in sigs.items() if isinstance(v, Mapping)}
     if study is not None:
         # heavy: xarray, lazily

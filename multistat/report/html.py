@@ -378,7 +378,7 @@ def write_report(results, out_dir, *, sections: Mapping | None = None, study=Non
         deciding_tests=dec_tests, settings=dec_settings, ranking=board,
         leaderboard=lb_all, pairwise=pw_all, checklist=ck_all, detectability=det_all,
         smallest=small, curves=curves, meta=_tables._meta(res))
-    parts = []
+    parts: list[_sections.Part] = []
     for section in _sections.SECTIONS:
         if any(inputs.get(name) is None for name in section.requires):
             continue
