@@ -23,7 +23,8 @@ from multistat.errors import MissingExtraError
 
 #: each optional extra -> (the modules it installs, what needs them)
 EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "report": (("matplotlib", "seaborn", "PIL"), "figures, tables and the HTML report"),
+    "report": (("matplotlib", "seaborn", "PIL", "jinja2", "markupsafe"),
+               "figures, tables and the HTML report"),
     "distributed": (("distributed",), "a dask.distributed scheduler"),
     "mt": (("sacrebleu",), "machine-translation metrics (BLEU, chrF, TER)"),
     "fast": (("numba",), "the compiled rank kernels"),

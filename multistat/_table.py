@@ -8,9 +8,13 @@ DataFrame constructor infers for strings; notes are joined once per distinct pai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from multistat.errors import ParameterError
 
 
 class Coded:
@@ -156,4 +160,38 @@ def final_columns(table: pd.DataFrame, columns) -> pd.DataFrame:
     columns = list(columns)
     out = table.reindex(columns=columns + [c for c in table.columns if c not in columns])
     out["n"] = out["n"].astype(int)
+    return out
+
+
+def run_metadata(results) -> dict:
+    """The run metadata a table carries in ``attrs["multistat"]`` (``{}`` if none)."""
+    meta = getattr(results, "attrs", {}).get("multistat", {})
+    return dict(meta) if isinstance(meta, Mapping) else {}
+
+
+def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
+    """The test shown for each ``(dataset, metric)``.
+
+    ``test`` a name: that test wherever it was run (a ParameterError if it was run
+    nowhere). A mapping ``{(dataset, metric): name}``: those choices (the others get the
+    default). None: the first test of the run metadata's ``tests`` order (else of the
+    table's row order) present for that dataset × metric.
+    """
+    order = [str(t) for t in run_metadata(results).get("tests", [])] or []
+    order += [t for t in pd.unique(results["test"].astype(str)) if t not in order]
+    chosen = test if isinstance(test, Mapping) else {}
+    if isinstance(test, Mapping):
+        test = None
+    if test is not None and test not in set(results["test"].astype(str)):
+        raise ParameterError(f"`test` {test!r} is not in the results; tests run: "
+                             f"{', '.join(order)}")
+    out: dict = {}
+    for key, part in results.groupby(["dataset", "metric"], sort=False):
+        present = set(part["test"].astype(str))
+        if test is not None:
+            if test in present:
+                out[key] = test
+            continue
+        pick = chosen.get(key)
+        out[key] = pick if pick in present else next(t for t in order if t in present)
     return out

@@ -233,3 +233,14 @@ def popen_own_session(args, **kwargs):
     proc = subprocess.Popen(args, start_new_session=True, **kwargs)
     assert os.getpgid(proc.pid) == proc.pid != os.getpgrp()
     return proc
+
+
+def full_report(results, out_dir, *, study=None, sections=None, options=None, **keywords):
+    """``write_report`` with the analysis stages run first (``multistat.stages.
+    report_inputs``): the report ``multistat report --study`` writes, from Python."""
+    from multistat.report import write_report
+    from multistat.stages import report_inputs
+
+    inputs = report_inputs(results, study=study, sections=sections, options=options)
+    return write_report(results, out_dir, sections=inputs, study=study, options=options,
+                        **keywords)

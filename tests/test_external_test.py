@@ -196,7 +196,11 @@ def test_analysis_and_report_name_it(registered, study, tmp_path):
     assert advice["non_preferred"].str.contains(NAME).all()
     assert advice["reasons"].str.contains(f"{NAME}: {REASON}", regex=False).all()
     table = multistat.compare(study, tests=(NAME,), n_resamples=499, metrics=["m1"])
-    html = multistat.report.write_report(table, tmp_path / "report", study=study)
+    # the analysis stages the report draws (scores, detectability, ...), then the report
+    from multistat.stages import report_inputs
+
+    html = multistat.report.write_report(table, tmp_path / "report", study=study,
+                                         sections=report_inputs(table, study=study))
     text = html.read_text(encoding="utf-8")
     assert f"the {LABEL} test" in text
     figures = list((tmp_path / "report" / "figures").glob("*.png"))

@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("human", ("multistat.human",)),
     ("meta", ("multistat.meta",)),
     ("report", ("multistat.report",)),
+    ("stages", ("multistat.stages",)),
     ("cli", ("multistat.cli",)),
 ]
 
@@ -264,8 +265,32 @@ def test_the_layer_check_sees_an_upward_import():
     graph = {"multistat.engine": {"multistat.report.html"}, "multistat.report.html": set()}
     up = [(m, t) for m, ts in graph.items() for t in ts if layer_of(t) > layer_of(m)]
     assert up == [("multistat.engine", "multistat.report.html")]
-    assert layer_of("multistat.io._parsing") == 1 and layer_of("multistat.cli.rank") == 11
+    assert layer_of("multistat.io._parsing") == 1 and layer_of("multistat.cli.rank") == 12
     assert layer_of("multistat.nowhere") is None
+
+
+#: the layers whose functions compute statistics: the report draws what they wrote
+ANALYSIS_LAYERS = ("engine", "tests", "power", "request", "compare", "leaderboard", "human",
+                   "meta")
+#: what the report may read from them: the test registry's declarations (each test's
+#: label, estimate label, effect size, resampling flag and the statistic's value under no
+#: difference, which orients a significant result), never a test, a correction or a power
+#: function
+REPORT_MAY_READ = {"multistat.significance", "multistat.significance._base"}
+
+
+def test_the_report_imports_no_statistics():
+    graph = import_graph(module_names())
+    found = sorted((m, t) for m, targets in graph.items() if m.startswith("multistat.report")
+                   for t in targets if LAYERS[layer_of(t)][0] in ANALYSIS_LAYERS
+                   and t not in REPORT_MAY_READ)
+    assert not found, "report/ imports statistics:\n" + "\n".join(
+        f"  {m} -> {t} [{LAYERS[layer_of(t)][0]}]" for m, t in found)
+    # and the check sees one: a report module importing a power function
+    fake = {"multistat.report.x": {"multistat.power.analytic", "multistat.significance"}}
+    seen = [(m, t) for m, ts in fake.items() for t in ts
+            if LAYERS[layer_of(t)][0] in ANALYSIS_LAYERS and t not in REPORT_MAY_READ]
+    assert seen == [("multistat.report.x", "multistat.power.analytic")]
 
 
 def test_the_package_root_holds_at_most_thirty_modules():
@@ -284,8 +309,9 @@ def test_one_module_per_name_outside_the_command_line():
             continue
         seen.setdefault(path.stem, []).append(str(rel))
     repeated = {k: sorted(v) for k, v in seen.items() if len(v) > 1}
-    assert repeated == {"preferences": ["human/preferences.py", "report/preferences.py"]}, \
-        repeated
+    assert repeated == {"preferences": ["human/preferences.py", "report/preferences.py"],
+                        "detectability": ["power/detectability.py",
+                                          "report/detectability.py"]}, repeated
 
 
 def test_public_names_are_not_shared_by_two_different_functions():

@@ -527,8 +527,9 @@ def test_report_has_the_metric_section(tmp_path, realsumm):
                                           metrics=["rouge_1_recall", "rouge_2_recall",
                                                    "bert_precision_score"])
     res = multistat.compare(realsumm, metrics=["litepyramid_recall"], tests=("t",))
-    path = write_report(res, tmp_path / "rep", metaeval=board, metaeval_matrix=matrix,
-                        histogram_pairs=None)
+    path = write_report(res, tmp_path / "rep",
+                        sections={"metaeval": board, "metaeval_matrix": matrix},
+                        options={"histogram_pairs": None})
     text = path.read_text()
     assert '<section id="metaeval"><h2>Metric meta-evaluation</h2>' in text
     assert "rouge_2_recall" in text and "Pearson correlation between the metrics" in text

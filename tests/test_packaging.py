@@ -44,6 +44,11 @@ def test_licence_and_metadata():
     assert project["authors"] and project["classifiers"]
     assert (ROOT / "multistat" / "py.typed").exists()
     assert PYPROJECT["tool"]["setuptools"]["package-data"]["multistat"] == ["py.typed"]
+    # the report's templates are package data: every one matches the declared pattern
+    templates = sorted((ROOT / "multistat" / "report" / "templates").glob("*"))
+    assert templates and PYPROJECT["tool"]["setuptools"]["package-data"][
+        "multistat.report"] == ["templates/*.j2"]
+    assert all(p.suffix == ".j2" for p in templates)
 
 
 def _imported_top_modules() -> set[str]:
@@ -181,6 +186,8 @@ def test_wheel_builds_checks_and_works_without_extras(tmp_path):
         names = zf.namelist()
         meta = zf.read(f"multistat-{multistat.__version__}.dist-info/METADATA").decode()
     assert "multistat/py.typed" in names
+    assert {"multistat/report/templates/page.html.j2",
+            "multistat/report/templates/section.html.j2"} <= set(names)
     assert f"multistat-{multistat.__version__}.dist-info/licenses/LICENSE" in names
     assert "License-Expression: MIT" in meta and "Provides-Extra: report" in meta
     assert "Requires-Dist: numba" in meta and 'extra == "fast"' in meta

@@ -286,7 +286,7 @@ def test_cli_rank_writes_parquet_and_report(tmp_path, capsys):
     # pair in every section (tests/test_report_decisions.py covers a mismatch)
     results = multistat.compare(multistat.load(src), tests=("t",), effect_sizes=False,
                                 alpha=0.01)
-    html = write_report(results, tmp_path / "rep", ranking=out).read_text()
+    html = write_report(results, tmp_path / "rep", sections={"ranking": out}).read_text()
     assert 'id="ranking"' in html and "rank intervals of planted score" in html
     assert (tmp_path / "rep/figures/rank_intervals_planted__score.png").stat().st_size > 1000
     for f in ("ranking.csv", "ranking_planted__score.md", "ranking_planted__score.tex"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REALSUMM
+from conftest import REALSUMM, full_report
 
 import multistat as ms
 from multistat import cube
@@ -94,10 +94,14 @@ def test_significance_and_winner_follow_reject(results):
 def test_leaderboard_scores_intervals_and_wins(results, study, raw):
     from multistat.comparison import system_scores
 
-    lb = tables.leaderboard(results, study=study, test="t")
-    assert set(lb.columns) >= {"rank", "system", "score", "ci_low", "ci_high", "wins"}
+    from multistat.stages import report_inputs
+
     # the intervals come from the statistics layer: compare's per-system bootstrap with the
-    # results' own seed and number of resamples (no interval computed in the report)
+    # results' own seed and number of resamples, run by the stage before the report (the
+    # report computes no interval)
+    scores = report_inputs(results, study=study)["systems"]
+    lb = tables.leaderboard(results, scores=scores, test="t")
+    assert set(lb.columns) >= {"rank", "system", "score", "ci_low", "ci_high", "wins"}
     ref = system_scores(study, n_resamples=500, seed=0).set_index(["metric", "system"])
     assert set(lb["ci_method"]) == {"bootstrap percentile"}
     for metric in METRICS:
@@ -158,8 +162,8 @@ def test_lower_is_better_flips_direction(study):
                             higher_is_better=[False] * ds.sizes["metric"])
     neg_study = cube.make_study({"realsumm": neg})
     kw = {"tests": ("t",), "effect_sizes": False}
-    pos_lb = tables.leaderboard(ms.compare(study, **kw), study=study)
-    neg_lb = tables.leaderboard(ms.compare(neg_study, **kw), study=neg_study)
+    pos_lb = tables.leaderboard(ms.compare(study, **kw))
+    neg_lb = tables.leaderboard(ms.compare(neg_study, **kw))
     assert list(pos_lb["system"]) == list(neg_lb["system"])
     assert list(pos_lb["wins"]) == list(neg_lb["wins"])
     np.testing.assert_allclose(neg_lb["score"], -pos_lb["score"], rtol=1e-12)
@@ -247,7 +251,7 @@ def test_heatmap_cells_order_and_title(results, study):
     fig = plots.heatmap(results, "realsumm", "litepyramid_recall", study=study)
     ax = fig.axes[0]
     order = [t.get_text() for t in ax.get_yticklabels()]
-    lb = tables.leaderboard(results, study=study)
+    lb = tables.leaderboard(results)
     lb = lb[lb["metric"] == "litepyramid_recall"]
     assert order == list(lb["system"])
     eff, dec, _ = tables.pairwise_matrix(results, "realsumm", "litepyramid_recall",
@@ -344,7 +348,7 @@ def test_power_curve_lines_are_the_table():
 
 
 def test_leaderboard_plot_errors(results, study):
-    lb = tables.leaderboard(results, study=study)
+    lb = tables.leaderboard(results)
     with pytest.raises(ParameterError, match=r"`lb` must hold one dataset × metric"):
         plots.leaderboard_plot(lb)
     with pytest.raises(DataValidationError, match=r"`lb` \(leaderboard\) is empty"):
@@ -365,9 +369,8 @@ def test_write_report_files_and_escaping(evil_study, tmp_path):
     res_path = ms.write_parquet(res, tmp_path / "results.parquet",
                                 metadata=res.attrs["multistat"])
     analysis = ms.analyze(evil_study)
-    path = rhtml.write_report(res_path, tmp_path / "out", analysis=analysis,
-                              power={"Paired t, prospective": _analytic_power_table()},
-                              study=evil_study)
+    path = full_report(res_path, tmp_path / "out", study=evil_study, sections={
+        "analysis": analysis, "power": {"Paired t, prospective": _analytic_power_table()}})
     assert path == tmp_path / "out" / "report.html"
     text = path.read_text(encoding="utf-8")
     assert EVIL not in text
@@ -402,14 +405,21 @@ def test_write_report_errors(results, tmp_path):
                                                  r"path to a Parquet file; got int"):
         rhtml.write_report(3, tmp_path)
     with pytest.raises(ParameterError, match=r"`histogram_pairs` needs `study`"):
-        rhtml.write_report(results, tmp_path, histogram_pairs=[("a", "b", "c", "d")])
+        rhtml.write_report(results, tmp_path,
+                           options={"histogram_pairs": [("a", "b", "c", "d")]})
     with pytest.raises(DataValidationError, match=r"`analysis` lacks column\(s\) "
                                                   r"\['system_a', 'system_b'\]"):
-        rhtml.write_report(results, tmp_path,
-                           analysis=pd.DataFrame({"dataset": ["x"], "metric": ["y"]}))
+        rhtml.write_report(results, tmp_path, sections={
+            "analysis": pd.DataFrame({"dataset": ["x"], "metric": ["y"]})})
     with pytest.raises(ParameterTypeError, match=r"`power` must be a DataFrame, a path, or a "
                                                  r"list/dict of them; got int"):
-        rhtml.write_report(results, tmp_path, power=5)
+        rhtml.write_report(results, tmp_path, sections={"power": 5})
+    with pytest.raises(ParameterError, match=r"`sections`: unknown input\(s\) \['powr'\]"):
+        rhtml.write_report(results, tmp_path, sections={"powr": 5})
+    with pytest.raises(ParameterError, match=r"`options`: unknown option\(s\) \['tset'\]"):
+        rhtml.write_report(results, tmp_path, options={"tset": "t"})
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['bogus'\]"):
+        rhtml.write_report(results, tmp_path, bogus=1)
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -458,7 +468,7 @@ def test_heatmap_baseline_pairs_leave_cells_empty(study):
     assert int((codes != 3).sum()) == 2 * (k - 1)
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[-1] == "not compared"
-    lb = tables.leaderboard(res, study=study)
+    lb = tables.leaderboard(res)
     assert set(lb.loc[lb["system"] != "abs/bart_out", "compared"]) == {1}
 
 
@@ -500,7 +510,8 @@ def test_shown_test_follows_the_analysis(results, study, tmp_path):
         counts = an["recommended"].str.split(",").explode().str.strip().value_counts()
         counts = counts[counts.index.isin(["t", "wilcoxon", "bootstrap"])]  # tests run
         assert chosen[("realsumm", metric)] == counts.index[0]
-    path = rhtml.write_report(results, tmp_path, analysis=analysis, histogram_pairs=None)
+    path = rhtml.write_report(results, tmp_path, sections={"analysis": analysis},
+                              options={"histogram_pairs": None})
     lb = pd.read_csv(tmp_path / "tables" / "leaderboard.csv")
     assert {(m, t) for m, t in zip(lb["metric"], lb["test"])} == \
         {(m, chosen[("realsumm", m)]) for m in METRICS}

@@ -21,7 +21,7 @@ import pytest
 import multistat as ms
 from multistat import cube
 from multistat.errors import ConstantInputWarning
-from multistat.report import write_report
+from tests.conftest import full_report
 
 ROOT = Path(__file__).resolve().parents[1]
 REALSUMM = ROOT / "tests" / "data" / "realsumm" / "scores.csv.gz"
@@ -138,7 +138,7 @@ def test_escaped_system_name_in_browser(realsumm, tmp_path, capsys):
     names[1] = EVIL
     study = cube.make_study({"scores": ds.assign_coords(system=names)})
     res = ms.compare(study, tests=("t",), effect_sizes=False)
-    path = write_report(res, tmp_path / "evil", study=study)
+    path = full_report(res, tmp_path / "evil", study=study)
     parser, console = _dom(path, tmp_path)
     assert console == []
     assert "script" not in parser.tags  # the name did not become markup
@@ -159,8 +159,8 @@ def test_realsumm_report_renders_readably(realsumm, tmp_path, capsys):
     with pytest.warns(ConstantInputWarning, match=r"1 pair\(s\) have constant differences"):
         analysis = ms.analyze(realsumm, metrics=metrics)
     start = time.perf_counter()
-    path = write_report(res, tmp_path / "realsumm", study=realsumm, systems=systems,
-                        analysis=analysis)
+    path = full_report(res, tmp_path / "realsumm", study=realsumm,
+                       sections={"systems": systems, "analysis": analysis})
     elapsed = time.perf_counter() - start
     parser, console = _dom(path, tmp_path)
     assert console == []
@@ -216,7 +216,7 @@ def test_report_at_100_systems_in_browser(tmp_path, capsys):
     board = ms.rank(study, test="t", n_resamples=1000)
     t_stats = time.perf_counter() - start
     start = time.perf_counter()
-    path = write_report(res, tmp_path / "r100", study=study, ranking=board)
+    path = full_report(res, tmp_path / "r100", study=study, sections={"ranking": board})
     t_report = time.perf_counter() - start
     parser, console = _dom(path, tmp_path)
     assert console == []

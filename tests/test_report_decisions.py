@@ -61,8 +61,9 @@ def test_every_section_shows_the_rankings_decisions(runs, tmp_path, monkeypatch)
         return real(rows, dataset, metric, test=test, **kw)
 
     monkeypatch.setattr(_plots, "heatmap", spy)
-    html = unescape(write_report(results, tmp_path, ranking=board, ranking_pairs=pairs,
-                        test="wilcoxon", histogram_pairs=None).read_text())
+    html = unescape(write_report(
+        results, tmp_path, sections={"ranking": board, "ranking_pairs": pairs},
+        options={"test": "wilcoxon", "histogram_pairs": None}).read_text())
     # stated once, at the top
     sentence = ("One decision per pair: every “beats” count, heatmap star, cluster and "
                 "rank range in this report comes from the bootstrap test, westfall-young "
@@ -96,8 +97,8 @@ def test_compare_rows_serve_when_they_match(study, tmp_path):
     board = multistat.rank(study, test="t", correction="holm")
     results = multistat.compare(study, tests=("t", "wilcoxon"), correction="holm",
                                 effect_sizes=False)
-    html = unescape(write_report(results, tmp_path, ranking=board,
-                                 histogram_pairs=None).read_text())
+    html = unescape(write_report(results, tmp_path, sections={"ranking": board},
+                                 options={"histogram_pairs": None}).read_text())
     assert "comes from the t test, holm correction per dataset × metric, α = 0.05" in html
     lb = pd.read_csv(tmp_path / "tables" / "leaderboard.csv").set_index("system")
     assert (lb["wins"].sort_index() == board.set_index("system")["beats"].sort_index()).all()
@@ -109,13 +110,15 @@ def test_mismatch_is_an_error(runs, tmp_path, capsys):
            r"α = 0\.05, but the compare table ran it with the bootstrap test, holm "
            r"correction, α = 0\.05 \(first: tiers / score\); for one decision per pair")
     with pytest.raises(ParameterError, match=msg):
-        write_report(results, tmp_path / "a", ranking=ranked.table, histogram_pairs=None)
+        write_report(results, tmp_path / "a", sections={"ranking": ranked.table},
+                     options={"histogram_pairs": None})
     # a pair table of another run
     other = ranked.pairs.assign(correction="holm")
     with pytest.raises(DataValidationError, match="the ranking pair table decides with the "
                                              "bootstrap test, holm correction"):
-        write_report(results, tmp_path / "b", ranking=ranked.table, ranking_pairs=other,
-                     histogram_pairs=None)
+        write_report(results, tmp_path / "b", sections={"ranking": ranked.table,
+                                                        "ranking_pairs": other},
+                     options={"histogram_pairs": None})
     # the command line: one line, exit 2
     res, rk = tmp_path / "results.parquet", tmp_path / "ranking.parquet"
     multistat.write_parquet(results, res, metadata=results.attrs["multistat"])
@@ -153,13 +156,14 @@ def test_floor_note_reaches_the_report(study, tmp_path):
     with pytest.warns(ResamplingFloorWarning, match="over 190 pairs"):
         ranked = rank_with_pairs(study, correction="holm", n_resamples=999)
     results = multistat.compare(study, tests=("t",), effect_sizes=False)
-    html = unescape(write_report(results, tmp_path, ranking=ranked.table,
-                        ranking_pairs=ranked.pairs, histogram_pairs=None).read_text())
+    html = unescape(write_report(
+        results, tmp_path, sections={"ranking": ranked.table, "ranking_pairs": ranked.pairs},
+        options={"histogram_pairs": None}).read_text())
     assert ("Note: bootstrap test with holm correction over 190 pairs (tiers / score): the "
             "smallest adjusted p-value it can give is 0.38 > alpha = 0.05") in html
     # without a ranking: the compare run's own deciding test is checked the same way
     results = multistat.compare(study, tests=("bootstrap",), correction="holm",
                                 n_resamples=999, effect_sizes=False)
-    html = unescape(write_report(results, tmp_path / "b", histogram_pairs=None).read_text())
+    html = unescape(write_report(results, tmp_path / "b", options={"histogram_pairs": None}).read_text())
     assert "Note: bootstrap test with holm correction over 190 pairs" in html
     assert "n_resamples >= 7,599" in html  # 2 * 190 / (B + 1) <= 0.05 (by hand)

@@ -15,11 +15,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REALSUMM
+from conftest import REALSUMM, full_report
 from statsmodels.stats.power import TTestPower
 
 import multistat as ms
 from multistat import cube
+from multistat.power import detectability as pdet
 from multistat.report import detectability as det_mod
 from multistat.report import tables, write_report
 
@@ -41,7 +42,7 @@ def results(study):
 
 
 def test_mde_equals_statsmodels_paired_t(results, study):
-    det = det_mod.detectability(results, study=study, test="t")
+    det = pdet.detectability(results, study=study, test="t")
     assert len(det) == 2 * 15                       # every pair of 6 systems, 2 metrics
     ds = cube.datasets(study)["realsumm"]
     for r in det.sample(6, random_state=0).itertuples():
@@ -58,27 +59,27 @@ def test_mde_equals_statsmodels_paired_t(results, study):
                                   alternative="two-sided") == pytest.approx(0.8, abs=1e-6)
         assert r.mde_source == "mde column (t test)"      # compare's own column
     # without the column the report's closed form gives the same numbers
-    own = det_mod.detectability(results.drop(columns="mde"), study=study, test="t")
+    own = pdet.detectability(results.drop(columns="mde"), study=study, test="t")
     assert (own["mde_source"] == "paired t closed form").all()
     np.testing.assert_allclose(own["mde"], det["mde"], rtol=1e-6)
 
 
 def test_mde_from_t_interval_without_study(results, study):
     no_col = results.drop(columns="mde")
-    with_study = det_mod.detectability(no_col, study=study, test="t")
-    without = det_mod.detectability(no_col, test="t")    # sd recovered from the t interval
+    with_study = pdet.detectability(no_col, study=study, test="t")
+    without = pdet.detectability(no_col, test="t")    # sd recovered from the t interval
     np.testing.assert_allclose(without["mde"], with_study["mde"], rtol=1e-8)
 
 
 def test_mde_column_wins_when_present(results, study):
     marked = results.assign(mde=np.where(results["test"] == "t", 0.125, np.nan))
-    det = det_mod.detectability(marked, study=study, test="t")
+    det = pdet.detectability(marked, study=study, test="t")
     assert (det["mde"] == 0.125).all() and (det["mde_source"] == "mde column (t test)").all()
 
 
 def test_adjacent_pairs_follow_the_leaderboard(results, study):
-    lb = tables.leaderboard(results, study=study, test="t")
-    det = det_mod.detectability(results, study=study, leaderboard=lb, test="t",
+    lb = tables.leaderboard(results, scores=ms.system_scores(study, seed=0), test="t")
+    det = pdet.detectability(results, study=study, leaderboard=lb, test="t",
                                 pairs="adjacent")
     for metric in METRICS:
         order = lb[lb["metric"] == metric]["system"].tolist()
@@ -87,8 +88,8 @@ def test_adjacent_pairs_follow_the_leaderboard(results, study):
 
 
 def test_power_curves_match_statsmodels(results, study):
-    det = det_mod.detectability(results, study=study, test="t", pairs="adjacent")
-    curves = det_mod.power_curves(det.iloc[:2], points=11)
+    det = pdet.detectability(results, study=study, test="t", pairs="adjacent")
+    curves = pdet.power_curves(det.iloc[:2], points=11)
     assert len(curves) == 22
     for (a, b), g in curves.groupby(["system_a", "system_b"], sort=False):
         r = det[(det.system_a == a) & (det.system_b == b)].iloc[0]
@@ -102,8 +103,8 @@ def test_power_curves_match_statsmodels(results, study):
 
 
 def test_statement_and_summary(results, study):
-    lb = tables.leaderboard(results, study=study, test="t")
-    det = det_mod.detectability(results, study=study, leaderboard=lb, test="t")
+    lb = tables.leaderboard(results, scores=ms.system_scores(study, seed=0), test="t")
+    det = pdet.detectability(results, study=study, leaderboard=lb, test="t")
     small = det_mod.smallest_detectable(det)
     for r in small.itertuples():
         assert r.mde_min == det[det.metric == r.metric]["mde"].min()
@@ -126,7 +127,8 @@ def test_statement_and_summary(results, study):
 
 
 def test_report_writes_results_csv_metrics_and_plots(results, study, tmp_path):
-    write_report(results, tmp_path, study=study, test="t", histogram_pairs=None)
+    full_report(results, tmp_path, study=study,
+                options={"test": "t", "histogram_pairs": None})
     csv = pd.read_csv(tmp_path / "tables" / "results.csv")
     assert len(csv) == len(results) and list(csv.columns) == list(results.columns)
     np.testing.assert_allclose(csv["p_value"], results["p_value"], rtol=1e-12)

@@ -143,7 +143,7 @@ def test_report_files_are_distinct_atomic_and_formula_free(colliding, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     (out / "tables" / "ranking.csv").symlink_to(victim)  # planted before the run
-    write_report(results, out, ranking=board, study=study)
+    write_report(results, out, sections={"ranking": board}, study=study)
     # main (2008129): the report wrote through the symlink into victim.txt
     assert victim.read_text() == "precious\n"
     assert not (out / "tables" / "ranking.csv").is_symlink()
@@ -184,7 +184,7 @@ def test_report_refuses_a_linked_folder_and_leaves_its_target_alone(colliding, t
     out.mkdir()
     (out / folder).symlink_to(target, target_is_directory=True)
     with pytest.raises(ParameterError, match=rf"{folder}'? is a symbolic link"):
-        write_report(results, out, ranking=board, study=study)
+        write_report(results, out, sections={"ranking": board}, study=study)
     assert sorted(p.name for p in target.rglob("*")) == ["keep.csv", "leaderboard"]
     assert (target / "leaderboard" / "keep.csv").read_text() == "precious\n"
 

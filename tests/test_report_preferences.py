@@ -47,7 +47,7 @@ def test_section_in_the_html_report(board, tmp_path):
     path = tmp_path / "lb.parquet"
     multistat.write_parquet(board, path, metadata=board.attrs["multistat"])
     html = multistat.report.write_report(results, tmp_path / "rep",
-                                         preferences=path).read_text()
+                                         sections={"preferences": path}).read_text()
     assert 'id="preferences"' in html and 'href="#preferences"' in html
     assert (tmp_path / "rep/figures/preference_rank_intervals.png").is_file()
 

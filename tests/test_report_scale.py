@@ -12,11 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from _tiers import names, tiered_study
+from conftest import full_report
 from matplotlib.figure import Figure
 
 import multistat as ms
-from multistat.report import _layout, plots, write_report
-from multistat.report import detectability as det_mod
+from multistat.power import detectability as pdet
+from multistat.report import _layout, plots
 from multistat.report import html as rhtml
 from multistat.report.clusters import rank_interval_plot
 from multistat.report.testsets import cd_diagram
@@ -155,8 +156,8 @@ def test_cd_diagram_150_systems_labels_never_overlap():
 # ----------------------------------------------------------------------------- power
 def test_power_panels_bounded_in_rank_order(big):
     study, res = big
-    det = det_mod.detectability(res, study=study, pairs="adjacent")
-    curves = det_mod.power_curves(det)
+    det = pdet.detectability(res, study=study, pairs="adjacent")
+    curves = pdet.power_curves(det)
     assert curves[["system_a", "system_b"]].drop_duplicates().shape[0] == K - 1
     fig = plots.adjacent_power(curves, "newstest2024", "chrF")
     drawn = [ax for ax in fig.axes if ax.get_visible()]
@@ -175,7 +176,7 @@ def test_study_sds_equal_per_pair_numpy(big):
     sys_names = [str(s) for s in x["system"].values]
     pairs = [(sys_names[i], sys_names[j]) for i in range(0, K, 7) for j in range(3, K, 11)
              if i != j] + [("nope", sys_names[0])]
-    n, sd = det_mod._study_sds(study, "newstest2024", "chrF", pairs)
+    n, sd = pdet._study_sds(study, "newstest2024", "chrF", pairs)
     vals = x.values
     for (a, b), n_p, s in zip(pairs[:-1], n, sd):
         d = vals[sys_names.index(a)] - vals[sys_names.index(b)]
@@ -188,7 +189,7 @@ def test_study_sds_equal_per_pair_numpy(big):
     score = ds["score"].values.copy()
     score[0, 0, :5] = np.nan
     holed = cube.make_study({"newstest2024": ds.assign(score=(ds["score"].dims, score))})
-    n, sd = det_mod._study_sds(holed, "newstest2024", "chrF",
+    n, sd = pdet._study_sds(holed, "newstest2024", "chrF",
                                [(sys_names[0], sys_names[1]), (sys_names[1], sys_names[2])])
     d = score[0, 0, 5:] - score[1, 0, 5:]
     assert n[0] == 115 and sd[0] == pytest.approx(statistics.stdev(d.tolist()), rel=1e-12)
@@ -201,7 +202,7 @@ def test_report_links_full_size_heatmap_and_orders_by_rank(tmp_path):
     study = tiered_study(k, n=80, tiers=4)
     res = ms.compare(study, tests=("t",), effect_sizes=False)
     board = ms.rank(study, test="t", n_resamples=200)
-    path = write_report(res, tmp_path / "rep", study=study, ranking=board)
+    path = full_report(res, tmp_path / "rep", study=study, sections={"ranking": board})
     html = path.read_text()
     href = re.findall(r'href="(figures/heatmap-full_[^"]+\.png)"', html)
     assert len(set(href)) == 1

@@ -9,7 +9,9 @@ import pytest
 import multistat
 from multistat import cube
 from multistat.errors import ParameterError
-from multistat.report.testsets import _cliques, cd_diagram, wide_scores
+from multistat.leaderboard.across import across_results, wide_scores
+from multistat.report.testsets import _cliques, cd_diagram
+from tests.conftest import full_report
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +40,7 @@ def test_wide_scores_are_oriented_test_set_means(table):
 
 
 def test_report_has_the_section_and_its_files(table, tmp_path):
-    from multistat.report import write_report
-
-    path = write_report(table, tmp_path, histogram_pairs=None)
+    path = full_report(table, tmp_path, options={"histogram_pairs": None})
     html = path.read_text(encoding="utf-8")
     assert '<section id="across"><h2>Across test sets</h2>' in html
     assert 'href="#across"' in html
@@ -62,7 +62,6 @@ def test_report_has_the_section_and_its_files(table, tmp_path):
 
 
 def test_no_section_with_one_dataset(tmp_path):
-    from multistat.report import write_report
     from multistat.report.testsets import across_section
 
     rng = np.random.default_rng(1)
@@ -70,8 +69,9 @@ def test_no_section_with_one_dataset(tmp_path):
     ds = cube.make_dataset("only", rng.normal(size=(3, 2, 20)), systems=list("abc"),
                            metrics=["bleu", "chrf"], instances=[f"i{j}" for j in range(20)])
     t = multistat.compare(cube.make_study([ds]), tests=("t",), effect_sizes=False)
-    assert across_section(t, tmp_path, tmp_path) == ""
-    html = write_report(t, tmp_path / "rep", histogram_pairs=None).read_text()
+    assert across_results(t) == ({}, None)
+    assert across_section(t, {}, None, tmp_path, tmp_path) == ""
+    html = full_report(t, tmp_path / "rep", options={"histogram_pairs": None}).read_text()
     assert 'id="across"' not in html and "Friedman" not in html
     assert not list((tmp_path / "rep" / "figures").glob("cd_diagram*"))
 

@@ -18,8 +18,9 @@ import multistat
 from multistat import cube
 from multistat.significance._proportion import binomial_interval
 from multistat.errors import ParameterError
+from multistat.power import detectability as pdet
 from multistat.report import detectability as det_mod
-from multistat.report import write_report
+from tests.conftest import full_report
 
 
 @pytest.mark.parametrize("method,sm_method", [("wilson", "wilson"), ("exact", "beta")])
@@ -128,13 +129,14 @@ def test_report_says_a_small_binary_benchmark_cannot_separate_its_systems(tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = multistat.compare(study, tests=("mcnemar", "t"))
-        det = det_mod.detectability(table, study=study, test="t")
+        det = pdet.detectability(table, study=study, test="t")
         small = det_mod.smallest_detectable(det).iloc[0]
         assert small.too_small and small.n == n
         assert small.max_difference < small.mde_min
         text = det_mod.statement(small)
         assert text.startswith("this benchmark (20 instances) is too small to separate")
-        write_report(table, tmp_path, study=study, test="t", histogram_pairs=None)
+        full_report(table, tmp_path, study=study,
+                    options={"test": "t", "histogram_pairs": None})
     html = (tmp_path / "report.html").read_text()
     assert "is too small to separate these systems" in html
     # the leaderboard's intervals of the accuracies are Wilson's
@@ -147,7 +149,7 @@ def test_report_says_a_small_binary_benchmark_cannot_separate_its_systems(tmp_pa
                            instances=[f"q{i:04d}" for i in range(2000)])
     study = cube.make_study({"big": ds})
     table = multistat.compare(study, tests=("t",))
-    small = det_mod.smallest_detectable(det_mod.detectability(table, study=study)).iloc[0]
+    small = det_mod.smallest_detectable(pdet.detectability(table, study=study)).iloc[0]
     assert not small.too_small
     assert "too small" not in det_mod.statement(small)
 

@@ -45,6 +45,7 @@ from multistat.cli.power import power_app
 from multistat.cli.preferences import preferences_command
 from multistat.cli.rank import fill_library_choices as fill_rank_choices
 from multistat.cli.rank import rank_command
+from multistat.cli.report import fill_library_choices as fill_report_choices
 from multistat.cli.report import report_command
 from multistat.cli.study import analyze, demo_data, load, units
 from multistat.errors import MultistatError
@@ -92,7 +93,8 @@ def _mount_commands():
         conventions(load_labels_command, "load-labels"))
     app.command("report", help="Heatmaps, leaderboards, Markdown/LaTeX tables and a "
                 "self-contained HTML report from a compare table; with --ranking alone, "
-                "a one-page leaderboard of any size.")(conventions(report_command, "report"))
+                "a one-page leaderboard of any size.")(
+        _MOUNTED.setdefault("report", conventions(report_command, "report")))
     app.command("rank", help="Leaderboard: significance clusters, rank ranges, bootstrap "
                 "rank intervals (Parquet).")(
         _MOUNTED.setdefault("rank", conventions(rank_command, "rank")))
@@ -141,11 +143,13 @@ def command_functions() -> dict:
 def fill_library_choices(argv=None) -> None:
     """The library's choices and defaults written into the help of the commands that
     take them (the registry's tests and the run request's defaults in ``compare`` and
-    ``rank``; the allowed values of :data:`~multistat.cli._conventions.LIBRARY_CHOICES`
-    everywhere): for the commands ``argv`` names, or all of them (None). They import
-    numpy, so the command line calls this after pinning the BLAS kernels, and only for
-    those commands (``multistat --help`` stays fast)."""
-    fillers = {"compare": fill_compare_choices, "rank": fill_rank_choices}
+    ``rank``; the section inputs in ``report``; the allowed values of
+    :data:`~multistat.cli._conventions.LIBRARY_CHOICES` everywhere): for the commands
+    ``argv`` names, or all of them (None). They import numpy, so the command line calls
+    this after pinning the BLAS kernels, and only for those commands (``multistat --help``
+    stays fast)."""
+    fillers = {"compare": fill_compare_choices, "rank": fill_rank_choices,
+               "report": fill_report_choices}
     for name, fill in fillers.items():
         if argv is None or name in argv:
             fill(_MOUNTED[name])

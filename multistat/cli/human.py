@@ -82,6 +82,13 @@ def components_command(
         help="fit at most this many pairs: beyond, a balanced subsample (whole rounds of "
              "the cyclic design, every system in as many pairs), said in the note; 0: "
              "every pair")] = 120,
+    grid_out: Annotated[Path | None, typer.Option(
+        "--grid-out", help="also write the power of raters x items designs (3-20 raters, "
+                           "50-800 items) at the pilot's components and mean |beta_1| "
+                           "(--grid-simulations each): the report's power grid "
+                           "(`multistat report --section human_power=PATH`)")] = None,
+    grid_simulations: Annotated[int, typer.Option(
+        "--grid-simulations", help="simulated studies per cell of --grid-out")] = 500,
 ):
     """Variance components of the crossed mixed model, fitted by REML to each pair of
     systems and pooled; writes the per-pair table (the pooled standard deviations in its
@@ -92,8 +99,14 @@ def components_command(
     # heavy: statsmodels, scipy.optimize, lazily
     from multistat.human.ratings import variance_components
 
-    guard_outputs([study], {"--out": out})
+    guard_outputs([study], {"--out": out, "--grid-out": grid_out})
     table_kind(out)
+    if grid_out is not None:
+        table_kind(grid_out, "--grid-out")
+        # lazily: numpy loads with the checks (`multistat --help` stays fast)
+        from multistat._validation import check_int
+
+        check_int("--grid-simulations", grid_simulations, minimum=1)
     start = time.perf_counter()
     vc = variance_components(cube.load(study), dataset=dataset, metric=metric,
                              systems=split_names(systems, "--systems"),
@@ -104,6 +117,16 @@ def components_command(
             "n_raters": vc.n_raters, "n_items": vc.n_items, "n_ratings": vc.n_ratings,
             "max_pairs": max_pairs, "note": vc.note, "input": str(study)}
     write_table(vc.to_frame(), out, metadata=meta)
+    if grid_out is not None:
+        # heavy: the Likert simulation, lazily
+        from multistat.human.pilot import power_grid
+
+        effect = max(vc.effect, 1e-12)
+        grid = power_grid(vc.variance, effect, n_simulations=grid_simulations).assign(
+            dataset=vc.dataset, metric=vc.metric, effect=effect)
+        write_table(grid[["dataset", "metric", "raters", "items", "power", "effect"]],
+                    grid_out, flag="--grid-out",
+                    metadata={"kind": "likert_power_grid", "input": str(study)})
     typer.echo(f"{vc.dataset} / {vc.metric}: {vc.n_ratings} ratings, {vc.n_raters} raters, "
                f"{vc.n_items} items; pooled standard deviations: "
                + ", ".join(f"{k} {v:.4g}" for k, v in pooled.items()))
@@ -112,4 +135,5 @@ def components_command(
     record(dataset=vc.dataset, metric=vc.metric, n_ratings=vc.n_ratings,
            n_raters=vc.n_raters, n_items=vc.n_items, pooled=pooled,
            intercept=vc.intercept, effect=vc.effect, note=vc.note)
-    typer.echo(f"wrote {out} ({time.perf_counter() - start:.1f} s)")
+    written = " and ".join(str(p) for p in (out, grid_out) if p is not None)
+    typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")

@@ -27,6 +27,11 @@ from multistat.cli._common import (
 )
 from multistat.cli._conventions import record, show_progress
 
+#: the most pair rows ``multistat rank --out`` stores beside the ranking without
+#: ``--pairs-out`` (a compare table of that many rows is a few MB; beyond it the ranking is
+#: streamed without a row per pair, and the report takes the compare table's rows)
+STORED_PAIRS_MAX = 200_000
+
 #: rank's options whose default is :func:`~multistat.leaderboard.ranking.rank_request`'s
 REQUEST_DEFAULTS = ("test", "correction", "alpha", "seed", "n_resamples",
                     "confidence_level", "scheduler")
@@ -91,10 +96,12 @@ def rank_command(
     scheduler: Annotated[str | None, typer.Option(
         help="threads | processes | synchronous | tcp://host:port")] = None,
     pairs_out: Annotated[Path | None, typer.Option(
-        "--pairs-out", help="also write the pairwise decisions behind the clusters (the "
+        "--pairs-out", help="where to write the pairwise decisions behind the clusters (the "
                             "compare rows of the ranking's test, correction and alpha); "
-                            "`multistat report --ranking-pairs` shows them in every "
-                            "section")] = None,
+                            "without it they go beside a Parquet --out as "
+                            "<out>.pairs.parquet when there are at most 200,000 pairs. "
+                            "The ranking's metadata names the file, so `multistat report "
+                            "--ranking` finds them")] = None,
     progress: Annotated[bool | None, typer.Option(
         "--progress/--no-progress", help="progress bar on stderr (default: when stderr is "
                                          "a terminal)")] = None,
@@ -131,21 +138,41 @@ def rank_command(
         req = dataclasses.replace(req, memory_limit=memory_limit)
     guard_outputs([study], {"--out": out, "--pairs-out": pairs_out, **eee_file(eee_out)},
                   folders=eee_folder(eee_out))
-    table_kind(out)
+    kind = table_kind(out)
+    beside = pairs_out is None and kind == "parquet"
+    pairs_path = pairs_out if not beside else out.with_name(out.name.removesuffix(
+        ".parquet") + ".pairs.parquet")
+    if beside:  # the pair table written beside the ranking is an output too
+        guard_outputs([study], {"--out": out, "--pairs-out": pairs_path,
+                                **eee_file(eee_out)}, folders=eee_folder(eee_out))
     if pairs_out is not None:
         table_kind(pairs_out, "--pairs-out")
     start = time.perf_counter()
     loaded = open_study(study)  # a .zarr study stays in its store
-    result = run_ranking(loaded, req, requested=test, pairs=pairs_out is not None)
+    n_pairs = _pair_rows(loaded, req)
+    keep = pairs_out is not None or (beside and n_pairs <= STORED_PAIRS_MAX)
+    # the default request streams its decisions (no compare table); up to the bound they
+    # come back as rows to store beside the ranking
+    result = run_ranking(loaded, req, requested=test, pairs=pairs_out is not None,
+                         stream_pairs_max=STORED_PAIRS_MAX if keep else 0)
     board = result.table
     meta = dict(board.attrs["multistat"], input=str(study), stage="rank")
+    if keep and result.pairs is not None:
+        stored = Path(write_table(result.pairs, pairs_path, flag="--pairs-out",
+                                  metadata=dict(result.pairs.attrs["multistat"],
+                                                input=str(study), stage="rank")))
+        if kind == "parquet":  # the ranking names its pairs: the report finds them
+            meta["pairs_file"] = _relative(stored, out)
+            meta["pairs_sha256"] = _sha256(stored)
+    elif beside:
+        meta["pairs_file"] = None
+        meta["pairs_note"] = ((f"{n_pairs:,} pairs (more than {STORED_PAIRS_MAX:,})"
+                               if n_pairs < 2**62 else "a .zarr study") + ": the pairs are "
+                              "not stored beside the ranking; --pairs-out writes them")
+        pairs_path = None
+    else:
+        pairs_path = None
     write_table(board, out, metadata=meta)
-    if pairs_out is not None:
-        write_table(result.pairs, pairs_out, flag="--pairs-out",
-                    # run_ranking(pairs=True) returns the pair table
-                    metadata=dict(result.pairs.attrs["multistat"],  # type: ignore[union-attr]
-                                  input=str(study),
-                                  stage="rank"))
     if eee_out is not None:
         # (a .zarr study is not loaded: the ranking's own intervals)
         write_eee(board, eee_out, study=loaded if hasattr(loaded, "children") else None)
@@ -168,5 +195,39 @@ def rank_command(
                f"(seed {req.seed})")
     for note in (*meta.get("floor_notes", ()), *meta.get("low_df_notes", ())):
         typer.echo(f"note: {note}")
-    written = " and ".join(str(p) for p in (out, pairs_out, eee_out) if p is not None)
+    written = " and ".join(str(p) for p in (out, pairs_path, eee_out) if p is not None)
     typer.echo(f"wrote {written} ({time.perf_counter() - start:.1f} s)")
+
+
+def _pair_rows(study, req) -> int:
+    """Pair rows the ranking's compare table would have: k(k-1)/2 per dataset x metric
+    (a .zarr study, larger than memory by design, counts as beyond any bound)."""
+    # lazily: the library loads when the command runs
+    from multistat import cube
+
+    if not hasattr(study, "children"):
+        return 2**62
+    dsets, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
+    return sum((len(metrics) if metrics else ds.sizes["metric"])
+               * ds.sizes["system"] * (ds.sizes["system"] - 1) // 2
+               for ds in dsets.values())
+
+
+def _relative(path: Path, out: Path) -> str:
+    """``path`` relative to the folder of ``out`` (both files move together)."""
+    # lazily: os.path only here
+    import os
+
+    return os.path.relpath(Path(path).resolve(), Path(out).resolve().parent)
+
+
+def _sha256(path: Path) -> str:
+    """SHA-256 of a file, read in blocks."""
+    # lazily: hashlib only when the ranking names its pairs
+    import hashlib
+
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

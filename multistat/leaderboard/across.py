@@ -610,3 +610,72 @@ def _replicability_table(table: pd.DataFrame, alpha: float, method: str) -> pd.D
         warnings.warn(notes[0], DroppedDataWarning, stacklevel=3)
     out.attrs["multistat"] = {"notes": notes, "narrowed": narrowed}
     return out
+
+
+def wide_scores(results: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """Test sets x systems of oriented scores (larger is better) of one metric from a
+    compare table (``metric`` may be left out when the table has one); only systems
+    scored on every test set are kept."""
+
+    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
+    if not cols <= set(results.columns):
+        return pd.DataFrame()
+    per = blocks_per_metric(results, None if metric is None else [metric])
+    if len(per) > 1:
+        raise ParameterError(f"`metric`: the table has metrics {list(per)}; name one "
+                             "(each metric is its own Friedman test)")
+    return next(iter(per.values()))
+
+
+def across_results(results: pd.DataFrame, *, test: str | None = None,
+                   alpha: float | None = None) -> tuple[dict, pd.DataFrame | None]:
+    """The analyses across test sets of a compare table: one Friedman test per metric
+    (blocks: the test sets; metrics with at least 3 systems scored on every one of at least
+    2 test sets) and the replicability of every claim (Bonferroni and Fisher ``k``).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        A compare table with ``score_a``/``score_b`` and at least two datasets.
+    test : str, optional
+        The test whose one-sided p-values the replicability analysis counts (default:
+        the table's first test).
+    alpha : float, optional
+        Level (default: the table's ``alpha``, else 0.05).
+
+    Returns
+    -------
+    tuple
+        ``({metric: FriedmanResult}, replicability table or None)``; ``({}, None)``
+        when the table has one test set.
+
+    Examples
+    --------
+    >>> import warnings, multistat
+    >>> from multistat import cube
+    >>> from multistat.demo import demo_frame
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     table = multistat.compare(cube.from_frame(demo_frame()), tests="t")
+    >>> frs, rep = across_results(table)
+    >>> isinstance(frs, dict)
+    True
+    """
+    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
+    if not cols <= set(results.columns) or results["dataset"].nunique() < 2:
+        return {}, None  # one test set: nothing across test sets
+    if alpha is None:
+        alpha = float(results["alpha"].iloc[0]) if "alpha" in results else 0.05
+    frs = {m: friedman(w, alpha=alpha) for m, w in blocks_per_metric(results).items()
+           if w.shape[0] >= 2 and w.shape[1] >= 3}
+    if not frs:
+        return {}, None
+    rep = None
+    if "test" in results:
+        tests = list(dict.fromkeys(results["test"]))
+        test = test if isinstance(test, str) and test in tests else tests[0]
+        sub = results[results["test"] == test]
+        b = replicability(sub, alpha=alpha, method="bonferroni")
+        f = replicability(sub, alpha=alpha, method="fisher")
+        rep = b.assign(k_fisher=f["k"].to_numpy())
+    return frs, rep

@@ -374,14 +374,16 @@ def rank_with_pairs(study, *, test="auto", alpha=0.05, correction="auto",
 
 
 def run_ranking(study, req: RunRequest, *, requested: str | None = None,
-                pairs: bool = True) -> RankResult:
+                pairs: bool = True, stream_pairs_max: int = 0) -> RankResult:
     """:func:`rank_with_pairs` of a validated request (:func:`rank_request`; its one test
     behind the clusters). ``requested``: the test name the user gave (``"auto"``), for
     the metadata. ``pairs=False``: no compare table is wanted (``pairs`` is None); the
     requests :func:`multistat.leaderboard.stream.applicable` accepts (the default bootstrap
     with the Westfall-Young step-down on mean metrics) then take the decisions of every
     pair from :mod:`multistat.leaderboard.stream` instead of a compare table: the same
-    leaderboard, bit for bit, without a row per pair."""
+    leaderboard, bit for bit, without a row per pair; with at most ``stream_pairs_max``
+    pairs in all, those decisions come back as ``pairs`` (the columns of the compare table
+    a report's decisions read: :func:`stream_pair_table`)."""
 
 
     # lazily: a study larger than memory (a Zarr store) is streamed chunk by chunk
@@ -402,7 +404,7 @@ def run_ranking(study, req: RunRequest, *, requested: str | None = None,
         study = cube.load(study)
     if not pairs and rank_stream.applicable(study, req):
         try:
-            return _run_streamed(study, req, requested)
+            return _run_streamed(study, req, requested, stream_pairs_max)
         except rank_stream.NotFinite:
             pass  # the compare table leaves non-finite pairs untested, with a note
     kept: dict = {}  # compare's per-system resampled arrays (stepdown.metric_nulls)
@@ -488,12 +490,35 @@ def _ranking_meta(compare_meta: dict, req: RunRequest, test: str, requested: str
         "input_sha256": input_sha256, "floor_notes": notes}
 
 
-def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
-    """:func:`run_ranking` from :func:`multistat.leaderboard.stream.decide` (no compare table)."""
+def stream_pair_table(dec, hib: bool, obs: np.ndarray, req: RunRequest,
+                      test: str) -> pd.DataFrame:
+    """The streamed decisions of one metric as compare-table rows: ``dataset, metric,
+    system_a, system_b, test, estimate, p_value, p_adjusted, reject, alpha, correction,
+    n, score_a, score_b, higher_is_better, n_resamples, seed`` (``obs``: each system's
+    observed score)."""
+    names = np.asarray(dec.systems).astype(str)
+    k = len(dec.ia)
+    return pd.DataFrame({
+        "dataset": np.repeat(str(dec.dataset), k), "metric": np.repeat(str(dec.metric), k),
+        "system_a": names[dec.ia], "system_b": names[dec.ib], "test": np.repeat(test, k),
+        "estimate": dec.estimate, "p_value": dec.p_value, "p_adjusted": dec.p_adjusted,
+        "reject": np.asarray(dec.reject, dtype=bool), "alpha": np.full(k, req.alpha),
+        "correction": np.repeat(str(req.correction or "none"), k),
+        "n": np.full(k, int(dec.n)), "score_a": obs[dec.ia], "score_b": obs[dec.ib],
+        "higher_is_better": np.full(k, bool(hib)),
+        "n_resamples": np.full(k, int(req.n_resamples)), "seed": np.full(k, int(req.seed))})
+
+
+def _run_streamed(study, req: RunRequest, requested: str,
+                  pairs_max: int = 0) -> RankResult:
+    """:func:`run_ranking` from :func:`multistat.leaderboard.stream.decide` (no compare
+    table); with at most ``pairs_max`` pairs in all, their decisions as ``pairs``."""
 
     _check_study(study, req)
     (test,) = req.tests
     parts, sizes = [], []
+    kept: list | None = [] if pairs_max > 0 else None
+    n_kept = 0
     bar = None
     if req.progress:  # one step per metric group (the streamed path has no compare walk)
         # heavy: tqdm, lazily (only with a progress bar)
@@ -513,6 +538,12 @@ def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
             parts.append(_board(name, str(metric), bool(hib), sysnames, obs[:, j],
                                 dist[..., j], None, req.level, None, better=better))
             sizes.append((name, str(metric), int(np.isfinite(dec.p_value).sum()), dec.n))
+            n_kept += len(dec.ia)
+            if kept is not None and n_kept <= pairs_max:
+                kept.append(stream_pair_table(dec, bool(hib), np.asarray(obs[:, j]), req,
+                                              test))
+            else:
+                kept = None  # beyond the bound: no row per pair
     notes = floor_notes_of_sizes(sizes, test=test, correction=req.correction,
                                  alpha=req.alpha, n_resamples=req.n_resamples,
                                  alternative=req.alternative, pvalue=req.bootstrap_pvalue)
@@ -523,7 +554,13 @@ def _run_streamed(study, req: RunRequest, requested: str) -> RankResult:
     out = _binary_score_intervals(pd.concat(parts, ignore_index=True), study, req.level)
     out.attrs["multistat"] = _ranking_meta(_metadata(study, req), req, test, requested,
                                            study_hash(study), notes)
-    return RankResult(out, None)
+    pairs = None
+    if kept:
+        pairs = pd.concat(kept, ignore_index=True)
+        pairs.attrs = {"multistat": {**{k: v for k, v in out.attrs["multistat"].items()
+                                        if k not in ("kind", "rule", "rank_interval")},
+                                     "kind": "ranking_pairs", "streamed": True}}
+    return RankResult(out, pairs)
 
 
 def _binary_score_intervals(board: pd.DataFrame, study, level: float) -> pd.DataFrame:

@@ -1,5 +1,9 @@
 """Report layer: leaderboards, pairwise tables, checklists, figures and the HTML report.
 
+The report draws what the analysis stages wrote and computes no statistic: its sections
+(:mod:`multistat.report.sections`, an ordered registry) each read the inputs they declare,
+given as ``write_report(results, out_dir, sections={name: table})``;
+:func:`multistat.stages.report_inputs` runs the analysis stages whose tables are missing.
 matplotlib and seaborn are imported only inside this package.
 """
 

@@ -3,10 +3,14 @@ drop: the figure resolution, and a study that does not match the results."""
 
 from __future__ import annotations
 
+import hashlib
+import warnings
+from pathlib import Path
+
 import pandas as pd
 
 from multistat._validation import check_int
-from multistat.errors import DataValidationError, ParameterError
+from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io import read_parquet
 from multistat.report._inputs import check_table
 
@@ -181,3 +185,34 @@ def check_ranking(board) -> pd.DataFrame:
         raise DataValidationError(f"ranking table lacks column(s) {missing} (write it with "
                                   "`multistat rank` / multistat.rank)")
     return check_table(board, "ranking")
+
+
+def stored_pairs(ranking_path) -> pd.DataFrame | None:
+    """The pair decisions a ranking file carries: the table its metadata names
+    (``pairs_file``, relative to the ranking's folder; ``multistat rank --out`` writes it
+    beside the ranking), checked against the ``pairs_sha256`` recorded with it. None when
+    the ranking names no pair table (a ranking streamed without one) or when the file it
+    names is missing (with a :class:`~multistat.errors.DroppedDataWarning`): the report then
+    takes the compare table's rows of the ranking's test, correction and alpha."""
+    ranking_path = Path(ranking_path)
+    meta = read_parquet(ranking_path).attrs.get("multistat", {})
+    name = meta.get("pairs_file")
+    if not name:
+        return None
+    path = ranking_path.parent / str(name)
+    if not path.is_file():  # e.g. a DVC checkout of the ranking alone: say so, go on
+        warnings.warn(f"{ranking_path}: its pair decisions {path} are missing (`multistat "
+                      "rank` wrote them beside the ranking; copy both files, or pass "
+                      "--ranking-pairs); the decisions come from the compare table's rows "
+                      "of the ranking's test, correction and alpha", DroppedDataWarning,
+                      stacklevel=2)
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if meta.get("pairs_sha256") and digest.hexdigest() != meta["pairs_sha256"]:
+        raise DataValidationError(
+            f"{path} is not the pair table {ranking_path} was written with (its SHA-256 "
+            "differs); rerun `multistat rank`, or pass --ranking-pairs")
+    return read_parquet(path)

@@ -152,14 +152,15 @@ def check_table(frame, kind: str, name: str | None = None, *, source=None) -> pd
     """
     schema = SCHEMAS[kind]
     name = name or kind
-    where = f"`{name}`" + (f" ({source})" if source is not None else f" ({schema.what})")
+    where = f"`{name}`" + (f" ({source})" if source is not None else "")
     if not isinstance(frame, pd.DataFrame):
         raise ParameterTypeError(f"`{name}` must be a pandas DataFrame or a path to a "
                                  f"Parquet file; got {type(frame).__name__}")
     need = [c for c in (*schema.text, *schema.numbers, *schema.integers)
             if c not in frame.columns]
     if need:
-        raise DataValidationError(f"{where} lacks column(s) {need} of a {schema.what}; has "
+        raise DataValidationError(f"{where} lacks column(s) {need} (needed in the "
+                                  f"{schema.what}); has "
                                   f"{_cut(list(map(str, frame.columns)), 200)}")
     if len(frame) == 0:
         raise DataValidationError(f"{where} is empty: no rows")

@@ -120,13 +120,9 @@ def _describe(s: dict) -> str:
             f"α = {float(s['alpha']):g}")
 
 
-def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
-                  ) -> tuple[str, list[str]]:
-    """The sentence stated once at the top of the report (plain text) and the
-    resampling-floor notes of the deciding configurations."""
-    # heavy: xarray, lazily
-    from multistat.pfloor import floor_notes
-
+def deciding_configurations(rows: pd.DataFrame, tests: dict) -> dict[tuple, list]:
+    """``{(test, correction, alpha): [(dataset, metric), ...]}``: the configurations that
+    decide the pairs of the report (one sentence each at the top)."""
     parts: dict[tuple, list] = {}
     for key, t in tests.items():
         sel = rows[(rows["dataset"] == key[0]) & (rows["metric"] == key[1])
@@ -136,6 +132,23 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
         corr = _norm(sel["correction"].iloc[0]) if "correction" in sel else \
             _norm(_tables._meta(rows).get("correction"))
         parts.setdefault((t, corr, float(sel["alpha"].iloc[0])), []).append(key)
+    return parts
+
+
+def configuration_rows(rows: pd.DataFrame, test: str, keys) -> pd.DataFrame:
+    """The rows of one deciding configuration (``test`` on the ``(dataset, metric)``
+    ``keys``)."""
+    return rows[(rows["test"] == test) & _keys(rows).isin(set(keys))]
+
+
+def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None,
+                  notes=None) -> tuple[str, list[str]]:
+    """The sentence stated once at the top of the report (plain text) and the
+    resampling-floor notes of the deciding configurations: the ranking's own (its
+    metadata) and ``notes`` (those of the other deciding configurations,
+    :func:`multistat.stages.report_inputs`), else the compare table's (its metadata's
+    ``floor_notes``)."""
+    parts = deciding_configurations(rows, tests)
     said = []
     for (t, corr, alpha), keys in parts.items():
         where = "" if len(parts) == 1 else " for " + ", ".join(f"{d} / {m}"
@@ -147,22 +160,12 @@ def decision_text(rows: pd.DataFrame, tests: dict, settings: dict, ranking=None
             + (", cluster and rank range" if settings else "")
             + f" in this report comes from {'; '.join(said)}{source}. Tables of other "
             "tests are labelled as such.")
-    notes = list(ranking.attrs.get("multistat", {}).get("floor_notes", [])) \
+    out = list(ranking.attrs.get("multistat", {}).get("floor_notes", [])) \
         if ranking is not None else []
-    meta = _tables._meta(rows)
-    for (t, corr, alpha), keys in parts.items():
-        if settings and t == settings["test"]:
-            continue  # the ranking's own notes (above)
-        sel = rows[(rows["test"] == t) & _keys(rows).isin(set(keys))]
-        nres = pd.to_numeric(sel["n_resamples"], errors="coerce").max() \
-            if "n_resamples" in sel else None
-        if nres is None or pd.isna(nres):
-            nres = meta.get("n_resamples")
-        if nres is None or pd.isna(nres):
-            continue
-        notes += floor_notes(sel, test=t, correction=None if corr == "none" else corr,
-                             alpha=alpha, n_resamples=int(nres))
-    return text, notes
+    if notes is None and not settings:
+        notes = _tables._meta(rows).get("floor_notes", [])
+    out += [str(n) for n in (notes or ()) if str(n) not in out]
+    return text, out
 
 
 def _resampled(rows: pd.DataFrame, test: str, keys) -> str:

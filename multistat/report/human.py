@@ -5,57 +5,23 @@ Krippendorff's interval alpha per system (agreement of the raters who rated the 
 items), the variance components of Card et al.'s crossed model, the mixed-model
 leaderboard (the compare table's ``"mixed"`` rows, when the run had them) and a raters x
 items power grid for the study's own effect size, like Card et al.'s Figure 6. It draws
-and tabulates; the numbers come from :mod:`multistat.human.ratings`,
-:mod:`multistat.human.agreement` and :func:`multistat.power.simulate_likert`.
+and tabulates the tables of :func:`multistat.human.pilot.rating_tables` (the analysis
+stage; ``multistat report --study`` runs it when they are not given) and computes nothing.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from multistat import cube
-from multistat.human.agreement import agreement
-from multistat.human.ratings import variance_components
-from multistat.power import simulate_likert
 from multistat.report._files import write_csv
 from multistat.report.plots import save_png
 
-#: the raters x items grid of the power figure
-GRID_RATERS = (3, 5, 10, 20)
-GRID_ITEMS = (50, 100, 200, 400, 800)
-
-
-def design_table(ds) -> pd.DataFrame:
-    """One row per metric x system: raters, items rated, ratings, ratings per item."""
-    r = ds[cube.RATING].transpose(*cube.RATING_DIMS).values
-    rows = []
-    for m, metric in enumerate(ds.metric.values):
-        for s, system in enumerate(ds.system.values):
-            present = ~np.isnan(r[s, m])
-            items = int(present.any(axis=1).sum())
-            rows.append({"metric": str(metric), "system": str(system),
-                         "raters": int(present.any(axis=0).sum()), "items": items,
-                         "ratings": int(present.sum()),
-                         "ratings_per_item": present.sum() / items if items else np.nan})
-    return pd.DataFrame(rows)
-
-
-def power_grid(variance, effect: float, *, raters=GRID_RATERS, items=GRID_ITEMS,
-               n_simulations: int = 500, alpha: float = 0.05, seed: int = 0
-               ) -> pd.DataFrame:
-    """Power of the crossed design for every raters x items cell (long table)."""
-
-    rows = []
-    for w in raters:
-        for i in items:
-            r = simulate_likert(n_items=i, n_workers=w, effect=effect, variance=variance,
-                                n_simulations=n_simulations, alpha=alpha, seed=seed)
-            rows.append({"raters": w, "items": i, "power": r.power})
-    return pd.DataFrame(rows)
+#: the section's input tables (:func:`multistat.human.pilot.rating_tables`)
+INPUTS = ("human_design", "human_agreement", "human_components", "human_power")
 
 
 def power_grid_figure(grid: pd.DataFrame, *, title: str) -> Figure:
@@ -78,20 +44,39 @@ def power_grid_figure(grid: pd.DataFrame, *, title: str) -> Figure:
     return fig
 
 
-def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_html,
-                  img_html, slug, n_resamples: int = 1000) -> str:
-    """HTML of the section ('' when no dataset of ``study`` has ratings by rater).
+def components_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The components table the section draws (``dataset, metric, component, sd, effect,
+    note``): as given, or from a ``multistat components`` table (its pooled standard
+    deviations, stored in its metadata, one row each)."""
+    meta = table.attrs.get("multistat", {}) if hasattr(table, "attrs") else {}
+    if "component" in table or meta.get("kind") != "variance_components":
+        return table
+    pooled = meta.get("pooled", {})
+    return pd.DataFrame([{"dataset": str(meta.get("dataset", "")),
+                          "metric": str(meta.get("metric", "")),
+                          "component": str(k).replace("worker", "rater"), "sd": float(v),
+                          "effect": float(meta.get("effect", float("nan"))), "note": ""}
+                         for k, v in pooled.items()])
 
-    ``table_html(frame)``, ``img_html(png, alt, caption)`` and ``slug(*parts)`` are the
-    report page's own, so markup and file names follow its rules; files are written
-    atomically (``save_png``, ``write_csv``).
+
+def human_section(tables: Mapping, results: pd.DataFrame, figdir, tabdir, *, dpi,
+                  table_html, img_html, slug) -> str:
+    """HTML of the section ('' when ``tables`` holds none of :data:`INPUTS`).
+
+    ``tables`` maps :data:`INPUTS` to their tables (``human_components`` may also be the
+    table of ``multistat components``); ``table_html(frame)``,
+    ``img_html(png, alt, caption)`` and ``slug(*parts)`` are the report page's own, so
+    markup and file names follow its rules; files are written atomically (``save_png``,
+    ``write_csv``).
     """
-
-    if study is None:
+    given = {k: v for k, v in tables.items() if k in INPUTS and v is not None and len(v)}
+    if not given:
         return ""
-    nodes = {k: v for k, v in cube.datasets(study).items() if cube.RATING in v}
-    if not nodes:
-        return ""
+    empty = pd.DataFrame(columns=["dataset", "metric"])
+    design_all = given.get("human_design", empty)
+    agree_all = given.get("human_agreement", empty)
+    comps_all = components_rows(given.get("human_components", empty))
+    grid_all = given.get("human_power", empty)
     e = html.escape
     intro = ("<p>Ratings by rater: the design, the raters' agreement (Krippendorff's alpha, "
              "interval level, bootstrap interval over items), the variance components of "
@@ -99,31 +84,41 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
              "(Card et al. 2020, Table 16), the mixed-model comparisons and the power of "
              "other designs for this study's own effect size.</p>")
     h = ['<section id="human"><h2>Human evaluation</h2>', intro]
-    for name, ds in nodes.items():
-        design = design_table(ds)
+
+    def part(frame, name, metric=None):
+        if "dataset" not in frame:
+            return frame.iloc[0:0]
+        sel = frame["dataset"].astype(str) == name
+        if metric is not None and "metric" in frame:
+            sel &= frame["metric"].astype(str) == metric
+        return frame[sel]
+
+    frames = (design_all, agree_all, comps_all, grid_all)
+    names = pd.unique(pd.concat([f["dataset"].astype(str) for f in frames if "dataset" in f]))
+    for name in names:
+        design = part(design_all, name).drop(columns=["dataset"])
         h.append(f"<h3>{e(name)}</h3>")
-        h.append(table_html(design.round(2)))
-        write_csv(tabdir / f"human_design_{slug(name)}.csv", design)
-        for metric in ds.metric.values:
-            metric = str(metric)
-            agree = agreement(ds.sel(metric=[metric]), "interval",
-                              n_resamples=n_resamples, seed=0)
-            h.append(f"<h4>{e(metric)}: agreement</h4>")
-            h.append(table_html(agree[["system", "alpha", "ci_low", "ci_high", "n_units",
-                                       "n_raters", "note"]].round(3)))
-            try:
-                # the compare table's own mixed fits, when the run had them (not refitted)
-                vc = variance_components(study, dataset=name, metric=metric, fits=results)
-            except Exception as exc:  # noqa: BLE001 - a design the model cannot fit
-                h.append(f"<p>No variance components: {e(str(exc))}</p>")
+        if len(design):
+            h.append(table_html(design.round(2)))
+            write_csv(tabdir / f"human_design_{slug(name)}.csv", design)
+        metrics = pd.unique(pd.concat([part(f, name)["metric"].astype(str)
+                                       for f in frames if "metric" in f]))
+        for metric in metrics:
+            agree = part(agree_all, name, metric)
+            if len(agree):
+                h.append(f"<h4>{e(metric)}: agreement</h4>")
+                cols = [c for c in ("system", "alpha", "ci_low", "ci_high", "n_units",
+                                    "n_raters", "note") if c in agree]
+                h.append(table_html(agree[cols].round(3)))
+            comps = part(comps_all, name, metric)
+            failed = (comps["note"].astype(str).str.len() > 0 if "note" in comps
+                      else pd.Series(False, index=comps.index))
+            if len(comps) and failed.all():
+                h.append(f"<p>No variance components: {e(str(comps['note'].iloc[0]))}</p>")
                 continue
-            names = ("worker_intercept", "worker_slope", "item_intercept", "item_slope",
-                     "sigma")
-            comps = pd.DataFrame([{"component": k, "sd": getattr(vc.variance, k)}
-                                  for k in names])
-            comps["component"] = comps["component"].str.replace("worker", "rater")
-            h.append(f"<h4>{e(metric)}: variance components</h4>")
-            h.append(table_html(comps.round(4)))
+            if len(comps):
+                h.append(f"<h4>{e(metric)}: variance components</h4>")
+                h.append(table_html(comps[["component", "sd"]].round(4)))
             mixed = results[(results["test"] == "mixed") & (results["dataset"] == name)
                             & (results["metric"] == metric)]
             if len(mixed):
@@ -139,15 +134,18 @@ def human_section(study, results: pd.DataFrame, figdir, tabdir, *, dpi, table_ht
                              "few df has infinite variance, so their intervals and p-values "
                              "are unreliable. The rater slope variance rests on too few "
                              "raters; more raters, not more items, narrow them.</p>")
-            effect = max(vc.effect, 1e-12)
-            grid = power_grid(vc.variance, effect)
+            grid = part(grid_all, name, metric)
+            if not len(grid):
+                continue
+            effect = float(grid["effect"].iloc[0]) if "effect" in grid else float("nan")
+            grid = grid[["raters", "items", "power"]]
             write_csv(tabdir / f"human_power_{slug(name, metric)}.csv", grid)
             png = save_png(power_grid_figure(grid, title=(
                 f"{name} · {metric}: power at the observed |beta_1| = {effect:.3g}")),
                 figdir / f"human_power_{slug(name, metric)}.png", dpi=dpi)
             h.append(img_html(png, f"power grid {name} {metric}",
                               "Power of the mixed-model test (Wald z on the ANOVA "
-                              "estimates, 500 simulations per point) for the pilot's "
+                              "estimates, simulated per point) for the pilot's "
                               "variance components and its mean |beta_1|; the dashed "
                               "line is 80 %."))
     h.append("</section>")

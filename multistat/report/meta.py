@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 
 from multistat._atomic import write_text
-from multistat.meta.pooling import study_rows
 from multistat.report._files import file_stem as _slug
 from multistat.report._files import write_csv
 from multistat.report._markup import escape as _e
@@ -34,11 +33,15 @@ def _label(row, by) -> str:
     return " · ".join(str(row[c]) for c in by)
 
 
-def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
+def meta_section(pooled: pd.DataFrame, studies: pd.DataFrame, figdir, tabdir, *,
                  dpi: int = 110, test: str | None = None) -> str:
     """HTML of the section; writes ``tables/meta.{csv,md}`` and
     ``figures/forest_*.png`` (one per pooled group with at least two studies, the
-    report's ``test`` first, at most :data:`MAX_FOREST`)."""
+    report's ``test`` first, at most :data:`MAX_FOREST`).
+
+    ``studies`` is the table of the studies behind each pooled row
+    (:func:`multistat.meta.pooling.study_rows`, the analysis stage): drawn, not
+    computed."""
     meta = pooled.attrs.get("multistat", {})
     by = [c for c in meta.get("by", ["metric", "system_a", "system_b", "test"])
           if c in pooled]
@@ -54,7 +57,7 @@ def meta_section(results: pd.DataFrame, pooled: pd.DataFrame, figdir, tabdir, *,
     if test is not None and "test" in drawable and (drawable["test"] == test).any():
         drawable = drawable[drawable["test"] == test]
     drawn = drawable.head(MAX_FOREST)
-    rows = study_rows(results, pooled)
+    rows = studies
     figs = []
     for _, row in drawn.iterrows():
         mask = np.ones(len(rows), bool)

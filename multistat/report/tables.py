@@ -17,12 +17,13 @@ System Performance. AACL-IJCNLP 2020 System Demonstrations, ACL Anthology
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from multistat._typing import DEFAULT_N_RESAMPLES
+from multistat._table import primary_tests, run_metadata
 from multistat.errors import DataValidationError, ParameterError, ParameterTypeError
 from multistat.report.formatting import (  # noqa: F401 - re-exported (public API)
     _EFFECT_LABEL,
@@ -146,37 +147,7 @@ def _direction(df: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _meta(results) -> dict:
-    meta = getattr(results, "attrs", {}).get("multistat", {})
-    return dict(meta) if isinstance(meta, Mapping) else {}
-
-
-def primary_tests(results: pd.DataFrame, test=None) -> dict[tuple, str]:
-    """The test shown for each ``(dataset, metric)``.
-
-    ``test`` a name: that test wherever it was run (a ParameterError if it was run
-    nowhere). A mapping ``{(dataset, metric): name}``: those choices (the others get the
-    default). None: the first test of the run metadata's ``tests`` order (else of the
-    table's row order) present for that dataset × metric.
-    """
-    order = [str(t) for t in _meta(results).get("tests", [])] or []
-    order += [t for t in pd.unique(results["test"].astype(str)) if t not in order]
-    chosen = test if isinstance(test, Mapping) else {}
-    if isinstance(test, Mapping):
-        test = None
-    if test is not None and test not in set(results["test"].astype(str)):
-        raise ParameterError(f"`test` {test!r} is not in the results; tests run: "
-                             f"{', '.join(order)}")
-    out = {}
-    for key, part in results.groupby(["dataset", "metric"], sort=False):
-        present = set(part["test"].astype(str))
-        if test is not None:
-            if test in present:
-                out[key] = test
-            continue
-        pick = chosen.get(key)
-        out[key] = pick if pick in present else next(t for t in order if t in present)
-    return out
+_meta = run_metadata  # the compare table's run metadata (multistat._table)
 
 
 def recommended_tests(results: pd.DataFrame, analysis: pd.DataFrame) -> dict[tuple, str]:
@@ -216,7 +187,8 @@ def leaderboard_scores(results: pd.DataFrame, *, study=None,
     Parameters
     ----------
     results : compare table
-    study : optional study (:mod:`multistat.cube`) the results were computed on
+    study : no longer used (deprecated): the report computes no score; pass
+        ``scores=multistat.system_scores(study, ...)`` (compare's ``--systems-out``)
     scores : optional per-system table with columns ``dataset, metric, system, score`` and
         optionally ``ci_low, ci_high, confidence_level`` (e.g. compare's per-system
         bootstrap table); used first when given.
@@ -230,10 +202,10 @@ def leaderboard_scores(results: pd.DataFrame, *, study=None,
 
     Notes
     -----
-    Sources, first that applies: ``scores``; the study, through the statistics layer's
-    :func:`multistat.comparison.system_scores` (each system's mean or corpus score with the
-    bootstrap percentile interval of compare's own plans, or for a binary metric the
-    Wilson interval of its count: the results' seed and number of
+    Sources, first that applies: ``scores`` (:func:`multistat.system_scores`: each
+    system's mean or corpus score with the bootstrap percentile interval of compare's own
+    plans, or for a binary metric the Wilson interval of its count;
+    :func:`multistat.stages.report_inputs` runs it with the results' seed and number of
     resamples); the ``score_a``/``score_b`` columns of the compare table (no interval).
     Without any of these the score is NaN and systems are ordered by their mean signed
     difference against the others. The report computes no interval of its own.
@@ -259,8 +231,11 @@ def leaderboard_scores(results: pd.DataFrame, *, study=None,
                               ).set_index(["dataset", "metric", "system"])
         given = given[~given.index.duplicated()]
         given = dict(zip(given.index, given.to_dict("records")))
-    if given is None and study is not None:
-        given = _study_scores(results, study, level)
+    if study is not None and scores is None:
+        warnings.warn("`study` no longer gives the leaderboard's scores (the report "
+                      "computes none): pass scores=multistat.system_scores(study, ...); "
+                      "the scores come from the score_a/score_b columns", DeprecationWarning,
+                      stacklevel=2)
     from_cols = _scores_from_columns(results)
     for (ds, metric), systems in keys.items():
         for system in systems:
@@ -288,35 +263,6 @@ def _systems_per_group(results) -> dict[tuple, list[str]]:
         out[key] = list(pd.unique(pd.concat([part["system_a"], part["system_b"]])
                                   .astype(str)))
     return out
-
-
-def _study_scores(results, study, level) -> dict:
-    """``{(dataset, metric, system): row}`` from :func:`multistat.comparison.system_scores`
-    with the results' seed and resamples (compare's ``--systems-out`` table)."""
-    # heavy: xarray, lazily
-    from multistat import cube as _cube
-
-    # heavy: xarray, lazily
-    from multistat.comparison import system_scores as _system_scores
-
-    meta = _meta(results)
-    nres = meta.get("n_resamples")
-    if not _finite(nres) and "n_resamples" in results:
-        nres = pd.to_numeric(results["n_resamples"], errors="coerce").max()
-    nres = int(nres) if nres is not None and _finite(nres) and nres > 0 else DEFAULT_N_RESAMPLES
-    seed = meta.get("seed", 0)
-    seed = int(seed) if _finite(seed) else 0
-    names = set(results["dataset"].astype(str))
-    study = _cube.load(study) if not hasattr(study, "children") else study
-    have = [d for d in _cube.datasets(study) if d in names]
-    if not have:
-        return {}
-    sc = _system_scores(study, n_resamples=nres, seed=seed, confidence_level=level,
-                        datasets=have, metrics=set(results["metric"].astype(str)))
-    if "ci_method" not in sc:  # (binary metrics: the interval of their count)
-        sc = sc.assign(ci_method="bootstrap percentile")
-    return {(str(r["dataset"]), str(r["metric"]), str(r["system"])): r
-            for r in sc.to_dict("records")}
 
 
 def _scores_from_columns(results) -> dict[tuple, float]:

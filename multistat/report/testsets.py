@@ -12,12 +12,12 @@ every test set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 from matplotlib.figure import Figure
 
 from multistat._atomic import write_text
-from multistat.leaderboard.across import FriedmanResult, blocks_per_metric, friedman, replicability
-from multistat.errors import ParameterError
 from multistat.report import _files, _layout
 from multistat.report._markup import escape as _e
 from multistat.report._markup import figure as _img
@@ -26,25 +26,10 @@ from multistat.report.plots import _short, _t, save_png
 from multistat.report.tables import _fmt as fmt
 from multistat.report.tables import to_markdown
 
-__all__ = ["across_section", "cd_diagram", "wide_scores"]
+__all__ = ["across_section", "cd_diagram"]
 
 _INK = "#1a1a1a"
 _CLIQUE = "#0072B2"  # Okabe-Ito blue
-
-
-def wide_scores(results: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
-    """Test sets x systems of oriented scores (larger is better) of one metric from a
-    compare table (``metric`` may be left out when the table has one); only systems
-    scored on every test set are kept."""
-
-    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
-    if not cols <= set(results.columns):
-        return pd.DataFrame()
-    per = blocks_per_metric(results, None if metric is None else [metric])
-    if len(per) > 1:
-        raise ParameterError(f"`metric`: the table has metrics {list(per)}; name one "
-                             "(each metric is its own Friedman test)")
-    return next(iter(per.values()))
 
 
 def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
@@ -61,8 +46,9 @@ def _cliques(mean_ranks: pd.Series, cd: float) -> list[tuple[float, float]]:
     return [(r[a], r[b]) for a, b in spans]
 
 
-def cd_diagram(result: FriedmanResult, *, title: str | None = None) -> Figure:
-    """Critical-difference diagram: the rank axis (1 = best, on the left), each system at
+def cd_diagram(result, *, title: str | None = None) -> Figure:
+    """Critical-difference diagram of a :class:`multistat.leaderboard.across.FriedmanResult`:
+    the rank axis (1 = best, on the left), each system at
     its mean rank, the Nemenyi critical difference as a bar, and thick bars joining
     systems whose mean ranks differ by less than the CD (not significantly different).
 
@@ -130,21 +116,21 @@ def _write(path, text: str) -> None:
     write_text(path, text)
 
 
-def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
-                   test: str | None = None, alpha: float | None = None) -> str:
+def across_section(results: pd.DataFrame, friedman: Mapping | None, replicability,
+                   figdir, tabdir, *, dpi: int = 110, alpha: float | None = None) -> str:
     """HTML of the section (empty string when it does not apply); writes
     ``figures/cd_diagram_<metric>.png`` (one per metric), ``tables/friedman.{csv,md}`` and
-    ``tables/replicability.{csv,md}``."""
+    ``tables/replicability.{csv,md}``.
 
-    cols = {"dataset", "metric", "system_a", "system_b", "score_a", "score_b"}
-    if not cols <= set(results.columns) or results["dataset"].nunique() < 2:
-        return ""  # one test set: nothing across test sets
-    if alpha is None:
-        alpha = float(results["alpha"].iloc[0]) if "alpha" in results else 0.05
-    frs = {m: friedman(w, alpha=alpha) for m, w in blocks_per_metric(results).items()
-           if w.shape[0] >= 2 and w.shape[1] >= 3}
+    ``friedman`` maps each metric to its :class:`~multistat.leaderboard.across.FriedmanResult`
+    and ``replicability`` is the table of :func:`multistat.leaderboard.across.across_results`
+    (the analysis stage; drawn here, not computed)."""
+
+    frs = dict(friedman or {})
     if not frs:
         return ""
+    if alpha is None:
+        alpha = float(next(iter(frs.values())).alpha)
     _slug = _files.file_stem
     _files.write_csv(tabdir / "friedman.csv", pd.concat(
         [fr.pairwise.assign(metric=m) for m, fr in frs.items()], ignore_index=True))
@@ -185,8 +171,10 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
               f"<details><summary>{len(pw)} Nemenyi comparisons ({_e(m)})</summary>",
               _table(pw, cls="nemenyi"), "</details>"]
     _write(tabdir / "friedman.md", "\n".join(md))
-    rep = _replicability_part(results, test, alpha, tabdir)
-    if rep is not None:
+    rep = replicability
+    if rep is not None and len(rep):
+        _files.write_csv(tabdir / "replicability.csv", rep)
+        _write(tabdir / "replicability.md", to_markdown(rep))
         shown = rep[rep["k"] > 0]
         h += [f'<p class="note">Note: {_e(n)}</p>'
               for n in rep.attrs.get("multistat", {}).get("notes", ())]
@@ -204,17 +192,3 @@ def across_section(results: pd.DataFrame, figdir, tabdir, *, dpi: int = 110,
                         numeric=("n_datasets", "k", "k_fisher")))
     h.append("</section>")
     return "".join(h)
-
-
-def _replicability_part(results, test, alpha, tabdir):
-    if "test" not in results or results["dataset"].nunique() < 2:
-        return None
-    tests = list(dict.fromkeys(results["test"]))
-    test = test if isinstance(test, str) and test in tests else tests[0]
-    sub = results[results["test"] == test]
-    b = replicability(sub, alpha=alpha, method="bonferroni")
-    f = replicability(sub, alpha=alpha, method="fisher")
-    b = b.assign(k_fisher=f["k"].to_numpy())
-    _files.write_csv(tabdir / "replicability.csv", b)
-    _write(tabdir / "replicability.md", to_markdown(b))
-    return b
