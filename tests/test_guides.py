@@ -21,6 +21,7 @@ GUIDES = sorted((ROOT / "docs" / "guides").glob("*.md"))
 def test_guide_runs(guide, tmp_path):
     shutil.copytree(ROOT / "data", tmp_path / "data")
     shutil.copytree(ROOT / "tests" / "data", tmp_path / "tests" / "data")
+    shutil.copytree(ROOT / "pipelines", tmp_path / "pipelines")  # the templates' data
     blocks = [b for b in parse_blocks(guide.read_text(encoding="utf-8"))
               if b[1] in RUN and b[3] is None]
     assert blocks, f"{guide.name} has no runnable example"

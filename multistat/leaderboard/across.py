@@ -666,8 +666,11 @@ def across_results(results: pd.DataFrame, *, test: str | None = None,
         return {}, None  # one test set: nothing across test sets
     if alpha is None:
         alpha = float(results["alpha"].iloc[0]) if "alpha" in results else 0.05
-    frs = {m: friedman(w, alpha=alpha) for m, w in blocks_per_metric(results).items()
-           if w.shape[0] >= 2 and w.shape[1] >= 3}
+    with warnings.catch_warnings():  # the systems left out go to each result's notes
+        warnings.simplefilter("ignore", DroppedDataWarning)
+        blocks = blocks_per_metric(results)
+        frs = {m: friedman(w, alpha=alpha) for m, w in blocks.items()
+               if w.shape[0] >= 2 and w.shape[1] >= 3}
     if not frs:
         return {}, None
     rep = None
@@ -675,7 +678,10 @@ def across_results(results: pd.DataFrame, *, test: str | None = None,
         tests = list(dict.fromkeys(results["test"]))
         test = test if isinstance(test, str) and test in tests else tests[0]
         sub = results[results["test"] == test]
-        b = replicability(sub, alpha=alpha, method="bonferroni")
-        f = replicability(sub, alpha=alpha, method="fisher")
+        with warnings.catch_warnings():  # the narrowed pairs are in the table's notes
+            warnings.simplefilter("ignore", DroppedDataWarning)
+            b = replicability(sub, alpha=alpha, method="bonferroni")
+            f = replicability(sub, alpha=alpha, method="fisher")
         rep = b.assign(k_fisher=f["k"].to_numpy())
+        rep.attrs = b.attrs
     return frs, rep
