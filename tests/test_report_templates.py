@@ -47,6 +47,8 @@ def test_templates_render_to_valid_commands(template, tmp_path):
             "for s in Repo('.').index.stages: print(s.addressing, '\\t', s.cmd)")
     out = _run([sys.executable, "-c", code], project / "pipelines" / template)
     cmds = dict(line.split(" \t ", 1) for line in out.stdout.strip().splitlines())
+    # the version stage is checked below (test_every_multistat_stage_reruns_...)
+    cmds = {n: c for n, c in cmds.items() if n.split(":")[-1] != "multistat_version"}
     names = {n.split(":")[-1].split("@")[0] for n in cmds}
     expected = {"load", "units", "analyze", "compare", "power", "report"}
     if template == "shared-task":  # its leaderboard's tiers (the ranking decides)
@@ -60,3 +62,23 @@ def test_templates_render_to_valid_commands(template, tmp_path):
                and "." not in w]
         flags = {w for w in words if w.startswith("--")}
         assert flags <= _cli_options(sub), (name, flags - _cli_options(sub))
+
+
+@pytest.mark.parametrize("template", sorted(p.parent.name for p in
+                                            (ROOT / "pipelines").glob("*/dvc.yaml")))
+def test_every_multistat_stage_reruns_when_multistat_changes(template):
+    """A template is copied into a user's project, where multistat is installed, not a
+    folder: its ``multistat_version`` stage records ``multistat --version`` on every run
+    (``always_changed``), and every stage that runs multistat depends on that file."""
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "pipelines" / template / "dvc.yaml").read_text())["stages"]
+    version = stages["multistat_version"]
+    assert version["always_changed"] is True
+    assert "multistat --version > reports/multistat-version.txt" in version["cmd"]
+    runs = {name: st.get("do", st) for name, st in stages.items()
+            if name != "multistat_version"
+            and " multistat " in f" {st.get('do', st)['cmd']} ".replace("\n", " ")}
+    assert runs, "no stage runs multistat"
+    for name, st in runs.items():
+        assert "reports/multistat-version.txt" in st.get("deps", []), name
