@@ -55,6 +55,7 @@ from multistat.comparison._groups import (
     mde,
     mde_multiplier,
     run_group,
+    test_contexts,
 )
 from multistat.corpus import get_corpus_metric
 from multistat.correct import adjust, adjust_groups
@@ -69,7 +70,7 @@ from multistat.errors import (
 )
 from multistat.request import DEFAULT_TESTS, STEPDOWN_CORRECTIONS, RunRequest, build_request
 from multistat.significance import _holes as _holes_data
-from multistat.significance._batch import Context, Slab, accepted_keywords, background
+from multistat.significance._batch import Slab, accepted_keywords, background
 
 __all__ = ["COLUMNS", "DEFAULT_TESTS", "compare", "run", "study_hash", "system_distributions",
            "system_scores"]
@@ -485,14 +486,7 @@ class _Walked:
 def _walk_request(study, req: RunRequest, resampled, want_systems: bool) -> _Walked:
     """Dataset -> metric group -> test: every block of the table."""
     specs = req.specs
-    base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
-                       confidence_level=req.level, alpha=req.alpha,
-                       mde_power=req.mde_power, statistic=req.statistic,
-                       n_resamples=req.n_resamples, seed=req.seed,
-                       scheduler=req.scheduler, n_chunks=req.n_chunks,
-                       ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
-                       budget=req.budget)
-    ctxs = {s.name: base_ctx.for_test((req.test_options or {}).get(s.name)) for s in specs}
+    base_ctx, ctxs = test_contexts(req)
     all_ds, metrics = cube.select(study, datasets=req.datasets, metrics=req.metrics)
     input_hash = _HashLater(study)  # started after the first group's moments
     bar = _Progress.start(req.progress, all_ds, specs, metrics, req.pairs, req.n_resamples,

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from multistat.significance._batch import BatchResult
+from multistat.significance._batch import BatchResult, Context
 from multistat.significance.parametric import pair_mean_sd
 from multistat.significance.rank import EFFECT_BYTES_PER_VALUE
 
@@ -18,6 +18,20 @@ EFFECT_COLUMNS = tuple(f"{e}{s}" for e in ("cohens_d", "hedges_g", "wilcoxon_r",
                        for s in ("", "_ci_low", "_ci_high"))
 #: standard errors of the effect sizes (large-sample, :func:`multistat.effect.cohens_dz_se`)
 EFFECT_SE_COLUMNS = ("cohens_d_se", "hedges_g_se")
+
+
+def test_contexts(req) -> tuple:
+    """``(base_ctx, {test: ctx})``: the run request's settings as the batch context, and
+    each test's own context (its ``test_options`` applied)."""
+    base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
+                       confidence_level=req.level, alpha=req.alpha,
+                       mde_power=req.mde_power, statistic=req.statistic,
+                       n_resamples=req.n_resamples, seed=req.seed,
+                       scheduler=req.scheduler, n_chunks=req.n_chunks,
+                       ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
+                       budget=req.budget)
+    options = req.test_options or {}
+    return base_ctx, {s.name: base_ctx.for_test(options.get(s.name)) for s in req.specs}
 
 
 def run_group(slab, ia, ib, specs, ctxs, base_ctx, bar, want_effects, power, budget):

@@ -23,10 +23,14 @@ from multistat import __version__
 from multistat._table import Coded as _Coded
 from multistat._table import labels as _labels
 from multistat.comparison import stepdown
-from multistat.comparison._groups import EFFECT_COLUMNS, mde_multiplier, run_group
+from multistat.comparison._groups import (
+    EFFECT_COLUMNS,
+    mde_multiplier,
+    run_group,
+    test_contexts,
+)
 from multistat.errors import ParameterError, SkippedTestWarning
 from multistat.request import DEFAULT_TESTS, RunRequest
-from multistat.significance._batch import Context
 from multistat.significance._streamed import STREAMED_TESTS, check_streamable, streamed_slab
 from multistat.significance.parametric import pair_constant, pair_mean_sd
 
@@ -116,14 +120,7 @@ def run_zarr(study, req: RunRequest, *, walk, resampled=None):
     ms = metric_positions(study, req)
     ia, ib = _pair_arrays(np.asarray(study.systems), req.pairs)
     specs = req.specs
-    base_ctx = Context(alternative=req.alternative, null_value=req.null_value,
-                       confidence_level=req.level, alpha=req.alpha,
-                       mde_power=req.mde_power, statistic=req.statistic,
-                       n_resamples=req.n_resamples, seed=req.seed,
-                       scheduler=req.scheduler, n_chunks=req.n_chunks,
-                       ci_method=req.ci_method, bootstrap_pvalue=req.bootstrap_pvalue,
-                       budget=req.budget)
-    ctxs = {s.name: base_ctx.for_test((req.test_options or {}).get(s.name)) for s in specs}
+    base_ctx, ctxs = test_contexts(req)
     slab = streamed_slab(study, ms, scheduler=req.scheduler, budget=req.budget)
     sys_obs = slab.means()
     name = study.dataset
