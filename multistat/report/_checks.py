@@ -12,7 +12,7 @@ import pandas as pd
 from multistat._validation import check_int
 from multistat.errors import DataValidationError, DroppedDataWarning, ParameterError
 from multistat.io import read_parquet
-from multistat.report._inputs import check_table
+from multistat.report._inputs import check_table, numeric_cells
 
 #: PNG resolution limits: below 20 the figures are unreadable; above 1200 one figure takes
 #: hundreds of MB of memory and minutes to encode (the command line checks the same range)
@@ -73,14 +73,10 @@ def _where(res: pd.DataFrame, i: int) -> str:
 
 def _numbers(res: pd.DataFrame, col: str, name: str):
     """The column as floats; a cell that is neither a number nor missing is refused."""
-    # heavy: numpy, lazily
-    import numpy as np
-
     raw = res[col]
-    if raw.dtype == bool or str(raw.dtype) == "boolean":
+    values, junk = numeric_cells(raw)
+    if values is None:
         raise DataValidationError(f"`{name}`: column {col!r} holds booleans, not numbers")
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    junk = np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
     if junk.size:
         i = int(junk[0])
         raise DataValidationError(f"`{name}`: {_where(res, i)}: {col} {raw.iloc[i]!r} is not "

@@ -92,12 +92,21 @@ def _cut(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def numeric_cells(raw: pd.Series) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(values as floats, positions of cells that are neither a number nor missing)``;
+    ``(None, [])`` for a True/False column (not numbers). One coercion for every table the
+    report reads (the compare table's checks in ``report/_checks.py`` too)."""
+    if raw.dtype == bool or str(raw.dtype) == "boolean":
+        return None, np.empty(0, dtype=np.intp)
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return values, np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
+
+
 def _numbers(frame: pd.DataFrame, col: str, where: str, *, whole: bool) -> None:
     raw = frame[col]
-    if raw.dtype == bool or str(raw.dtype) == "boolean":
+    values, junk = numeric_cells(raw)
+    if values is None:
         raise DataValidationError(f"{where}: column {col!r} holds True/False, not numbers")
-    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    junk = np.flatnonzero(np.isnan(values) & raw.notna().to_numpy())
     if junk.size:
         i = int(junk[0])
         raise DataValidationError(f"{where}: column {col!r}, row {i}: {_cut(raw.iloc[i])} "
